@@ -1,0 +1,98 @@
+"""Reward terms and their weights. The reward is ``sum(weight * term)``; the competition score never uses them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from ..game.core import Game, StepEvents
+
+__all__ = ["RewardWeights", "TERMS", "potential", "reward_terms"]
+
+TERMS = ("treasure", "end", "step", "bump", "flash", "flash_fail", "buff", "progress", "revisit",
+         "missed_treasure", "timeout")
+_FAR = 256  # cap, in cells, of the distance used by the progress potential (also for unreachable targets)
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weight of each reward term (the term's unit in brackets).
+
+    :param treasure: per treasure collected [count].
+    :param end: reaching the end [0/1].
+    :param step: every step [1]; negative = a time cost.
+    :param bump: a move that bumped into a wall (displacement <= 500) [0/1].
+    :param flash: a flash that landed [0/1].
+    :param flash_fail: a flash into an obstacle, which fails and (by default) spends the talent [0/1].
+    :param buff: picking up the speed buff [0/1].
+    :param progress: potential-based shaping ``phi(s') - phi(s)`` with ``phi = -BFS cells to the nearest available
+        treasure, or to the end when none is left`` (0 at the terminal state) [cells].
+    :param revisit: stepping on a cell visited before in this episode [0/1].
+    :param missed_treasure: at the end of an episode, per treasure left behind [count].
+    :param timeout: the episode was truncated at max_step without reaching the end [0/1].
+    """
+
+    treasure: float = 1.0
+    end: float = 1.0
+    step: float = -0.001
+    bump: float = -0.005
+    flash: float = 0.0
+    flash_fail: float = -0.1
+    buff: float = 0.05
+    progress: float = 0.01
+    revisit: float = -0.001
+    missed_treasure: float = -0.5
+    timeout: float = -1.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise ValueError(f"RewardWeights.{f.name} must be a finite number, got {v!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> RewardWeights:
+        """Build from a dict; unknown keys raise ``ValueError`` listing the valid ones."""
+        data = dict(data or {})
+        unknown = sorted(set(data) - set(TERMS))
+        if unknown:
+            raise ValueError(f"unknown reward weight keys {unknown}; valid keys are {list(TERMS)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    def as_list(self) -> list[float]:
+        """The weights in the order of :data:`TERMS`."""
+        return [float(getattr(self, t)) for t in TERMS]
+
+
+def potential(game: Game) -> float:
+    """``-BFS cells`` from the hero to the nearest available treasure, or to the end if none is left (0 once over)."""
+    if game.terminated:
+        return 0.0
+    gx, gz = game.cell
+    dist = game.tables.distance[gz, gx].tolist()  # BFS cells to each position id
+    d = min(map(dist.__getitem__, game.available_treasures or (game.config.end,)))
+    return -float(min(d, _FAR))
+
+
+def reward_terms(game: Game, ev: StepEvents, phi_before: float, phi_after: float) -> list[float]:
+    """Values of the terms for the step just played, in the order of :data:`TERMS`."""
+    r = game.rules.view_radius
+    over = game.terminated or game.truncated
+    return [
+        float(len(ev.treasures)),
+        float(ev.win),
+        1.0,
+        float(ev.bump),
+        float(ev.flash and not ev.flash_failed),
+        float(ev.flash_failed),
+        float(ev.buff),
+        phi_after - phi_before,
+        float(game.window[1, r, r] > 0),  # the memory window is cropped before this step's visit is added
+        float(len(game.available_treasures)) if over else 0.0,
+        float(game.truncated),
+    ]
