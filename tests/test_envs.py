@@ -1,0 +1,179 @@
+"""Env contract for every registered id: checkers, determinism, pickling, creation by id, masks through VecEnvs."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import sb3_realm
+from sb3_realm.envs import ENV_IDS, TERMS, RealmEnv, RewardWeights
+
+ALL_IDS = sorted(ENV_IDS)
+
+
+def rollout(env, seed: int, n: int = 300) -> list:
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    trace = [obs["vector"].copy(), obs["maps"].copy()]
+    for _ in range(n):
+        legal = np.flatnonzero(env.unwrapped.action_masks())
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(legal)))
+        trace += [obs["vector"].copy(), obs["maps"].copy(), reward, terminated, truncated]
+        if terminated or truncated:
+            obs, _ = env.reset()
+    return trace
+
+
+def same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_gymnasium_env_checker(env_id):
+    env = gym.make(env_id)
+    gym_check_env(env.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_sb3_env_checker(env_id):
+    sb3_check_env(gym.make(env_id).unwrapped, warn=True)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_same_seed_same_rollout(env_id):
+    a = rollout(gym.make(env_id), seed=7)
+    b = rollout(gym.make(env_id), seed=7)
+    c = rollout(gym.make(env_id), seed=8)
+    assert same(a, b)
+    assert not same(a, c)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_pickle_round_trip_mid_episode(env_id):
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=3)
+    for a in (0, 1, 2, 0):
+        env.step(a)
+    clone = pickle.loads(pickle.dumps(env))
+    for a in (3, 0, 6, 7, 8, 1):
+        o1, r1, te1, tr1, _ = env.step(a)
+        o2, r2, te2, tr2, _ = clone.step(a)
+        assert np.array_equal(o1["vector"], o2["vector"]) and np.array_equal(o1["maps"], o2["maps"])
+        assert (r1, te1, tr1) == (r2, te2, tr2)
+
+
+def test_make_by_id_from_package_name_in_fresh_process():
+    code = ("import gymnasium as gym; env = gym.make('sb3_realm:sb3_realm/RealmSmall-v0'); "
+            "obs, _ = env.reset(seed=0); print(obs['vector'].shape)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(216,)"
+
+
+def test_spaces_and_obs_in_space():
+    env = gym.make("sb3_realm/RealmSmall-v0")
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert env.action_space == gym.spaces.Discrete(16)
+    assert len(info["treasure_ids"]) == 3
+    assert obs["maps"].dtype == np.uint8 and obs["maps"].shape == (4, 51, 51)
+
+
+def test_reset_options_are_usr_conf_for_one_episode():
+    env = RealmEnv(map_name="small", treasure_num=2, max_step=100)
+    _, info = env.reset(seed=0, options={"treasure_random": 0, "treasure_id": [3, 4, 5, 6], "max_step": 50})
+    assert info["treasure_ids"] == [3, 4, 5, 6] and info["usr_conf"]["max_step"] == 50
+    _, info = env.reset(seed=0)
+    assert len(info["treasure_ids"]) == 2 and info["usr_conf"]["max_step"] == 100
+    env.set_config(treasure_num=5)
+    _, info = env.reset()
+    assert len(info["treasure_ids"]) == 5
+
+
+def test_episode_end_info_and_reward_terms():
+    env = RealmEnv(map_name="small", treasure_num=3, max_step=40, reward_weights={"step": -1.0, "bump": 0.0,
+                                                                                    "revisit": 0.0, "progress": 0.0})
+    env.reset(seed=1)
+    done, info, rewards = False, {}, []
+    while not done:
+        _, r, te, tr, info = env.step(4)  # west into the wall: nothing happens but steps
+        rewards.append(r)
+        assert set(info["reward_terms"]) == set(TERMS)
+        done = te or tr
+    assert info["steps"] == 40 and not info["win"] and info["score"] == 0.0
+    assert info["treasures"] == 0 and len(info["treasures_missed"]) == 3
+    # -1 per step, plus the timeout and the missed treasures on the last step
+    assert rewards[:-1] == [-1.0] * 39
+    assert rewards[-1] == pytest.approx(-1.0 + RewardWeights().timeout + 3 * RewardWeights().missed_treasure)
+
+
+def test_score_does_not_depend_on_weights():
+    scores = []
+    for weights in ({}, {"treasure": 5.0, "end": -3.0, "step": 0.3}):
+        env = RealmEnv(map_name="small", reward_weights=weights)
+        env.reset(seed=11)
+        rng = np.random.default_rng(0)
+        info, done = {}, False
+        while not done:
+            _, _, te, tr, info = env.step(int(rng.integers(8)))
+            done = te or tr
+        scores.append((info["score"], info["steps"], info["treasures"]))
+    assert scores[0] == scores[1]
+
+
+def test_progress_term_is_potential_difference():
+    env = RealmEnv(map_name="small", treasure_num=1)
+    env.reset(seed=0)
+    from sb3_realm.envs.rewards import potential
+
+    total = 0.0
+    phi0 = potential(env.game)
+    for a in (0, 0, 1, 2, 2):
+        _, _, te, _, info = env.step(a)
+        total += info["reward_terms"]["progress"]
+        if te:
+            break
+    assert total == pytest.approx(potential(env.game) - phi0)
+
+
+def test_render_rgb_array():
+    env = gym.make("sb3_realm/RealmSmall-v0", render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.shape == (32 * 4, 32 * 4, 3)
+    assert len(np.unique(frame.reshape(-1, 3), axis=0)) >= 5  # walls, floor, treasures, buff, end, hero...
+
+
+def test_action_masks_through_subproc_vec_env():
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    vec = SubprocVecEnv([lambda: RealmEnv(map_name="small") for _ in range(2)])
+    try:
+        vec.reset()
+        masks = get_action_masks(vec)
+        assert masks.shape == (2, 16) and masks.all()  # talent ready at the start
+        vec.step(np.array([8, 0]))  # env 0 flashes
+        masks = get_action_masks(vec)
+        assert not masks[0, 8:].any() and masks[1].all()
+    finally:
+        vec.close()
+
+
+def test_maskable_ppo_learns_a_few_steps():
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO("MultiInputPolicy", RealmEnv(map_name="small"), n_steps=64, batch_size=32, n_epochs=1,
+                        verbose=0, seed=0)
+    model.learn(128)
+    assert model.num_timesteps >= 128
+
+
+def test_package_exports():
+    assert "RealmEnv" in sb3_realm.__all__ and sb3_realm.__version__
