@@ -90,7 +90,7 @@ def _target_table() -> np.ndarray:
 
 
 _TARGET_TABLE = _target_table()
-_CODE_WEIGHTS = np.array([36.0, 6.0, 1.0], dtype=np.float32)
+_CODE_WEIGHTS = np.array([36.0, 6.0, 1.0, 0.0], dtype=np.float32)  # (direction, l2, path, grid) -> table row
 
 
 def encode(scalars: np.ndarray, relative: np.ndarray, maps: np.ndarray) -> dict[str, np.ndarray]:
@@ -101,7 +101,7 @@ def encode(scalars: np.ndarray, relative: np.ndarray, maps: np.ndarray) -> dict[
     """
     s = scalars.tolist()
     rel = relative[1:]  # (17, 4): end, buff, treasure slots
-    code = (rel[:, :3] @ _CODE_WEIGHTS).astype(np.intp)  # (17,) code of (direction, l2, path)
+    code = rel.dot(_CODE_WEIGHTS).astype(np.intp)  # (17,) code of (direction, l2, path)
     vec = np.empty(VECTOR_SIZE, dtype=np.float32)
     block = vec[N_HEAD:].reshape(N_TARGETS, PER_TARGET)  # (17, 12) view into vec
     block[:, :11] = _TARGET_TABLE.take(code, axis=0)

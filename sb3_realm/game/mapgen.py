@@ -8,9 +8,10 @@ buff, 1 end, 2 start, 3..15 treasure slots) spread over the whole map.
 Procedure (all randomness from ``np.random.default_rng``):
 
 1. Waypoints: a 5 x 5 lattice over the grid, each point jittered by up to 30 % of the lattice step.
-2. Graph: a randomised depth-first walk over lattice neighbours that stops after ``K`` waypoints (a winding spanning
-   tree of those waypoints, the others stay solid wall), plus one or two extra lattice edges between waypoints that
-   are far apart in the tree, which close loops.
+2. Graph: a random growing tree over lattice neighbours (mostly extending the newest waypoint, sometimes an older
+   one) that stops after ``K`` waypoints, the others stay solid wall, plus one or two extra lattice edges between
+   waypoints that are not neighbours in the tree, which close loops. Layouts that leave a corner of the map empty
+   are redrawn.
 3. Corridors: each edge is a cubic Bezier curve bent sideways by a random amount; its radius (3..5.5 cells, so
    corridors are about 6..11 cells wide) varies smoothly along it and every waypoint gets a round junction. The
    corridors are painted on a 64 x 64 grid of 2 x 2-cell blocks, so walls always come in aligned 2 x 2 blocks and no
@@ -146,7 +147,7 @@ def _max_flash_saving(walk: np.ndarray, dist: np.ndarray) -> int:
         oz0, oz1 = max(0, -dz), min(h, h - dz)
         ox0, ox1 = max(0, -dx), min(w, w - dx)
         origin = big[oz0:oz1, ox0:ox1]
-        land = big[oz0 + dz:oz1 + dz, ox0 + dx:ox1 + dx]
+        land = big[oz0 + dz : oz1 + dz, ox0 + dx : ox1 + dx]
         ok = (origin >= 0) & (land >= 0)
         if ok.any():
             best = max(best, int((origin - land)[ok].max()))
@@ -183,7 +184,7 @@ def check_map(walk: np.ndarray, cells: np.ndarray) -> list[str]:
     if n_walk == 0:
         return problems
     half = GRID // 2
-    quadrants = [walk[z:z + half, x:x + half] for z in (0, half) for x in (0, half)]
+    quadrants = [walk[z : z + half, x : x + half] for z in (0, half) for x in (0, half)]
     if min(int(q.sum()) for q in quadrants) < MIN_QUADRANT_SHARE * n_walk:
         problems.append(f"some 64x64 quadrant holds less than {MIN_QUADRANT_SHARE:.0%} of the walkable cells")
     win = walk[:-1, :-1] & walk[1:, :-1] & walk[:-1, 1:] & walk[1:, 1:]  # all-walkable 2x2 windows
@@ -314,14 +315,19 @@ def _graph(rng: np.random.Generator) -> tuple[list[int], list[tuple[int, int]]] 
     return visited, edges
 
 
+def _snap(values: np.ndarray) -> np.ndarray:
+    """Round to multiples of 1/64 (exact in binary floating point)."""
+    return np.round(values * 64.0) / 64.0
+
+
 def _paint(walk_blocks: np.ndarray, pts: np.ndarray, radii: np.ndarray) -> None:
     """Mark blocks whose centre lies within ``radii[i]`` cells of ``pts[i]`` (cell coordinates) for some ``i``."""
     centres = np.arange(NB) * BLOCK + BLOCK / 2.0
     bx = centres[None, None, :]
     bz = centres[None, :, None]
     for lo in range(0, len(pts), 64):
-        p = pts[lo:lo + 64]
-        r = radii[lo:lo + 64]
+        p = pts[lo : lo + 64]
+        r = radii[lo : lo + 64]
         d2 = (bx - p[:, 0, None, None]) ** 2 + (bz - p[:, 1, None, None]) ** 2
         walk_blocks |= (d2 <= (r**2)[:, None, None]).any(axis=0)
 
@@ -334,21 +340,24 @@ def _corridors(rng: np.random.Generator, pts: np.ndarray, nodes: list[int], edge
     for a, b in edges:
         p0, p3 = pts[a], pts[b]
         seg = p3 - p0
-        length = float(np.hypot(*seg))
+        length = math.sqrt(float(seg[0] * seg[0] + seg[1] * seg[1]))
         perp = np.array([-seg[1], seg[0]]) / max(length, 1e-9)
         p1 = p0 + seg / 3.0 + perp * rng.uniform(-BEND, BEND) * length
         p2 = p0 + 2.0 * seg / 3.0 + perp * rng.uniform(-BEND, BEND) * length
+        # Only + - * / and sqrt from here on (no libm pow/sin), then snap to a 1/64-cell lattice: the painted
+        # blocks are then exact comparisons of exactly representable numbers, the same on every platform.
         t = np.linspace(0.0, 1.0, int(math.ceil(length * 2.0)) + 2)[:, None]
-        curve = (1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * p1 + 3 * (1 - t) * t**2 * p2 + t**3 * p3
+        u = 1.0 - t
+        curve = u * u * u * p0 + 3.0 * u * u * t * p1 + 3.0 * u * t * t * p2 + t * t * t * p3
         bump = rng.uniform(-1.0, 1.0)
         tt = t[:, 0]
-        radii = (1 - tt) * node_r[a] + tt * node_r[b] + bump * np.sin(np.pi * tt)
-        radii = np.clip(radii, RADIUS[0], RADIUS[1])
-        curve = np.clip(curve, lo_edge + radii[:, None], GRID - lo_edge - radii[:, None])
+        radii = (1.0 - tt) * node_r[a] + tt * node_r[b] + bump * 4.0 * tt * (1.0 - tt)
+        radii = _snap(np.clip(radii, RADIUS[0], RADIUS[1]))
+        curve = _snap(np.clip(curve, lo_edge + radii[:, None], GRID - lo_edge - radii[:, None]))
         _paint(walk_blocks, curve, radii)
     for n in nodes:  # round junctions
-        r = node_r[n] + 0.5
-        centre = np.clip(pts[n], lo_edge + r, GRID - lo_edge - r)
+        r = float(_snap(np.array(node_r[n] + 0.5)))
+        centre = _snap(np.clip(pts[n], lo_edge + r, GRID - lo_edge - r))
         _paint(walk_blocks, centre[None, :], np.array([r]))
     walk_blocks[0, :] = walk_blocks[-1, :] = walk_blocks[:, 0] = walk_blocks[:, -1] = False
     return np.kron(walk_blocks, np.ones((BLOCK, BLOCK), dtype=bool)).astype(bool)
@@ -394,7 +403,8 @@ def _positions(rng: np.random.Generator, walk: np.ndarray) -> np.ndarray | None:
     band = band[_far_enough(cands[band], [tuple(start)])]
     if len(band) == 0:
         return None
-    euclid = np.hypot(*(cands[band] - start).T)
+    offset_xz = cands[band] - start
+    euclid = np.sqrt((offset_xz * offset_xz).sum(axis=1).astype(float))
     score = euclid + rng.uniform(0.0, 15.0, size=len(band))
     end = cands[int(band[int(np.argmax(score))])]
     d_end_grid = field(end)
@@ -475,7 +485,7 @@ def generate_default_map(seed: int = DEFAULT_SEED) -> dict:
     description = (
         "sb3_realm's original default map (not derived from the competition's maps), generated by "
         f"sb3_realm.game.mapgen.generate_default_map(seed={seed}) (attempt {attempt}): jittered 5x5 lattice "
-        "waypoints joined by a random depth-first spanning tree plus loop edges, drawn as curved corridors "
+        "waypoints joined by a random growing spanning tree plus loop edges, drawn as curved corridors "
         "6-11 cells wide with a brush of 2x2-cell blocks; positions 0 speed buff, 1 end, 2 start, 3..15 treasure "
         "slots picked far apart along the corridors."
     )
@@ -505,6 +515,9 @@ def _write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -530,14 +543,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         on_disk = json.loads(args.check.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"{args.check}: cannot read it as JSON ({exc}); regenerate it with "
-              f"python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}", file=sys.stderr)
+        print(
+            f"{args.check}: cannot read it as JSON ({exc}); regenerate it with "
+            f"python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}",
+            file=sys.stderr,
+        )
         return 1
     if on_disk != data:
         keys = sorted(k for k in set(on_disk) | set(data) if on_disk.get(k) != data.get(k))
-        print(f"{args.check} differs from the map generated with seed {args.seed} (keys: {', '.join(keys)}); "
-              f"regenerate it with python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}",
-              file=sys.stderr)
+        print(
+            f"{args.check} differs from the map generated with seed {args.seed} (keys: {', '.join(keys)}); "
+            f"regenerate it with python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}",
+            file=sys.stderr,
+        )
         return 1
     print(f"{args.check} matches the map generated with seed {args.seed}")
     return 0
