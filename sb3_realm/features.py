@@ -90,6 +90,9 @@ def _target_table() -> np.ndarray:
 
 
 _TARGET_TABLE = _target_table()
+# scale of each scalar in the vector head (order of SCALARS); values are then clipped to [-1, 1]
+_HEAD_SCALE = np.array([1.0, 1.0, 1 / GRID_NORM, 1 / GRID_NORM, 1.0, 1 / COOLDOWN_NORM, 1.0, 1 / BUFF_NORM, 1.0,
+                        1 / STEP_NORM, 1 / TREASURE_NORM], dtype=np.float32)
 _CODE_WEIGHTS = np.array([36.0, 6.0, 1.0, 0.0], dtype=np.float32)  # (direction, l2, path, grid) -> table row
 
 
@@ -99,21 +102,17 @@ def encode(scalars: np.ndarray, relative: np.ndarray, maps: np.ndarray) -> dict[
     A target is absent when its RelativePosition is the competition's null (direction 0, both buckets 5; a real
     target never has it since direction 0 means the same cell, bucket 1); the buff's presence is its organ status.
     """
-    s = scalars.tolist()
     rel = relative[1:]  # (17, 4): end, buff, treasure slots
     code = rel.dot(_CODE_WEIGHTS).astype(np.intp)  # (17,) code of (direction, l2, path)
     vec = np.empty(VECTOR_SIZE, dtype=np.float32)
+    np.multiply(scalars, _HEAD_SCALE, out=vec[:11])  # the head follows the order of SCALARS
+    np.minimum(vec[:11], 1.0, out=vec[:11])
+    np.maximum(vec[:2], -1.0, out=vec[:2])  # only norm_pos can be negative
     block = vec[N_HEAD:].reshape(N_TARGETS, PER_TARGET)  # (17, 12) view into vec
     block[:, :11] = _TARGET_TABLE.take(code, axis=0)
     np.minimum(rel[:, 3], 1.0, out=block[:, 11])
-    block[1, 0] = 1.0 if s[8] > 0 else 0.0  # the buff row is a position; its presence is the organ's status
-    n_available = float(block[2:, 0].sum())
-    vec[:N_HEAD] = (
-        min(max(s[0], -1.0), 1.0), min(max(s[1], -1.0), 1.0), s[2] / GRID_NORM, s[3] / GRID_NORM,
-        s[4], min(s[5] / COOLDOWN_NORM, 1.0),
-        s[6], min(s[7] / BUFF_NORM, 1.0), s[8],
-        min(s[9] / STEP_NORM, 1.0), min(s[10] / TREASURE_NORM, 1.0), min(n_available / TREASURE_NORM, 1.0),
-    )
+    block[1, 0] = vec[8]  # the buff row is a position; its presence is the organ's status
+    vec[11] = min(float(block[2:, 0].sum()) / TREASURE_NORM, 1.0)
     return {"maps": maps, "vector": vec}
 
 
