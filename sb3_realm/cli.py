@@ -52,6 +52,7 @@ def _json_dict(text: str) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .evaluate import PROTOCOLS
 
     parser = argparse.ArgumentParser(prog="sb3-realm", description="Back to the Realm with Stable-Baselines3.")
     parser.add_argument("--version", action="version", version=f"sb3-realm {__version__}")
@@ -64,7 +65,55 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--usr-conf", type=_json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
+
+    ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
+    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
+    ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
+    ev.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the leaderboard draw and of stochastic policies")
+    ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
+    ev.add_argument("--games", type=int, default=30, help="games of the leaderboard protocol")
+    ev.add_argument("--sets", type=_treasure_sets, default=None, help="custom protocol: '3,4,5;6,7,8'")
+    ev.add_argument("--max-step", type=int, default=2000)
+    ev.add_argument("--workers", type=int, default=1, help="processes")
+    ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
+    ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
+    ev.add_argument("--worst", type=int, default=10, help="how many of the worst games to list")
+    ev.add_argument("--no-oracle", action="store_true", help="skip the oracle's score (no gap column)")
+    ev.add_argument("--no-flash", action="store_true", help="oracle policy: never flash")
+    ev.add_argument("--no-buff", action="store_true", help="oracle policy: ignore the buff")
+    ev.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
+
+    rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
+    rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
+    rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
+    rp.add_argument("--map", dest="map_path", default=None)
+    rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")
+    rp.add_argument("--usr-conf", type=_json_dict, default=None, help="competition usr_conf as JSON")
+    rp.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
     return parser
+
+
+def _treasure_sets(text: str) -> list[list[int]]:
+    try:
+        return [[int(v) for v in part.split(",") if v.strip()] for part in text.split(";") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"treasure sets look like '3,4,5;6,7,8', got {text!r}") from exc
+
+
+def _cmd_eval(args) -> None:
+    from .evaluate import evaluate, format_report, plot_scores, write_json_atomic
+
+    report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
+                      games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
+                      oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
+                      use_buff=not args.no_buff,
+                      env_kwargs={"mask_wall_moves": True} if args.mask_wall_moves else None)
+    print(format_report(report, worst=args.worst))
+    if args.json_path:
+        print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")
+    if args.plot:
+        print(f"plot: {plot_scores(report, args.plot)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif)
             print(json.dumps(summary, indent=2))
+        elif args.command == "eval":
+            _cmd_eval(args)
+        elif args.command == "replay":
+            from .replay import replay
+
+            env_kwargs = {"mask_wall_moves": True} if args.mask_wall_moves else None
+            print(json.dumps(replay(args.policy, args.out, map_path=args.map_path, usr_conf=args.usr_conf,
+                                    seed=args.seed, env_kwargs=env_kwargs), indent=2))
     except ValueError as exc:  # bad user input: one clear line, no traceback
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,172 @@
+"""Policies that play a :class:`~sb3_realm.envs.RealmEnv` episode through one interface, for evaluation and replays.
+
+``load_policy(spec)`` accepts ``"random"``, ``"oracle"`` or the path of an SB3 checkpoint (``.zip`` of PPO,
+MaskablePPO or RecurrentPPO). Every policy has ``reset(env)`` (after ``env.reset``) and ``act(env, obs) -> int``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .envs import RealmEnv
+
+__all__ = ["Policy", "RandomPolicy", "OracleAdapter", "SB3Policy", "PolicySpec", "load_policy", "detect_algorithm"]
+
+
+class Policy(Protocol):
+    name: str
+
+    def reset(self, env: RealmEnv) -> None: ...
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int: ...
+
+
+@dataclass
+class RandomPolicy:
+    """Uniformly random legal actions (seeded per episode by the evaluator)."""
+
+    seed: int = 0
+    name: str = "random"
+    rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def reset(self, env: RealmEnv) -> None:
+        # a fresh stream per episode, derived from the env's own seeded generator: order-independent results
+        self.rng = np.random.default_rng(int(env.np_random.integers(2**63)))
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        return int(self.rng.choice(np.flatnonzero(env.action_masks())))
+
+
+class OracleAdapter:
+    """The oracle planner's expert policy, acting from the competition-shaped observation."""
+
+    name = "oracle"
+
+    def __init__(self, env: RealmEnv, use_flash: bool = True, use_buff: bool = True) -> None:
+        from .game.oracle import OraclePolicy
+
+        self.oracle = OraclePolicy(env.game_map, env.rules, use_flash=use_flash, use_buff=use_buff)
+
+    def reset(self, env: RealmEnv) -> None:
+        self.oracle.reset(env.game.config)
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        return int(self.oracle.act(*env.competition_obs()))
+
+    @property
+    def planned_steps(self) -> int | None:
+        return self.oracle.planned_steps
+
+
+_ALGOS = ("ppo", "maskable_ppo", "recurrent_ppo")
+
+
+def _read_sb3_data(path: Path) -> dict:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return json.loads(archive.read("data"))
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{str(path)!r} is not a Stable-Baselines3 checkpoint (a .zip saved by model.save): "
+                         f"{exc}") from exc
+
+
+def detect_algorithm(path: str | Path) -> str:
+    """``"ppo"``, ``"maskable_ppo"`` or ``"recurrent_ppo"`` from the policy class stored in an SB3 checkpoint."""
+    data = _read_sb3_data(Path(path))
+    policy = str(data.get("policy_class", {}).get(":type:", "")) + str(data.get("policy_class", {}))
+    if "Maskable" in policy:
+        return "maskable_ppo"
+    if "Recurrent" in policy or "Lstm" in policy:
+        return "recurrent_ppo"
+    if "ActorCritic" in policy:
+        return "ppo"
+    raise ValueError(f"{str(path)!r}: cannot tell the algorithm from its policy class {policy[:120]!r}; supported "
+                     f"algorithms are {list(_ALGOS)}")
+
+
+def algorithm_class(name: str):
+    if name == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO
+    if name == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    if name == "recurrent_ppo":
+        from sb3_contrib import RecurrentPPO
+
+        return RecurrentPPO
+    raise ValueError(f"unknown algorithm {name!r}; choose one of {list(_ALGOS)}")
+
+
+class SB3Policy:
+    """A trained SB3 / sb3-contrib model, deterministic, with action masks (MaskablePPO) and LSTM state
+    (RecurrentPPO) handled."""
+
+    def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu") -> None:
+        self.path = Path(path)
+        self.algo = algo or detect_algorithm(self.path)
+        self.model = algorithm_class(self.algo).load(self.path, device=device)
+        self.name = self.path.name
+        self._state = None
+        self._start = np.ones((1,), dtype=bool)
+
+    def reset(self, env: RealmEnv) -> None:
+        self._state = None
+        self._start = np.ones((1,), dtype=bool)
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        if self.algo == "maskable_ppo":
+            action, _ = self.model.predict(obs, deterministic=True, action_masks=env.action_masks())
+        elif self.algo == "recurrent_ppo":
+            action, self._state = self.model.predict(obs, state=self._state, episode_start=self._start,
+                                                     deterministic=True)
+            self._start = np.zeros((1,), dtype=bool)
+        else:
+            action, _ = self.model.predict(obs, deterministic=True)
+        return int(action)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What to play, in a form that crosses process boundaries: ``"random"``, ``"oracle"`` or a checkpoint path.
+
+    :param kind: the policy string given by the user.
+    :param seed: seed of the random policy.
+    :param use_flash: the oracle may flash.
+    :param use_buff: the oracle may take the buff.
+    """
+
+    kind: str
+    seed: int = 0
+    use_flash: bool = True
+    use_buff: bool = True
+
+    def build(self, env: RealmEnv) -> Policy:
+        return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff)
+
+
+def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True) -> Policy:
+    """Build the policy named by ``spec`` for ``env``; a bad spec raises ``ValueError`` saying what is accepted."""
+    if spec == "random":
+        return RandomPolicy(seed)
+    if spec == "oracle":
+        return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff)
+    path = Path(spec)
+    if path.is_dir():
+        raise ValueError(f"{spec!r} is a folder; evaluating a built submission folder comes with build-submission "
+                         "(step 4); pass a .zip checkpoint, 'oracle' or 'random'")
+    if not path.is_file():
+        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle' nor an existing SB3 checkpoint file "
+                         "(.zip saved by model.save)")
+    return SB3Policy(path)

@@ -1,0 +1,134 @@
+"""Replays: an animated GIF of one episode and a PNG of its whole route."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .envs import RealmEnv
+from .game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
+from .game.render import save_gif
+from .policies import PolicySpec
+
+__all__ = ["Episode", "record_episode", "plot_route", "replay"]
+
+
+@dataclass
+class Episode:
+    """What a replay needs of one played episode."""
+
+    route: list[tuple[float, float]] = field(default_factory=list)  # hero world (x, z) after reset and each step
+    flashes: list[tuple[int, bool]] = field(default_factory=list)  # (step, landed) of each flash
+    buff_steps: list[int] = field(default_factory=list)
+    frames: list[np.ndarray] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    usr_conf: dict = field(default_factory=dict)
+    treasure_ids: list[int] = field(default_factory=list)
+
+
+def record_episode(policy: str, *, map_path: str | None = None, usr_conf: dict | None = None, seed: int = 0,
+                   frames: bool = True, frame_every: int = 2, env_kwargs: dict | None = None) -> tuple[Episode,
+                                                                                                        RealmEnv]:
+    """Play one episode of ``policy`` (``"random"``, ``"oracle"`` or a checkpoint path) and record it."""
+    env = RealmEnv(map_path=map_path, render_mode="rgb_array", **(env_kwargs or {}))
+    pol = PolicySpec(policy, seed=seed).build(env)
+    obs, reset_info = env.reset(seed=seed, options=usr_conf)
+    pol.reset(env)
+    ep = Episode(usr_conf=reset_info["usr_conf"], treasure_ids=reset_info["treasure_ids"])
+    g = env.game
+    ep.route.append((g.x, g.z))
+    if frames:
+        ep.frames.append(env.render())
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(pol.act(env, obs))
+        done = terminated or truncated
+        ep.route.append((g.x, g.z))
+        if g.events.flash:
+            ep.flashes.append((g.step_no, not g.events.flash_failed))
+        if g.events.buff:
+            ep.buff_steps.append(g.step_no)
+        if frames and (g.step_no % frame_every == 0 or done):
+            ep.frames.append(env.render())
+    ep.info = info
+    return ep, env
+
+
+def _to_cells(x: float, z: float) -> tuple[float, float]:
+    return (x - GRID_ORIGIN_X) / CELL_WIDTH, (z - GRID_ORIGIN_Z) / CELL_WIDTH
+
+
+def plot_route(ep: Episode, env: RealmEnv, path: str | os.PathLike, title: str = "") -> Path:
+    """PNG of the route: walls, the route coloured by time, treasures taken and missed, buff, flash jumps, end."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    game_map = env.game_map
+    fig, ax = plt.subplots(figsize=(7, 7), dpi=100)
+    ax.imshow(game_map.walkable, origin="lower", cmap="gray", vmin=-0.6, vmax=1.0,
+              extent=(0, game_map.width, 0, game_map.height))
+    pts = np.array([_to_cells(x, z) for x, z in ep.route])  # (steps + 1, 2) in cells
+    flash_steps = {s for s, landed in ep.flashes if landed}
+    segments = [[pts[i - 1], pts[i]] for i in range(1, len(pts)) if i not in flash_steps]
+    times = [i for i in range(1, len(pts)) if i not in flash_steps]
+    if segments:
+        lc = LineCollection(segments, cmap="viridis", linewidths=2)
+        lc.set_array(np.asarray(times, dtype=float))
+        ax.add_collection(lc)
+        fig.colorbar(lc, ax=ax, fraction=0.046, pad=0.04, label="step")
+    for s in sorted(flash_steps):
+        ax.annotate("", xy=pts[s], xytext=pts[s - 1], arrowprops={"arrowstyle": "->", "color": "magenta", "lw": 2,
+                                                                  "linestyle": "--"})
+    centre = game_map.positions_grid + 0.5  # (16, 2) cell centres
+    missed = set(ep.info.get("treasures_missed", []))
+    for i in ep.treasure_ids:
+        taken = i not in missed
+        ax.scatter(*centre[i], marker="*" if taken else "X", s=160, c="gold" if taken else "red",
+                   edgecolors="black", zorder=3, label="treasure taken" if taken else "treasure missed")
+    ax.scatter(*centre[0], marker="^", s=120, c="royalblue", edgecolors="black", zorder=3,
+               label=f"buff (taken {len(ep.buff_steps)}x)")
+    ax.scatter(*centre[ep.usr_conf["start"]], marker="o", s=100, c="white", edgecolors="black", zorder=3,
+               label="start")
+    ax.scatter(*centre[ep.usr_conf["end"]], marker="s", s=120, c="limegreen", edgecolors="black", zorder=3,
+               label="end")
+    if flash_steps:
+        ax.plot([], [], "--", color="magenta", label="flash")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), loc="upper left", fontsize=7)
+    info = ep.info
+    ax.set_title(title or f"score {info['score']:.1f} | {'win' if info['win'] else 'no win'} | treasures "
+                          f"{info['treasures']}/{len(ep.treasure_ids)} | steps {info['steps']}")
+    ax.set_xlim(0, game_map.width)
+    ax.set_ylim(0, game_map.height)
+    ax.set_xlabel("grid x")
+    ax.set_ylabel("grid z")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, usr_conf: dict | None = None,
+           seed: int = 0, route_png: str | os.PathLike | None = None, env_kwargs: dict | None = None) -> dict:
+    """Write the GIF of one episode to ``out`` and its route PNG (default: ``out`` with ``.png``)."""
+    ep, env = record_episode(policy, map_path=map_path, usr_conf=usr_conf, seed=seed, env_kwargs=env_kwargs)
+    gif = save_gif(ep.frames, out, fps=env.metadata["render_fps"])
+    png = plot_route(ep, env, route_png or Path(out).with_suffix(".png"))
+    keys = ("score", "win", "treasures", "treasures_missed", "steps", "flash_used", "buff_used")
+    return {**{k: ep.info[k] for k in keys}, "treasure_ids": ep.treasure_ids, "gif": str(gif), "png": str(png)}

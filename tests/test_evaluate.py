@@ -1,0 +1,125 @@
+"""Evaluation protocols, hand-computed scores, errors, parallel determinism, replays."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import open_map
+from PIL import Image
+
+from sb3_realm.evaluate import evaluate, format_report, plot_scores, protocol_configs, write_json_atomic
+from sb3_realm.replay import replay
+
+
+def test_protocols_draw_the_documented_sets():
+    board = protocol_configs("leaderboard", seed=5)
+    assert len(board) == 30
+    for c in board:
+        assert c["start"] == 2 and c["end"] == 1 and c["max_step"] == 2000 and c["treasure_random"] == 0
+        assert len(c["treasure_id"]) == 9 and set(c["treasure_id"]) <= set(range(3, 16))
+    assert board == protocol_configs("leaderboard", seed=5)
+    assert board != protocol_configs("leaderboard", seed=6)
+    full = protocol_configs("exhaustive")
+    assert len(full) == math.comb(13, 9) == 715
+    assert {tuple(c["treasure_id"]) for c in full} == set(itertools.combinations(range(3, 16), 9))
+    assert len(protocol_configs("exhaustive", treasures=2)) == math.comb(13, 2)
+    assert protocol_configs("fixed", treasures=4)[0]["treasure_id"] == [3, 4, 5, 6]
+    assert [c["treasure_id"] for c in protocol_configs("custom", custom=[[5, 4], [9]])] == [[4, 5], [9]]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"protocol": "ladder"}, "unknown protocol 'ladder'"),
+        ({"protocol": "exhaustive", "treasures": 14}, "--treasures 14 is out of range"),
+        ({"protocol": "custom"}, "needs treasure sets"),
+        ({"protocol": "custom", "custom": [[1, 3]]}, "treasure_id"),
+        ({"protocol": "leaderboard", "games": 0}, "--games 0"),
+        ({"protocol": "fixed", "max_step": 0}, "max_step"),
+    ],
+)
+def test_bad_protocol_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        protocol_configs(**kwargs)
+
+
+def test_bad_policy_arguments(tmp_path):
+    with pytest.raises(ValueError, match="neither 'random', 'oracle' nor an existing"):
+        evaluate(str(tmp_path / "missing.zip"), "fixed", oracle_gap=False)
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a Stable-Baselines3 checkpoint"):
+        evaluate(str(junk), "fixed", oracle_gap=False)
+    with pytest.raises(ValueError, match="--workers 0"):
+        evaluate("random", "fixed", workers=0, oracle_gap=False)
+
+
+class EastPolicy:
+    """Always walks east: the scripted episode of the hand-computed scores."""
+
+    name = "east"
+
+    def reset(self, env):
+        pass
+
+    def act(self, env, obs):
+        return 0
+
+
+def line_map_file(tmp_path):
+    # start (2) at (10, 10); treasures 3 and 4 east of it at (13, 10) and (16, 10); the end (1) at (22, 10)
+    pos = [(4 + 5 * (i % 7), 28 + 3 * (i // 7)) for i in range(16)]
+    pos[2], pos[3], pos[4], pos[1] = (10, 10), (13, 10), (16, 10), (22, 10)
+    path = tmp_path / "line.json"
+    path.write_text(json.dumps(open_map(40, grid_positions=pos).to_dict()))
+    return path
+
+
+def test_scores_equal_hand_computed_values(tmp_path):
+    report = evaluate(EastPolicy(), "custom", custom=[[3, 4], [3], [5]], map_path=line_map_file(tmp_path),
+                      oracle_gap=False)
+    # 6000 units to the end, reached within 1000: ceil(5000 / 700) = 8 steps; the line passes 3 and 4
+    steps = 8
+    assert [r.steps for r in report.games] == [steps] * 3
+    assert [r.score for r in report.games] == pytest.approx([
+        150 + 100 * 2 + 0.2 * (2000 - steps),
+        150 + 100 * 1 + 0.2 * (2000 - steps),
+        150 + 0.2 * (2000 - steps),  # treasure 5 is off the line: missed
+    ])
+    assert report.games[2].missed == [5] and report.games[0].missed == []
+    s = report.summary()
+    assert s["wins"] == 3 and s["games_with_missed_treasure"] == 1 and s["missed_by_id"] == {5: 1}
+    text = format_report(report)
+    assert "missed by id: {5: 1}" in text and "[5] / [5]" in text
+
+
+def test_parallel_results_equal_serial_results():
+    kw = {"protocol": "leaderboard", "games": 6, "max_step": 150, "seed": 3, "oracle_gap": False}
+    serial = evaluate("random", workers=1, **kw)
+    parallel = evaluate("random", workers=2, **kw)
+    assert [(r.score, r.steps, r.treasures, r.missed) for r in serial.games] == \
+        [(r.score, r.steps, r.treasures, r.missed) for r in parallel.games]
+
+
+def test_report_files(tmp_path):
+    report = evaluate("random", "leaderboard", games=3, max_step=100, oracle_gap=False)
+    data = json.loads(write_json_atomic(report.to_dict(), tmp_path / "r" / "eval.json").read_text())
+    assert data["summary"]["games"] == 3 and len(data["games"]) == 3
+    assert list((tmp_path / "r").iterdir()) == [tmp_path / "r" / "eval.json"]  # no temporary file left
+    with Image.open(plot_scores(report, tmp_path / "scores.png")) as img:
+        assert img.format == "PNG" and img.size[0] > 100
+
+
+def test_replay_writes_gif_and_route_png(tmp_path):
+    out = replay("random", tmp_path / "ep.gif", usr_conf={"max_step": 60, "treasure_num": 2}, seed=1)
+    assert out["steps"] == 60 and not out["win"]
+    with Image.open(out["gif"]) as gif:
+        # the reset frame and every 2nd step; Pillow merges identical consecutive frames
+        assert gif.format == "GIF" and 2 <= gif.n_frames <= 31
+    with Image.open(out["png"]) as png:
+        assert png.format == "PNG"
+        assert len(np.unique(np.asarray(png.convert("RGB")).reshape(-1, 3), axis=0)) > 20
