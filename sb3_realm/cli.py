@@ -84,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-buff", action="store_true", help="oracle policy: ignore the buff")
     ev.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
 
+    tr = sub.add_parser("train", help="train PPO / MaskablePPO / RecurrentPPO from a YAML config (or resume a run)")
+    tr.add_argument("--config", default=None, help="YAML config (see configs/); default: built-in defaults")
+    tr.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value, e.g. --set algo.hyperparams.n_steps=256 (repeatable)")
+    tr.add_argument("--map", dest="map_path", default=None, help="map JSON (official format)")
+    tr.add_argument("--out", default=None, help="run directory (default: the config's out)")
+    tr.add_argument("--total-steps", type=int, default=None, help="total env steps (overrides total_timesteps)")
+    tr.add_argument("--resume", default=None, metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
     rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
@@ -99,6 +109,33 @@ def _treasure_sets(text: str) -> list[list[int]]:
         return [[int(v) for v in part.split(",") if v.strip()] for part in text.split(";") if part.strip()]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"treasure sets look like '3,4,5;6,7,8', got {text!r}") from exc
+
+
+def _cmd_train(args) -> None:
+    from .config import load_config
+    from .train import resume_config, train
+
+    overrides = list(args.overrides)
+    if args.map_path is not None:
+        overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+    if args.total_steps is not None:
+        overrides.append(f"total_timesteps={args.total_steps}")
+    if args.no_progress:
+        overrides.append("progress_bar=false")
+    if args.resume:
+        if args.config is not None or args.out is not None:
+            raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out "
+                             "(use --set or --total-steps to change it)")
+        config = resume_config(args.resume, overrides)
+    else:
+        if args.out is not None:
+            overrides.append(f"out={json.dumps(args.out)}")
+        config = load_config(args.config, overrides)
+    model, run_dir = train(config, resume=args.resume)
+    print(json.dumps({"run_dir": str(run_dir), "num_timesteps": int(model.num_timesteps),
+                      "final_model": str(run_dir / "final_model.zip"),
+                      "best_model": str(run_dir / "best_model.zip") if (run_dir / "best_model.zip").exists() else None},
+                     indent=2))
 
 
 def _cmd_eval(args) -> None:
@@ -123,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif)
             print(json.dumps(summary, indent=2))
+        elif args.command == "train":
+            _cmd_train(args)
         elif args.command == "eval":
             _cmd_eval(args)
         elif args.command == "replay":

@@ -1,0 +1,153 @@
+"""Checkpoints that survive SIGKILL: each is a folder built under a temporary name and renamed into place.
+
+``<run>/checkpoints/step_<timesteps>/`` holds ``model.zip`` (weights, optimizer, timesteps), ``vecnormalize.pkl``
+when the run normalises, and ``state.json`` (timesteps, curriculum phase, algorithm). A folder is renamed into place
+only once complete, so a kill at any moment leaves either the previous checkpoints or a new complete one; leftover
+``.tmp-*`` folders are ignored and cleaned on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecNormalize
+
+__all__ = ["CheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
+
+PREFIX = "step_"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder that cannot be used; the message names it and says what to do."""
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | None = None,
+                    algo: str | None = None) -> Path:
+    """Write a complete checkpoint of ``model`` into ``folder/step_<timesteps>`` atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{PREFIX}{model.num_timesteps:012d}"
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
+    try:
+        model.save(tmp / "model.zip")
+        venv = model.get_vec_normalize_env()
+        if venv is not None:
+            venv.save(str(tmp / "vecnormalize.pkl"))
+        state = {"num_timesteps": int(model.num_timesteps), "curriculum": curriculum_state, "algo": algo}
+        (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+        for f in tmp.iterdir():
+            with open(f, "rb") as handle:
+                os.fsync(handle.fileno())
+        if final.exists():  # the same timestep saved twice (e.g. the final save): replace it
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        _fsync_dir(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
+    """Complete checkpoint folders, oldest first."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
+
+
+def _check(ckpt: Path) -> dict:
+    state_file, model_file = ckpt / "state.json", ckpt / "model.zip"
+    if not state_file.is_file() or not model_file.is_file():
+        raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks state.json or model.zip")
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        with zipfile.ZipFile(model_file) as archive:
+            bad = archive.testzip()
+    except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"checkpoint {str(ckpt)!r} is corrupt ({exc}); delete it to resume from the one "
+                              "before") from exc
+    if bad is not None:
+        raise CheckpointError(f"checkpoint {str(ckpt)!r}: {bad} in model.zip is corrupt; delete the folder")
+    return state
+
+
+def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict] | None:
+    """The newest checkpoint that passes the integrity checks (``None`` if there is none); cleans temp folders."""
+    folder = Path(folder)
+    if folder.is_dir():
+        for p in folder.glob(".tmp-*"):
+            shutil.rmtree(p, ignore_errors=True)
+    for ckpt in reversed(list_checkpoints(folder)):
+        try:
+            return ckpt, _check(ckpt)
+        except CheckpointError:
+            continue
+    return None
+
+
+class CheckpointCallback(BaseCallback):
+    """Save a resumable checkpoint every ``save_freq`` env steps and keep the last ``keep_last``.
+
+    :param save_freq: env steps (summed over all envs) between checkpoints.
+    :param folder: where the ``step_*`` folders go.
+    :param keep_last: how many checkpoints to keep (older ones are deleted after a new one is in place).
+    :param curriculum: an object with ``state_dict()`` (e.g. ``CurriculumCallback``) saved with each checkpoint.
+    :param algo: algorithm name recorded in ``state.json``.
+    """
+
+    def __init__(self, save_freq: int, folder: str | os.PathLike, keep_last: int = 3, curriculum=None,
+                 algo: str | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if save_freq < 1 or keep_last < 1:
+            raise ValueError(f"save_freq ({save_freq}) and keep_last ({keep_last}) must be >= 1")
+        self.save_freq = save_freq
+        self.folder = Path(folder)
+        self.keep_last = keep_last
+        self.curriculum = curriculum
+        self.algo = algo
+        self._last_saved = 0
+
+    def _on_training_start(self) -> None:
+        self._last_saved = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - self._last_saved >= self.save_freq:
+            self.save()
+        return True
+
+    def save(self) -> Path:
+        state = self.curriculum.state_dict() if self.curriculum is not None else None
+        path = save_checkpoint(self.model, self.folder, state, self.algo)
+        self._last_saved = self.num_timesteps
+        for old in list_checkpoints(self.folder)[:-self.keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+        if self.verbose:
+            print(f"checkpoint: {path}")
+        return path
+
+
+def load_vecnormalize(ckpt: Path, venv):
+    """Wrap ``venv`` with the checkpoint's VecNormalize statistics when it has them."""
+    stats = ckpt / "vecnormalize.pkl"
+    if not stats.is_file():
+        return venv
+    inner = venv.venv if isinstance(venv, VecNormalize) else venv
+    return VecNormalize.load(str(stats), inner)

@@ -1,0 +1,303 @@
+"""Training configuration: dataclasses loaded from YAML, validated, overridable with ``--set key=value``.
+
+Unknown keys raise a ``ValueError`` listing the valid ones; values are type-checked; ``policy_kwargs`` are data
+(activation functions by name, extractors by registry name): nothing is ever ``eval()``-ed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .envs.rewards import RewardWeights
+from .game.rules import EpisodeConfig, Rules
+
+__all__ = ["EnvConfig", "AlgoConfig", "TrainConfig", "load_config", "apply_overrides", "config_to_dict",
+           "save_config", "ALGORITHMS", "ACTIVATIONS"]
+
+ALGORITHMS = ("ppo", "maskable_ppo", "recurrent_ppo")
+ACTIVATIONS = ("relu", "tanh", "elu", "leaky_relu", "gelu", "silu")
+
+
+@dataclass
+class EnvConfig:
+    """The training envs.
+
+    :param map_path: map JSON in the official format; None = a built-in map (``map_name``).
+    :param map_name: built-in map: ``default`` or ``small``.
+    :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
+    :param reward_weights: :class:`~sb3_realm.envs.RewardWeights` overrides.
+    :param rules: :class:`~sb3_realm.game.Rules` overrides.
+    :param mask_wall_moves: the action mask also forbids moves straight into an adjacent wall.
+    :param n_envs: parallel envs.
+    :param vec_env: ``dummy`` (one process) or ``subproc`` (one process per env).
+    :param frame_stack: stack this many observations (``VecFrameStack``) for the temporal extractors.
+    :param normalize_reward: wrap in ``VecNormalize(norm_obs=False, norm_reward=True)``.
+    """
+
+    map_path: str | None = None
+    map_name: str = "default"
+    usr_conf: dict = field(default_factory=dict)
+    reward_weights: dict = field(default_factory=dict)
+    rules: dict = field(default_factory=dict)
+    mask_wall_moves: bool = False
+    n_envs: int = 8
+    vec_env: str = "dummy"
+    frame_stack: int = 1
+    normalize_reward: bool = False
+
+    def validate(self) -> None:
+        EpisodeConfig.from_usr_conf(self.usr_conf)
+        RewardWeights.from_dict(self.reward_weights)
+        Rules.from_dict(self.rules)
+        if self.vec_env not in ("dummy", "subproc"):
+            raise ValueError(f"env.vec_env = {self.vec_env!r}; choose 'dummy' or 'subproc'")
+        if self.n_envs < 1:
+            raise ValueError(f"env.n_envs = {self.n_envs} must be >= 1")
+        if self.frame_stack < 1:
+            raise ValueError(f"env.frame_stack = {self.frame_stack} must be >= 1")
+
+    def env_kwargs(self) -> dict:
+        """Keyword arguments of :class:`~sb3_realm.envs.RealmEnv`."""
+        return {"map_path": self.map_path, "map_name": self.map_name, "reward_weights": dict(self.reward_weights),
+                "rules": dict(self.rules), "mask_wall_moves": self.mask_wall_moves, **self.usr_conf}
+
+
+@dataclass
+class AlgoConfig:
+    """The algorithm and its network.
+
+    :param name: ``ppo``, ``maskable_ppo`` or ``recurrent_ppo``.
+    :param hyperparams: keyword arguments of the algorithm (``learning_rate``, ``n_steps``, ``batch_size``, ...),
+        checked against its signature.
+    :param extractor: features extractor by registry name (``realm``, ``conv3d``, ``transformer``) or ``default``
+        (SB3's CombinedExtractor).
+    :param extractor_kwargs: keyword arguments of the extractor.
+    :param net_arch: policy/value MLP after the extractor, e.g. ``{pi: [64], vf: [64]}`` or ``[64, 64]``.
+    :param activation: activation of that MLP, by name.
+    :param policy_kwargs: other policy keyword arguments as plain data (``ortho_init``, ``lstm_hidden_size``, ...).
+    """
+
+    name: str = "ppo"
+    hyperparams: dict = field(default_factory=dict)
+    extractor: str = "realm"
+    extractor_kwargs: dict = field(default_factory=dict)
+    net_arch: Any = None
+    activation: str = "tanh"
+    policy_kwargs: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.name not in ALGORITHMS:
+            raise ValueError(f"algo.name = {self.name!r}; choose one of {list(ALGORITHMS)}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"algo.activation = {self.activation!r}; choose one of {list(ACTIVATIONS)}")
+        for key in ("features_extractor_class", "features_extractor_kwargs", "net_arch", "activation_fn"):
+            if key in self.policy_kwargs:
+                raise ValueError(f"algo.policy_kwargs.{key}: set it with algo.extractor / algo.extractor_kwargs / "
+                                 "algo.net_arch / algo.activation instead (data, never code)")
+        import inspect
+
+        from .policies import algorithm_class
+
+        params = inspect.signature(algorithm_class(self.name).__init__).parameters
+        reserved = {"self", "policy", "env", "policy_kwargs", "seed", "device", "tensorboard_log", "verbose",
+                    "_init_setup_model"}
+        valid = sorted(set(params) - reserved)
+        unknown = sorted(set(self.hyperparams) - set(valid))
+        if unknown:
+            raise ValueError(f"algo.hyperparams: unknown keys {unknown} for {self.name}; valid keys are {valid}")
+        for key, value in self.hyperparams.items():
+            if isinstance(value, str) and key not in ("learning_rate", "clip_range", "clip_range_vf"):
+                raise ValueError(f"algo.hyperparams.{key} = {value!r} must be a number, not a string")
+            if isinstance(value, str):
+                _schedule(value, key)  # "lin_3e-4" style schedules are data too
+
+
+def _schedule(value: str, key: str):
+    """``lin_<x>``: linear decay from x to 0 (rl-zoo convention)."""
+    if value.startswith("lin_"):
+        try:
+            start = float(value[4:])
+        except ValueError:
+            pass
+        else:
+            return lambda progress_remaining: progress_remaining * start
+    raise ValueError(f"algo.hyperparams.{key} = {value!r}: a number or 'lin_<number>' (linear decay to 0)")
+
+
+@dataclass
+class TrainConfig:
+    """A training run.
+
+    :param total_timesteps: env steps to train for (in total, across resumes).
+    :param seed: seed of the envs and the model.
+    :param device: torch device (``cpu``, ``cuda``, ``auto``).
+    :param torch_threads: ``torch.set_num_threads`` (1 is often fastest on small CPUs).
+    :param out: run directory (config, TensorBoard logs, checkpoints, best model, evaluation JSON).
+    :param checkpoint_freq: env steps between checkpoints.
+    :param keep_checkpoints: how many of the latest checkpoints to keep.
+    :param eval_freq: env steps between competition evaluations (0 = never).
+    :param eval_games: games of the held-out evaluation (leaderboard protocol with ``usr_conf``'s treasure count).
+    :param eval_seed: seed of the held-out draw (use one you never train on).
+    :param log_window: episodes in the moving averages of the ``realm/*`` metrics.
+    :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
+    :param progress_bar: show a progress bar.
+    """
+
+    total_timesteps: int = 1_000_000
+    seed: int = 0
+    device: str = "cpu"
+    torch_threads: int = 1
+    out: str = "runs/ppo"
+    checkpoint_freq: int = 50_000
+    keep_checkpoints: int = 3
+    eval_freq: int = 100_000
+    eval_games: int = 10
+    eval_seed: int = 12345
+    log_window: int = 100
+    curriculum: list = field(default_factory=list)
+    progress_bar: bool = True
+    env: EnvConfig = field(default_factory=EnvConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+
+    def validate(self) -> TrainConfig:
+        for name in ("total_timesteps", "checkpoint_freq", "keep_checkpoints", "eval_games", "log_window",
+                     "torch_threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} = {getattr(self, name)} must be >= 1")
+        if self.eval_freq < 0:
+            raise ValueError(f"eval_freq = {self.eval_freq} must be >= 0 (0 = no evaluation)")
+        self.env.validate()
+        self.algo.validate()
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- dict <-> dataclass
+def _check_type(value, hint, where: str):
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(hint):
+            try:
+                return _check_type(value, option, where)
+            except ValueError:
+                continue
+        raise ValueError(f"{where} = {value!r} has the wrong type; expected {hint}")
+    if hint is type(None):
+        if value is None:
+            return None
+        raise ValueError(f"{where} = {value!r}: expected null")
+    if hint in (int, float) and isinstance(value, str):  # YAML reads 1e6 (no dot) as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():  # 1e6 in YAML
+            return int(value)
+    elif hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif hint in (dict, list) or origin in (dict, list):
+        if isinstance(value, origin or hint):
+            return value
+    else:
+        return value
+    name = getattr(hint, "__name__", str(hint))
+    raise ValueError(f"{where} = {value!r} has the wrong type; expected {name}")
+
+
+def _from_dict(cls, data, where: str):
+    if not isinstance(data, dict):
+        raise ValueError(f"{where or 'config'} must be a mapping of keys to values, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise ValueError(f"unknown config keys {[prefix + k for k in unknown]}; valid keys{' of ' + where if where else ''}"
+                         f" are {sorted(fields)}")
+    kwargs = {}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else key
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint):
+            kwargs[key] = _from_dict(hint, value, path)
+        else:
+            kwargs[key] = _check_type(value, hint, path)
+    return cls(**kwargs)
+
+
+def config_to_dict(config: TrainConfig) -> dict:
+    return dataclasses.asdict(config)
+
+
+def _parse_value(text: str):
+    try:
+        return yaml.safe_load(text)  # data only: numbers, strings, lists, mappings; never code
+    except yaml.YAMLError as exc:
+        raise ValueError(f"cannot parse value {text!r} ({exc})") from exc
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply ``key.sub=value`` overrides (values parsed as YAML data) to a config dict."""
+    data = dict(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected key=value, e.g. --set algo.hyperparams.n_steps=256")
+        key, _, raw = item.partition("=")
+        parts = key.strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {item!r}: {part!r} is not a section")
+        node[parts[-1]] = _parse_value(raw)
+    return data
+
+
+def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Load a YAML config (or the defaults when ``path`` is None), apply ``--set`` overrides, validate."""
+    data: dict = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"config file {str(p)!r} does not exist; see configs/ for examples")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ValueError(f"config file {str(p)!r} is not valid YAML: {exc}") from exc
+    data = apply_overrides(data, overrides or [])
+    return _from_dict(TrainConfig, data, "").validate()
+
+
+def save_config(config: TrainConfig, path: str | os.PathLike) -> Path:
+    """Write the resolved config as YAML, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".yaml.tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yaml.safe_dump(config_to_dict(config), f, sort_keys=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

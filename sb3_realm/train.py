@@ -1,0 +1,160 @@
+"""Training runs: envs, model, callbacks, checkpoints and resume, from a :class:`~sb3_realm.config.TrainConfig`."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
+
+from .checkpoints import CheckpointCallback, latest_checkpoint, load_vecnormalize
+from .config import EnvConfig, TrainConfig, load_config, save_config
+from .envs import RealmEnv
+from .policies import algorithm_class
+
+__all__ = ["train", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
+
+_ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU,
+                "gelu": torch.nn.GELU, "silu": torch.nn.SiLU}
+TEMPORAL = ("conv3d", "transformer")
+
+
+def _make_env(env_kwargs: dict) -> Monitor:
+    return Monitor(RealmEnv(**env_kwargs))
+
+
+def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None) -> VecEnv:
+    """The training VecEnv (Dummy or Subproc; picklable factories), frame-stacked and reward-normalised as
+    configured."""
+    n = n_envs or env.n_envs
+    fns = [functools.partial(_make_env, env.env_kwargs()) for _ in range(n)]
+    venv: VecEnv = SubprocVecEnv(fns) if env.vec_env == "subproc" else DummyVecEnv(fns)
+    venv.seed(seed)
+    if env.frame_stack > 1:
+        venv = VecFrameStack(venv, n_stack=env.frame_stack)
+    if env.normalize_reward:
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True)
+    return venv
+
+
+def policy_name(config: TrainConfig) -> str:
+    return "MultiInputLstmPolicy" if config.algo.name == "recurrent_ppo" else "MultiInputPolicy"
+
+
+def policy_kwargs(config: TrainConfig) -> dict:
+    """SB3 ``policy_kwargs`` built from data: extractor and activation by name."""
+    algo = config.algo
+    kwargs = dict(algo.policy_kwargs)
+    if algo.extractor != "default":
+        from .extractors import EXTRACTORS
+
+        if algo.extractor not in EXTRACTORS:
+            raise ValueError(f"algo.extractor = {algo.extractor!r}; choose one of {sorted(EXTRACTORS)} or 'default'")
+        ex_kwargs = dict(algo.extractor_kwargs)
+        if algo.extractor in TEMPORAL:
+            if config.env.frame_stack < 2:
+                raise ValueError(f"algo.extractor = {algo.extractor!r} needs stacked frames: set env.frame_stack >= 2")
+            ex_kwargs.setdefault("n_frames", config.env.frame_stack)
+        kwargs["features_extractor_class"] = EXTRACTORS[algo.extractor]
+        kwargs["features_extractor_kwargs"] = ex_kwargs
+    if algo.net_arch is not None:
+        kwargs["net_arch"] = algo.net_arch
+    kwargs["activation_fn"] = _ACTIVATIONS[algo.activation]
+    return kwargs
+
+
+def _hyperparams(config: TrainConfig) -> dict:
+    from .config import _schedule
+
+    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
+
+
+def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """The config a run was started with (``<run>/config.yaml``), with overrides such as a new total."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise ValueError(f"--resume {str(run_dir)!r}: no config.yaml there; is it a run directory made by train?")
+    return load_config(path, overrides)
+
+
+def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
+    from .callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
+    from .evaluate import protocol_configs
+    from .game.rules import EpisodeConfig
+
+    curriculum = CurriculumCallback(config.curriculum) if config.curriculum else None
+    callbacks = [RealmMetricsCallback(window=config.log_window)]
+    if curriculum is not None:
+        callbacks.append(curriculum)
+    if config.eval_freq > 0:
+        usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+        configs = protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
+                                   treasures=usr.treasure_num, max_step=usr.max_step)
+        env_kwargs = {k: v for k, v in config.env.env_kwargs().items() if k != "map_path"}
+        for key in ("start", "end", "treasure_random", "treasure_num", "treasure_id", "max_step", "talent_type"):
+            env_kwargs.pop(key, None)
+        callbacks.append(CompetitionEvalCallback(
+            max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
+            map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json"))
+    checkpoint = CheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
+                                    keep_last=config.keep_checkpoints, curriculum=curriculum, algo=config.algo.name)
+    callbacks.append(checkpoint)
+    return callbacks, curriculum, checkpoint
+
+
+def train(config: TrainConfig, resume: str | Path | None = None):
+    """Train (or resume) a run; returns ``(model, run_dir)``.
+
+    With ``resume``, the run continues from its newest intact checkpoint (timesteps, optimizer, VecNormalize,
+    curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``.
+    """
+    config.validate()
+    run_dir = Path(resume if resume is not None else config.out)
+    if resume is None and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
+        raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
+                         "continue it or --out to start a new run elsewhere")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(config, run_dir / "config.yaml")
+    torch.set_num_threads(config.torch_threads)
+    venv = make_vec_env(config.env, config.seed)
+    algo_cls = algorithm_class(config.algo.name)
+    found = latest_checkpoint(run_dir / "checkpoints") if resume is not None else None
+    if resume is not None and found is None:
+        raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
+    callbacks, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
+    if found is not None:
+        ckpt, state = found
+        venv = load_vecnormalize(ckpt, venv)
+        model = algo_cls.load(ckpt / "model.zip", env=venv, device=config.device, tensorboard_log=str(run_dir / "tb"))
+        if curriculum is not None and state.get("curriculum"):
+            curriculum.load_state_dict(state["curriculum"])
+    else:
+        model = algo_cls(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
+                         device=config.device, tensorboard_log=str(run_dir / "tb"), verbose=0, **_hyperparams(config))
+    remaining = config.total_timesteps - model.num_timesteps
+    try:
+        if remaining > 0:
+            model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
+                        progress_bar=config.progress_bar)
+        checkpoint.model = model
+        checkpoint.save()
+        _save_atomic(model, run_dir / "final_model.zip")
+    finally:
+        venv.close()
+    return model, run_dir
+
+
+def _save_atomic(model, path: Path) -> Path:
+    fd, tmp = tempfile.mkstemp(suffix=".zip", dir=path.parent)
+    os.close(fd)
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,75 @@
+"""Config validation: unknown keys, types, overrides, policy_kwargs as data."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from sb3_realm.config import apply_overrides, load_config, save_config
+
+
+def write(tmp_path, data) -> str:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["ppo", "maskable_ppo", "recurrent_ppo", "tiny"])
+def test_shipped_configs_load(name):
+    config = load_config(f"configs/{name}.yaml")
+    assert config.algo.name in ("ppo", "maskable_ppo", "recurrent_ppo")
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ({"total_steps": 5}, r"unknown config keys \['total_steps'\]; valid keys are .*total_timesteps"),
+        ({"env": {"n_env": 2}}, r"unknown config keys \['env.n_env'\]; valid keys of env are .*n_envs"),
+        ({"algo": {"hyperparams": {"n_step": 64}}}, r"unknown keys \['n_step'\] for ppo; valid keys are .*n_steps"),
+        ({"seed": "zero"}, r"seed = 'zero' has the wrong type; expected int"),
+        ({"env": {"n_envs": 2.5}}, r"env.n_envs = 2.5 has the wrong type"),
+        ({"env": {"mask_wall_moves": "yes"}}, r"mask_wall_moves = 'yes' has the wrong type; expected bool"),
+        ({"algo": {"name": "sac"}}, r"algo.name = 'sac'; choose one of"),
+        ({"algo": {"activation": "nn.ReLU"}}, r"algo.activation = 'nn.ReLU'"),
+        ({"algo": {"policy_kwargs": {"activation_fn": "torch.nn.ReLU"}}}, r"set it with algo.extractor"),
+        ({"algo": {"hyperparams": {"learning_rate": "__import__('os')"}}}, r"a number or 'lin_<number>'"),
+        ({"algo": {"hyperparams": {"batch_size": "64"}}}, r"batch_size = '64' must be a number"),
+        ({"env": {"usr_conf": {"treasure_num": 20}}}, r"'treasure_num'\] = 20 is out of range"),
+        ({"env": {"reward_weights": {"treasures": 1}}}, r"unknown reward weight keys \['treasures'\]"),
+        ({"env": {"vec_env": "ray"}}, r"env.vec_env = 'ray'"),
+        ({"env": "small"}, r"env must be a mapping"),
+        ({"total_timesteps": 0}, r"total_timesteps = 0 must be >= 1"),
+    ],
+)
+def test_invalid_configs(tmp_path, data, match):
+    with pytest.raises(ValueError, match=match):
+        load_config(write(tmp_path, data))
+
+
+def test_overrides_are_parsed_as_data(tmp_path):
+    config = load_config("configs/tiny.yaml", ["algo.hyperparams.n_steps=64", "env.usr_conf.max_step=50",
+                                               "env.reward_weights={step: -0.01}", "seed=3", "algo.hyperparams."
+                                               "learning_rate=lin_0.001"])
+    assert config.algo.hyperparams["n_steps"] == 64 and config.env.usr_conf["max_step"] == 50
+    assert config.env.reward_weights == {"step": -0.01} and config.seed == 3
+    with pytest.raises(ValueError, match="expected key=value"):
+        apply_overrides({}, ["seed"])
+    with pytest.raises(ValueError, match="is not a section"):
+        apply_overrides({"seed": 1}, ["seed.x=2"])
+
+
+def test_missing_or_broken_file(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_saved_config_round_trips(tmp_path):
+    config = load_config("configs/ppo.yaml", ["total_timesteps=1e6"])
+    assert config.total_timesteps == 1_000_000
+    path = save_config(config, tmp_path / "run" / "config.yaml")
+    assert load_config(path) == config
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["config.yaml"]

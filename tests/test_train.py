@@ -1,0 +1,86 @@
+"""Training runs end to end: the CLI, checkpoints, and resume after a real SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sb3_realm.checkpoints import latest_checkpoint, list_checkpoints
+from sb3_realm.config import load_config
+from sb3_realm.policies import algorithm_class
+from sb3_realm.train import train
+
+CLI = [sys.executable, "-m", "sb3_realm.cli"]
+TINY = ["--config", "configs/tiny.yaml", "--no-progress"]
+
+
+def test_train_python_api_writes_a_complete_run(tmp_path):
+    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=1024",
+                                               "checkpoint_freq=512", "eval_freq=512", "eval_games=2"])
+    model, run_dir = train(config)
+    assert model.num_timesteps == 1024
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.yaml", "checkpoints", "tb", "final_model.zip", "best_model.zip", "eval.json"} <= names
+    assert load_config(run_dir / "config.yaml") == config
+    ckpts = list_checkpoints(run_dir / "checkpoints")
+    assert [p.name for p in ckpts] == ["step_000000000512", "step_000000001024"]  # keep_checkpoints: 2
+    assert not list((run_dir / "checkpoints").glob(".tmp-*"))
+    with pytest.raises(ValueError, match="already has checkpoints; use --resume"):
+        train(config)
+
+
+def _wait_for_checkpoint(folder: Path, proc: subprocess.Popen, timeout: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list_checkpoints(folder):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"training exited early: {proc.stderr.read()}")
+        time.sleep(0.05)
+    raise AssertionError("no checkpoint appeared")
+
+
+@pytest.mark.parametrize("extra_delay", [0.0, 0.7])
+def test_resume_after_sigkill(tmp_path, extra_delay):
+    run = tmp_path / "run"
+    total = 6144
+    args = [*CLI, "train", *TINY, "--out", str(run), "--total-steps", str(total), "--set", "checkpoint_freq=512",
+            "--set", "eval_freq=0"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_checkpoint(run / "checkpoints", proc)
+        time.sleep(extra_delay)  # kill at another moment, possibly in the middle of writing a checkpoint
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    found = latest_checkpoint(run / "checkpoints")
+    assert found is not None
+    ckpt, state = found
+    model = algorithm_class("ppo").load(ckpt / "model.zip")
+    assert model.num_timesteps == state["num_timesteps"] > 0
+    assert model.policy.optimizer.state_dict()["state"], "the optimizer state was not saved"
+    out = subprocess.run([*CLI, "train", "--resume", str(run), "--no-progress"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["num_timesteps"] == total
+    final = algorithm_class("ppo").load(run / "final_model.zip")
+    assert final.num_timesteps == total
+    for ckpt in list_checkpoints(run / "checkpoints"):
+        assert (ckpt / "state.json").is_file() and (ckpt / "model.zip").is_file()
+
+
+def test_resume_errors(tmp_path):
+    out = subprocess.run([*CLI, "train", "--resume", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 2 and "no config.yaml there" in out.stderr
+    out = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--set", "algo.name=dqn"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "algo.name = 'dqn'" in out.stderr and "Traceback" not in out.stderr
