@@ -37,9 +37,10 @@ def test_train_python_api_writes_a_complete_run(tmp_path):
 
 
 def _wait_for_checkpoint(folder: Path, proc: subprocess.Popen, timeout: float = 240.0) -> None:
+    """Until a checkpoint after the first update (the first one, at 512 steps, precedes any update)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if list_checkpoints(folder):
+        if len(list_checkpoints(folder)) >= 2 or any(p.name >= "step_000000001024" for p in list_checkpoints(folder)):
             return
         if proc.poll() is not None:
             raise AssertionError(f"training exited early: {proc.stderr.read()}")
