@@ -1,0 +1,99 @@
+"""Learning curve: the recommended PPO config on the default map with a small fixed configuration (3 fixed
+treasures), competition score and win rate against env steps. Prints JSON, writes a PNG plot.
+
+    python benchmarks/learning.py [--steps 1000000] [--chunk 50000] [--treasures 3,4,5] [--out runs/learning]
+
+After every chunk of training: the deterministic policy's score on the fixed configuration (one game: the env and
+the policy are deterministic), and the mean score and win rate of the sampling policy over ``--episodes`` games.
+Reports the first step count at which the sampling policy wins >= 90% of its evaluation games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sb3_realm.config import load_config
+from sb3_realm.envs import RealmEnv
+from sb3_realm.evaluate import write_json_atomic
+from sb3_realm.policies import algorithm_class
+from sb3_realm.train import _hyperparams, make_vec_env, policy_kwargs, policy_name
+
+
+def play(model, env: RealmEnv, deterministic: bool, seed: int) -> dict:
+    obs, _ = env.reset(seed=seed)
+    done, info = False, {}
+    while not done:
+        action, _ = model.predict(obs, deterministic=deterministic)
+        obs, _, te, tr, info = env.step(int(action))
+        done = te or tr
+    return info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/ppo.yaml")
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--chunk", type=int, default=50_000)
+    parser.add_argument("--treasures", default="3,4,5", help="fixed treasure ids")
+    parser.add_argument("--max-step", type=int, default=1000)
+    parser.add_argument("--episodes", type=int, default=20, help="sampling-policy games per evaluation")
+    parser.add_argument("--out", default="runs/learning")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args()
+    ids = [int(i) for i in args.treasures.split(",")]
+    usr = {"treasure_random": 0, "treasure_id": ids, "max_step": args.max_step}
+    config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", *args.overrides])
+    torch.set_num_threads(config.torch_threads)
+    venv = make_vec_env(config.env, config.seed)
+    model = algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
+                                              seed=config.seed, device="cpu", **_hyperparams(config))
+    env = RealmEnv(**config.env.env_kwargs())
+    curve, start = [], time.perf_counter()
+    while model.num_timesteps < args.steps:
+        model.learn(args.chunk, reset_num_timesteps=False)
+        det = play(model, env, True, 0)
+        games = [play(model, env, False, 1000 + i) for i in range(args.episodes)]
+        curve.append({"steps": int(model.num_timesteps), "wall_s": round(time.perf_counter() - start, 1),
+                      "deterministic_score": det["score"], "deterministic_win": bool(det["win"]),
+                      "deterministic_treasures": det["treasures"], "deterministic_steps": det["steps"],
+                      "sampled_mean_score": float(np.mean([g["score"] for g in games])),
+                      "sampled_win_rate": float(np.mean([g["win"] for g in games])),
+                      "sampled_mean_treasures": float(np.mean([g["treasures"] for g in games]))})
+        print(json.dumps(curve[-1]), flush=True)
+    venv.close()
+    reached = next((c["steps"] for c in curve if c["sampled_win_rate"] >= 0.9), None)
+    out = Path(args.out)
+    result = {"benchmark": "learning", "config": args.config, "usr_conf": usr, "curve": curve,
+              "steps_to_90pct_wins": reached, "final": curve[-1] if curve else None}
+    write_json_atomic(result, out / "learning.json")
+    model.save(out / "model.zip")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps = [c["steps"] for c in curve]
+    ax.plot(steps, [c["sampled_mean_score"] for c in curve], label="score (sampling policy, mean)")
+    ax.plot(steps, [c["deterministic_score"] for c in curve], label="score (deterministic)")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("competition score")
+    ax2 = ax.twinx()
+    ax2.plot(steps, [c["sampled_win_rate"] for c in curve], "k--", label="win rate (sampling)")
+    ax2.set_ylim(0, 1.05)
+    ax2.set_ylabel("win rate")
+    fig.legend(loc="lower right")
+    ax.set_title(f"{config.algo.name} on the default map, treasures {ids}")
+    fig.tight_layout()
+    fig.savefig(out / "learning.png")
+    print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
