@@ -1,0 +1,462 @@
+"""Training callbacks: Realm episode metrics, competition evaluation keeping the best model, and a curriculum.
+
+All three read the finished episodes from ``self.locals["infos"]`` / ``self.locals["dones"]`` (the ``info`` of a
+:class:`~sb3_realm.envs.RealmEnv` episode end carries the competition ``score``), so they work the same with
+``DummyVecEnv``, ``SubprocVecEnv`` and ``VecNormalize`` (which leaves infos alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Image
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize, VecTransposeImage
+from stable_baselines3.common.vec_env.stacked_observations import StackedObservations
+
+from .envs import RealmEnv
+from .evaluate import evaluate
+from .game.rules import USR_CONF_KEYS, EpisodeConfig
+from .replay import Episode, plot_route
+
+__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ModelPolicy", "PHASE_KEYS",
+           "SUCCESS_METRICS"]
+
+PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
+SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
+    "win_rate": lambda info: float(info["win"]),
+    # fraction of the episode's treasures collected (1.0 when it had none)
+    "treasure_rate": lambda info: info["treasures"] / max(1, info["treasures"] + len(info["treasures_missed"])),
+    "score": lambda info: float(info["score"]),
+}
+
+
+def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
+    """``(env index, info)`` of every Realm episode that ended on this step."""
+    for i, (info, done) in enumerate(zip(locals_["infos"], locals_["dones"], strict=True)):
+        if done and "score" in info:
+            yield i, info
+
+
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write ``path`` through a temporary file in the same folder and ``os.replace``: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RealmMetricsCallback(BaseCallback):
+    """Log competition metrics of the training episodes, averaged over the last ``window`` finished episodes, at
+    the end of every rollout: ``realm/score``, ``realm/win_rate``, ``realm/treasures``, ``realm/steps``,
+    ``realm/flash_rate`` and ``realm/buff_rate`` (fraction of episodes that used the flash / took the buff at least
+    once), ``realm/bumps`` and ``realm/terms/<term>`` (each reward term summed over the episode, unweighted).
+
+    :param window: episodes in the moving averages.
+    :param verbose: verbosity level.
+    """
+
+    def __init__(self, window: int = 100, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window = {window!r} must be an integer >= 1 (episodes in the moving average)")
+        self.window = window
+        self.episodes: deque[dict[str, float]] = deque(maxlen=window)
+
+    @staticmethod
+    def episode_metrics(info: dict) -> dict[str, float]:
+        """The logged values of one finished episode, from its final ``info``."""
+        out = {"score": float(info["score"]), "win_rate": float(info["win"]), "treasures": float(info["treasures"]),
+               "steps": float(info["steps"]), "flash_rate": float(info["flash_used"] > 0),
+               "buff_rate": float(info["buff_used"] > 0), "bumps": float(info["bumps"])}
+        out.update({f"terms/{k}": float(v) for k, v in info.get("episode_reward_terms", {}).items()})
+        return out
+
+    def _on_step(self) -> bool:
+        for _, info in _finished(self.locals):
+            self.episodes.append(self.episode_metrics(info))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if not self.episodes:
+            return
+        for key in self.episodes[-1]:
+            self.logger.record(f"realm/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
+
+
+class ModelPolicy:
+    """An in-memory SB3 model as an evaluation policy (``name``, ``reset(env)``, ``act(env, obs)``): deterministic,
+    with ``env.action_masks()`` for MaskablePPO and the LSTM state for RecurrentPPO. The observation goes through the
+    training VecEnv's own ``VecFrameStack`` / ``VecNormalize`` / ``VecTransposeImage`` wrappers (their current
+    statistics, never updated), so the model sees what it sees in training.
+
+    :param model: the SB3 / sb3-contrib model.
+    :param venv: the training VecEnv whose observation wrappers to replay, or None for none.
+    :param name: the policy name in reports.
+    """
+
+    def __init__(self, model, venv: VecEnv | None = None, name: str = "model") -> None:
+        from sb3_contrib import MaskablePPO, RecurrentPPO
+
+        self.model, self.name = model, name
+        self.masked = isinstance(model, MaskablePPO)
+        self.recurrent = isinstance(model, RecurrentPPO)
+        chain: list[VecEnvWrapper] = []
+        while isinstance(venv, VecEnvWrapper):
+            if not isinstance(venv, (VecFrameStack, VecNormalize, VecTransposeImage)) and \
+                    venv.observation_space != venv.venv.observation_space:
+                raise ValueError(f"{type(venv).__name__} changes the observation and cannot be replayed for "
+                                 "evaluation; supported observation wrappers: VecFrameStack, VecNormalize, "
+                                 "VecTransposeImage")
+            chain.append(venv)
+            venv = venv.venv
+        self.wrappers = chain[::-1]  # innermost first, the order the observation passes them
+        self.reset(None)
+
+    def reset(self, env: RealmEnv | None) -> None:
+        self._state, self._start, self._first = None, np.ones((1,), dtype=bool), True
+        self._stacks = {id(w): StackedObservations(1, w.stacked_obs.n_stack, w.venv.observation_space,
+                                                   self._order(w.stacked_obs))
+                        for w in self.wrappers if isinstance(w, VecFrameStack)}
+
+    @classmethod
+    def _order(cls, stack: StackedObservations):
+        if hasattr(stack, "sub_stacked_observations"):
+            return {k: cls._order(s) for k, s in stack.sub_stacked_observations.items()}
+        return "first" if stack.channels_first else "last"
+
+    def model_input(self, obs: dict[str, np.ndarray] | np.ndarray):
+        """The raw env observation as the model's batched (1, ...) input."""
+        batch = {k: v[None] for k, v in obs.items()} if isinstance(obs, dict) else obs[None]
+        for w in self.wrappers:
+            if isinstance(w, VecFrameStack):
+                stack = self._stacks[id(w)]
+                batch = stack.reset(batch) if self._first else stack.update(batch, np.zeros(1, dtype=bool), [{}])[0]
+            elif isinstance(w, VecNormalize):
+                batch = w.normalize_obs(batch)
+            elif isinstance(w, VecTransposeImage):
+                batch = w.transpose_observations(batch)
+        self._first = False
+        return batch
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        batch = self.model_input(obs)
+        if self.masked:
+            action, _ = self.model.predict(batch, deterministic=True, action_masks=env.action_masks()[None])
+        elif self.recurrent:
+            action, self._state = self.model.predict(batch, state=self._state, episode_start=self._start,
+                                                     deterministic=True)
+            self._start = np.zeros((1,), dtype=bool)
+        else:
+            action, _ = self.model.predict(batch, deterministic=True)
+        return int(np.asarray(action).reshape(-1)[0])
+
+
+class CompetitionEvalCallback(BaseCallback):
+    """Every ``eval_freq`` calls (one call = one step of the VecEnv, i.e. ``n_envs`` env steps, as in SB3's
+    ``EvalCallback``), play the held-out games ``configs`` deterministically with
+    :func:`~sb3_realm.evaluate.evaluate` and keep the model with the best mean competition score (not shaped reward).
+
+    Logs ``eval/score``, ``eval/win_rate``, ``eval/treasures``, ``eval/steps`` and ``eval/best_score``; every
+    ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
+    model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
+    normalises observations with its current statistics (see :class:`ModelPolicy`) and saves them beside the best
+    model as ``vecnormalize.pkl``. An existing ``json_path`` is continued (resume): its best score counts while
+    ``best_model_path`` exists.
+
+    :param eval_freq: evaluate every ``eval_freq`` callback calls.
+    :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluate.protocol_configs`: start 2,
+        end 1, fixed ``treasure_id`` and one ``max_step`` (evaluation runs the ``custom`` protocol on their sets).
+    :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
+    :param map_path: map JSON of the evaluation env; None = a built-in map (``env_kwargs["map_name"]``).
+    :param env_kwargs: other :class:`~sb3_realm.envs.RealmEnv` arguments, as in training (``map_name``, ``rules``,
+        ``mask_wall_moves``, ...).
+    :param json_path: append each evaluation's summary to this JSON list (rewritten atomically); None = no file.
+    :param replay_every: log a route image every this many evaluations; 0 = never.
+    :param seed: evaluation seed passed to :func:`~sb3_realm.evaluate.evaluate`.
+    :param verbose: 1 prints each evaluation.
+    """
+
+    def __init__(self, eval_freq: int, configs: Sequence[Mapping], best_model_path: str | os.PathLike,
+                 map_path: str | os.PathLike | None = None, env_kwargs: dict | None = None,
+                 json_path: str | os.PathLike | None = None, replay_every: int = 0, seed: int = 0,
+                 verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if isinstance(eval_freq, bool) or not isinstance(eval_freq, int) or eval_freq < 1:
+            raise ValueError(f"eval_freq = {eval_freq!r} must be an integer >= 1 (callback calls between evaluations)")
+        if not isinstance(replay_every, int) or replay_every < 0:
+            raise ValueError(f"replay_every = {replay_every!r} must be an integer >= 0 (0 = no route images)")
+        if not configs:
+            raise ValueError("configs is empty; pass usr_conf dicts, e.g. protocol_configs('leaderboard', seed=..., "
+                             "games=...)")
+        parsed = [EpisodeConfig.from_usr_conf(c) for c in configs]
+        for i, c in enumerate(parsed):
+            if (c.start, c.end, c.treasure_random) != (2, 1, 0) or c.max_step != parsed[0].max_step:
+                raise ValueError(f"configs[{i}] = {c.to_usr_conf()}: evaluation configs need start 2, end 1, "
+                                 f"treasure_random 0 (fixed treasure_id) and one max_step ({parsed[0].max_step}), "
+                                 "as protocol_configs() makes them")
+        self.env_kwargs = dict(env_kwargs or {})
+        if "map_path" in self.env_kwargs:
+            raise ValueError("env_kwargs has 'map_path'; pass it as map_path= instead")
+        self.eval_freq, self.replay_every, self.seed = eval_freq, replay_every, seed
+        self.configs = [c.to_usr_conf() for c in parsed]
+        self.map_path = None if map_path is None else str(map_path)
+        path = Path(best_model_path)
+        self.best_model_path = path if path.suffix else path.with_suffix(".zip")
+        self.json_path = None if json_path is None else Path(json_path)
+        self.best_score = -np.inf
+        self.n_evals = 0
+        self.history: list[dict] = []
+        self.last_summary: dict | None = None
+
+    @property
+    def vecnormalize_path(self) -> Path:
+        return self.best_model_path.parent / "vecnormalize.pkl"
+
+    def _init_callback(self) -> None:
+        self.best_model_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.json_path is not None and self.json_path.is_file() and not self.history:
+            self.history = json.loads(self.json_path.read_text(encoding="utf-8"))
+            self.n_evals = len(self.history)
+            if self.history and self.best_model_path.is_file():
+                self.best_score = max(self.best_score, float(self.history[-1].get("best_score", -np.inf)))
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.eval_freq == 0:
+            self.evaluate_now()
+        return True
+
+    def evaluate_now(self) -> dict:
+        """Evaluate the current model, log, keep it if best, append to the JSON; returns the summary."""
+        policy = ModelPolicy(self.model, self.training_env, name=f"step_{self.num_timesteps}")
+        report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
+                          max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed, workers=1,
+                          oracle_gap=False, env_kwargs=self.env_kwargs)
+        summary = report.summary()
+        self.n_evals += 1
+        improved = summary["mean_score"] > self.best_score
+        if improved:
+            self.best_score = summary["mean_score"]
+            self._save_best()
+        entry = {"evaluation": self.n_evals, "timesteps": int(self.num_timesteps), **summary,
+                 "best_score": float(self.best_score), "new_best": bool(improved)}
+        self.history.append(entry)
+        self.last_summary = entry
+        if self.json_path is not None:
+            text = json.dumps(self.history, indent=2) + "\n"
+            _atomic_write(self.json_path, lambda f: f.write(text.encode("utf-8")))
+        for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("treasures", "mean_treasures"),
+                          ("steps", "mean_steps"), ("best_score", "best_score")):
+            self.logger.record(f"eval/{key}", float(entry[name]))
+        if self.replay_every and self.n_evals % self.replay_every == 0:
+            self.logger.record("eval/route", Image(self.route_image(policy), "HWC"),
+                               exclude=("stdout", "log", "json", "csv"))
+        if self.verbose:
+            print(f"eval {self.n_evals} at {self.num_timesteps} steps: score {summary['mean_score']:.2f} win "
+                  f"{summary['win_rate']:.2f}{' (new best)' if improved else ''}")
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self.logger.dump(self.num_timesteps)
+        return entry
+
+    def _save_best(self) -> None:
+        _atomic_write(self.best_model_path, self.model.save)
+        vec_normalize = self.model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            _atomic_write(self.vecnormalize_path, lambda f: pickle.dump(vec_normalize, f))
+
+    def route_image(self, policy: ModelPolicy) -> np.ndarray:
+        """(H, W, 3) uint8 route plot (:func:`~sb3_realm.replay.plot_route`) of the first game."""
+        from PIL import Image as PILImage
+
+        env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
+        obs, reset_info = env.reset(seed=self.seed, options=self.configs[0])
+        policy.reset(env)
+        g = env.game
+        ep = Episode(route=[(g.x, g.z)], usr_conf=reset_info["usr_conf"], treasure_ids=reset_info["treasure_ids"])
+        done = False
+        while not done:
+            obs, _, terminated, truncated, ep.info = env.step(policy.act(env, obs))
+            done = terminated or truncated
+            ep.route.append((g.x, g.z))
+            if g.events.flash:
+                ep.flashes.append((g.step_no, not g.events.flash_failed))
+            if g.events.buff:
+                ep.buff_steps.append(g.step_no)
+        with tempfile.TemporaryDirectory() as tmp:
+            png = plot_route(ep, env, Path(tmp) / "route.png", title=f"step {self.num_timesteps}: score "
+                             f"{ep.info['score']:.1f}, treasures {ep.info['treasures']}, steps {ep.info['steps']}")
+            with PILImage.open(png) as im:
+                return np.asarray(im.convert("RGB"))
+
+
+class CurriculumCallback(BaseCallback):
+    """Move the training envs through episode-configuration phases.
+
+    Each phase is a dict: ``usr_conf`` (competition keys, applied on top of the previous phase's configuration,
+    starting from env 0's configuration when training starts), and ``until_step`` (advance once the model's total
+    timesteps reach it) or ``until_success`` (advance once the mean ``metric`` of the last ``window`` episodes
+    played under this phase reaches it); the last phase needs neither. ``"random_start": true`` gives every env a
+    start drawn from the allowed ids (not the end, not a fixed treasure), redrawn at each of its episode ends.
+
+    A phase is applied with ``env_method("set_config", ...)``, which takes effect at each env's next reset; the
+    episode each env is playing at that moment is therefore not counted for ``until_success``, and a redrawn start
+    applies from the episode after next. Values are validated against the envs' configuration when training
+    starts. ``state_dict()`` / ``load_state_dict()`` carry the phase (and success window) through checkpoints.
+    Logs ``curriculum/phase`` and ``curriculum/success``.
+
+    :param phases: the phases, e.g. ``[{"usr_conf": {"treasure_num": 1, "max_step": 500}, "until_step": 100_000},
+        {"usr_conf": {"treasure_num": 9, "max_step": 2000}, "until_success": 0.8, "random_start": True}, {...}]``.
+    :param metric: success metric: ``win_rate``, ``treasure_rate`` (fraction of treasures collected) or ``score``.
+    :param window: episodes in the success average (it must be full before a phase can advance).
+    :param seed: seed of the random starts.
+    :param verbose: 1 prints each phase change.
+    """
+
+    def __init__(self, phases: Sequence[Mapping], metric: str = "win_rate", window: int = 50, seed: int | None = None,
+                 verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if metric not in SUCCESS_METRICS:
+            raise ValueError(f"metric = {metric!r}; choose one of {list(SUCCESS_METRICS)}")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window = {window!r} must be an integer >= 1")
+        if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence) or not phases:
+            raise ValueError(f"phases must be a non-empty list of dicts like {{'usr_conf': {{'treasure_num': 1}}, "
+                             f"'until_step': 100000}}, got {phases!r}")
+        self.phases = [self._check_phase(i, p, len(phases), metric) for i, p in enumerate(phases)]
+        self.metric, self.window = metric, window
+        self.phase = 0
+        self.recent: deque[float] = deque(maxlen=window)
+        self.rng = np.random.default_rng(seed)
+        self.configs: list[EpisodeConfig] = []
+        self._skip: list[int] = []
+
+    @staticmethod
+    def _check_phase(i: int, phase, n: int, metric: str) -> dict:
+        where = f"curriculum phase {i}"
+        if not isinstance(phase, Mapping):
+            raise ValueError(f"{where} must be a dict with keys from {list(PHASE_KEYS)}, got {phase!r}")
+        for key in phase:
+            if key not in PHASE_KEYS:
+                raise ValueError(f"{where} has unknown key {key!r}; valid keys are {list(PHASE_KEYS)}")
+        usr_conf = phase.get("usr_conf", {})
+        if not isinstance(usr_conf, Mapping):
+            raise ValueError(f"{where}: 'usr_conf' must be a dict with keys from {list(USR_CONF_KEYS)}, "
+                             f"got {usr_conf!r}")
+        for key in usr_conf:
+            if key not in USR_CONF_KEYS:
+                raise ValueError(f"{where}: usr_conf has unknown key {key!r}; valid keys are {list(USR_CONF_KEYS)}")
+        if "until_step" in phase and "until_success" in phase:
+            raise ValueError(f"{where} has both 'until_step' and 'until_success'; give one")
+        step = phase.get("until_step")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 1):
+            raise ValueError(f"{where}: 'until_step' = {step!r} must be an integer >= 1 (total timesteps)")
+        success = phase.get("until_success")
+        if success is not None:
+            ok = isinstance(success, (int, float)) and not isinstance(success, bool) and np.isfinite(success)
+            if not ok or (metric != "score" and not 0 < success <= 1):
+                raise ValueError(f"{where}: 'until_success' = {success!r} must be a number"
+                                 f"{'' if metric == 'score' else ' in (0, 1]'} for metric {metric!r}")
+        if i < n - 1 and step is None and success is None:
+            raise ValueError(f"{where} is not the last and has neither 'until_step' nor 'until_success': later "
+                             "phases would never start")
+        if not isinstance(phase.get("random_start", False), bool):
+            raise ValueError(f"{where}: 'random_start' must be true or false, got {phase['random_start']!r}")
+        return {"usr_conf": dict(usr_conf), "until_step": step, "until_success": success,
+                "random_start": bool(phase.get("random_start", False))}
+
+    # ------------------------------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """JSON-serialisable state: phase, success window and random-start generator."""
+        return {"phase": self.phase, "recent": list(self.recent), "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        """Restore :meth:`state_dict`; the phase is applied to the envs now if training has started, else then."""
+        phase = state.get("phase") if isinstance(state, Mapping) else None
+        if isinstance(phase, bool) or not isinstance(phase, int) or not 0 <= phase < len(self.phases):
+            raise ValueError(f"curriculum state {state!r}: 'phase' must be an integer in 0..{len(self.phases) - 1}")
+        self.phase = phase
+        self.recent = deque((float(v) for v in state.get("recent", [])), maxlen=self.window)
+        if "rng" in state:
+            self.rng.bit_generator.state = state["rng"]
+        if self.configs:
+            self._apply()
+
+    # ------------------------------------------------------------------------------------------ hooks
+    def _init_callback(self) -> None:
+        config = self.training_env.get_attr("base_config", indices=[0])[0]
+        self.configs = []
+        for i, phase in enumerate(self.phases):
+            try:
+                config = EpisodeConfig.from_usr_conf(phase["usr_conf"], base=config)
+            except ValueError as exc:
+                raise ValueError(f"curriculum phase {i}: {exc}") from exc
+            if phase["random_start"] and not self._starts(config):
+                raise ValueError(f"curriculum phase {i}: random_start has no allowed start id (every id is the end "
+                                 f"or a fixed treasure: {config.to_usr_conf()})")
+            self.configs.append(config)
+        self._apply()
+
+    @staticmethod
+    def _starts(config: EpisodeConfig) -> list[int]:
+        fixed = () if config.treasure_random else config.treasure_id
+        return [i for i in range(1, 16) if i != config.end and i not in fixed]
+
+    def _apply(self) -> None:
+        config = self.configs[self.phase]
+        self.training_env.env_method("set_config", **config.to_usr_conf())
+        self._skip = [1] * self.training_env.num_envs  # the episodes in flight began under the old configuration
+        if self.phases[self.phase]["random_start"]:
+            for i in range(self.training_env.num_envs):
+                self._random_start(i)
+
+    def _random_start(self, env_index: int) -> None:
+        config = self.configs[self.phase]
+        start = int(self.rng.choice(self._starts(config)))
+        self.training_env.env_method("set_config", start=start, end=config.end, indices=[env_index])
+
+    def _on_step(self) -> bool:
+        score = SUCCESS_METRICS[self.metric]
+        for i, info in _finished(self.locals):
+            if self._skip[i]:
+                self._skip[i] -= 1
+            else:
+                self.recent.append(score(info))
+            if self.phases[self.phase]["random_start"]:
+                self._random_start(i)
+        advanced = False
+        while self.phase < len(self.phases) - 1 and self._phase_done():
+            self.phase += 1
+            self.recent.clear()
+            advanced = True
+        if advanced:
+            self._apply()
+            self.logger.record("curriculum/phase", self.phase)
+            if self.verbose:
+                print(f"curriculum: phase {self.phase} at {self.num_timesteps} steps: {self.configs[self.phase]}")
+        return True
+
+    def _phase_done(self) -> bool:
+        phase = self.phases[self.phase]
+        if phase["until_step"] is not None:
+            return self.num_timesteps >= phase["until_step"]
+        if phase["until_success"] is not None:
+            return len(self.recent) == self.window and float(np.mean(self.recent)) >= phase["until_success"]
+        return False
+
+    def _on_rollout_end(self) -> None:
+        self.logger.record("curriculum/phase", self.phase)
+        if self.recent:
+            self.logger.record("curriculum/success", float(np.mean(self.recent)))
