@@ -231,9 +231,8 @@ def _from_dict(cls, data, where: str):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        prefix = f"{where}." if where else ""
-        raise ValueError(f"unknown config keys {[prefix + k for k in unknown]}; valid keys{' of ' + where if where else ''}"
-                         f" are {sorted(fields)}")
+        prefix, of = (f"{where}.", f" of {where}") if where else ("", "")
+        raise ValueError(f"unknown config keys {[prefix + k for k in unknown]}; valid keys{of} are {sorted(fields)}")
     kwargs = {}
     for key, value in data.items():
         path = f"{where}.{key}" if where else key
