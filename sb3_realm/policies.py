@@ -109,23 +109,57 @@ def algorithm_class(name: str):
     raise ValueError(f"unknown algorithm {name!r}; choose one of {list(_ALGOS)}")
 
 
-class SB3Policy:
-    """A trained SB3 / sb3-contrib model, deterministic, with action masks (MaskablePPO) and LSTM state
-    (RecurrentPPO) handled."""
+def run_frame_stack(path: Path) -> int:
+    """``env.frame_stack`` of the training run a checkpoint belongs to (its ``config.yaml`` is in the checkpoint's
+    folder, or two levels up for ``checkpoints/step_*/model.zip``); 1 when there is none."""
+    import yaml
 
-    def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu") -> None:
+    for folder in (path.parent, path.parent.parent.parent):
+        cfg = folder / "config.yaml"
+        if cfg.is_file():
+            data = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+            return int((data.get("env") or {}).get("frame_stack", 1) or 1)
+    return 1
+
+
+class SB3Policy:
+    """A trained SB3 / sb3-contrib model, deterministic, with action masks (MaskablePPO), LSTM state
+    (RecurrentPPO) and frame stacking (as ``VecFrameStack``: oldest first, zeros after a reset) handled.
+
+    :param frame_stack: frames the model expects; default: read from the run's ``config.yaml``.
+    """
+
+    def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu",
+                 frame_stack: int | None = None) -> None:
         self.path = Path(path)
         self.algo = algo or detect_algorithm(self.path)
         self.model = algorithm_class(self.algo).load(self.path, device=device)
         self.name = self.path.name
+        self.frame_stack = frame_stack or run_frame_stack(self.path)
         self._state = None
         self._start = np.ones((1,), dtype=bool)
+        self._stack: dict[str, np.ndarray] | None = None
 
     def reset(self, env: RealmEnv) -> None:
         self._state = None
         self._start = np.ones((1,), dtype=bool)
+        self._stack = None
+
+    def _stacked(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.frame_stack == 1:
+            return obs
+        if self._stack is None:
+            self._stack = {k: np.zeros((v.shape[0] * self.frame_stack, *v.shape[1:]), dtype=v.dtype)
+                           for k, v in obs.items()}
+        for k, v in obs.items():
+            buf = self._stack[k]  # (T * n, ...): frames along the first axis, newest last
+            n = v.shape[0]
+            buf[:-n] = buf[n:].copy()
+            buf[-n:] = v
+        return {k: v.copy() for k, v in self._stack.items()}
 
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        obs = self._stacked(obs)
         if self.algo == "maskable_ppo":
             action, _ = self.model.predict(obs, deterministic=True, action_masks=env.action_masks())
         elif self.algo == "recurrent_ppo":

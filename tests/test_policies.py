@@ -65,3 +65,30 @@ def test_recurrent_policy_carries_and_resets_state(checkpoints):
     assert any(not np.array_equal(x, y) for x, y in zip(first, policy._state, strict=True))
     policy.reset(env)
     assert policy._state is None and policy._start.all()
+
+
+def test_frame_stacked_checkpoint_matches_vec_frame_stack(tmp_path):
+    """A model trained on VecFrameStack observations acts the same through SB3Policy's own stacking."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+    venv = VecFrameStack(DummyVecEnv([lambda: RealmEnv(map_name="small", max_step=40)]), n_stack=3)
+    model = PPO("MultiInputPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=0)
+    model.learn(32)
+    (tmp_path / "config.yaml").write_text("env: {frame_stack: 3}\n")
+    model.save(tmp_path / "model.zip")
+    policy = SB3Policy(tmp_path / "model.zip")
+    assert policy.frame_stack == 3
+    env = RealmEnv(map_name="small", max_step=40)
+    venv.seed(5)
+    stacked = venv.reset()
+    obs, _ = env.reset(seed=5)
+    policy.reset(env)
+    for _ in range(25):
+        ours = policy._stacked(obs)
+        for key in ours:
+            assert np.array_equal(ours[key], stacked[key][0])
+        action, _ = model.predict(stacked, deterministic=True)
+        stacked, _, done, _ = venv.step(action)
+        obs, _, te, tr, _ = env.step(int(action[0]))
+        assert not done[0] and not (te or tr)
