@@ -14,7 +14,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
@@ -22,6 +22,7 @@ from stable_baselines3.common.logger import Image
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize, VecTransposeImage
 from stable_baselines3.common.vec_env.stacked_observations import StackedObservations
 
+from .atomic import atomic_write
 from .envs import RealmEnv
 from .evaluate import evaluate
 from .game.rules import USR_CONF_KEYS, EpisodeConfig
@@ -44,19 +45,6 @@ def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
     for i, (info, done) in enumerate(zip(locals_["infos"], locals_["dones"], strict=True)):
         if done and "score" in info:
             yield i, info
-
-
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through a temporary file in the same folder and ``os.replace``: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class RealmMetricsCallback(BaseCallback):
@@ -257,7 +245,7 @@ class CompetitionEvalCallback(BaseCallback):
         self.last_summary = entry
         if self.json_path is not None:
             text = json.dumps(self.history, indent=2) + "\n"
-            _atomic_write(self.json_path, lambda f: f.write(text.encode("utf-8")))
+            atomic_write(self.json_path, lambda f: f.write(text.encode("utf-8")))
         for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("treasures", "mean_treasures"),
                           ("steps", "mean_steps"), ("best_score", "best_score")):
             self.logger.record(f"eval/{key}", float(entry[name]))
@@ -272,10 +260,10 @@ class CompetitionEvalCallback(BaseCallback):
         return entry
 
     def _save_best(self) -> None:
-        _atomic_write(self.best_model_path, self.model.save)
+        atomic_write(self.best_model_path, self.model.save)
         vec_normalize = self.model.get_vec_normalize_env()
         if vec_normalize is not None:
-            _atomic_write(self.vecnormalize_path, lambda f: pickle.dump(vec_normalize, f))
+            atomic_write(self.vecnormalize_path, lambda f: pickle.dump(vec_normalize, f))
 
     def route_image(self, policy: ModelPolicy) -> np.ndarray:
         """(H, W, 3) uint8 route plot (:func:`~sb3_realm.replay.plot_route`) of the first game."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from .atomic import atomic_write
 from .envs.rewards import RewardWeights
 from .game.rules import EpisodeConfig, Rules
 
@@ -289,14 +289,5 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> Path:
     """Write the resolved config as YAML, atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".yaml.tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yaml.safe_dump(config_to_dict(config), f, sort_keys=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))

@@ -17,7 +17,6 @@ import itertools
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import atomic_write
 from .envs import RealmEnv
 from .game.rules import LEADERBOARD_CONF, EpisodeConfig
 from .policies import PolicySpec
@@ -236,18 +236,7 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
 
 def write_json_atomic(data: dict, path: str | os.PathLike) -> Path:
     """Write JSON through a temporary file and a rename, so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".json.tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda f: f.write((json.dumps(data, indent=2) + "\n").encode("utf-8")))
 
 
 def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
@@ -258,7 +247,6 @@ def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     scores = [r.score for r in report.games]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     bins = np.linspace(min(scores + [0.0]), max(scores + [r.oracle_score or 0.0 for r in report.games]) + 1, 40)
@@ -271,12 +259,8 @@ def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
     ax.set_title(f"{report.protocol}: {len(scores)} games on map {Path(report.map).name}")
     ax.legend()
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
+        atomic_write(path, lambda f: fig.savefig(f, format="png"))
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
     return path

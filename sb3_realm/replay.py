@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .atomic import atomic_write
 from .envs import RealmEnv
 from .game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 from .game.render import save_gif
@@ -111,17 +111,10 @@ def plot_route(ep: Episode, env: RealmEnv, path: str | os.PathLike, title: str =
     ax.set_xlabel("grid x")
     ax.set_ylabel("grid z")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
+        return atomic_write(path, lambda f: fig.savefig(f, format="png"))
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
-    return path
 
 
 def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, usr_conf: dict | None = None,

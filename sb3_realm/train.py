@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
+from .atomic import atomic_write
 from .checkpoints import CheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, load_config, save_config
 from .envs import RealmEnv
@@ -142,19 +141,7 @@ def train(config: TrainConfig, resume: str | Path | None = None):
                         progress_bar=config.progress_bar)
         checkpoint.model = model
         checkpoint.save()
-        _save_atomic(model, run_dir / "final_model.zip")
+        atomic_write(run_dir / "final_model.zip", model.save)
     finally:
         venv.close()
     return model, run_dir
-
-
-def _save_atomic(model, path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(suffix=".zip", dir=path.parent)
-    os.close(fd)
-    try:
-        model.save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
