@@ -16,7 +16,8 @@ import numpy as np
 from .maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, UNREACHABLE, WORLD_SIZE, RealmMap
 from .rules import EpisodeConfig, Rules
 
-__all__ = ["Game", "StepEvents", "N_ACTIONS", "DIRECTIONS", "NULL_RELATIVE", "MapTables", "map_tables"]
+__all__ = ["Game", "StepEvents", "N_ACTIONS", "DIRECTIONS", "NULL_RELATIVE", "MapTables", "map_tables", "simulate_move",
+           "flash_landing"]
 
 N_ACTIONS = 16
 _S = math.sqrt(0.5)
@@ -28,6 +29,53 @@ _EDGE_EPS = 1e-3  # how far inside its cell a hero stopped by a wall stands
 # role codes of position ids during an episode
 _NONE, _TREASURE, _BUFF, _END = 0, 1, 2, 3
 _NULL_ROW = 16  # index of the null RelativePosition row in MapTables.relative
+
+
+def simulate_move(x: float, z: float, k: int, speed: float, walk: list[bool], w: int, h: int,
+                  substep: float) -> tuple[float, float]:
+    """Where a move in direction ``k`` at ``speed`` from ``(x, z)`` ends: ``ceil(speed / substep)`` sub-steps, each
+    along x then along z; an axis whose next cell is blocked (or off the map) stops at the cell edge while the other
+    axis goes on, so the hero slides along walls and never cuts a wall corner.
+
+    :param walk: flat row-major walkable flags (``walk[gz * w + gx]``).
+    """
+    n = math.ceil(speed / substep)
+    ux, uz = DIRECTIONS[k]
+    dx, dz = ux * speed / n, uz * speed / n
+    cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
+    cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
+    for _ in range(n):
+        if dx:
+            nx = x + dx
+            ngx = int((nx - GRID_ORIGIN_X) // CELL_WIDTH)
+            if ngx == cx:
+                x = nx
+            elif 0 <= ngx < w and walk[cz * w + ngx]:
+                x, cx = nx, ngx
+            else:
+                x = (cx + 1) * CELL_WIDTH + GRID_ORIGIN_X - _EDGE_EPS if dx > 0 else cx * CELL_WIDTH + GRID_ORIGIN_X
+        if dz:
+            nz = z + dz
+            ngz = int((nz - GRID_ORIGIN_Z) // CELL_WIDTH)
+            if ngz == cz:
+                z = nz
+            elif 0 <= ngz < h and walk[ngz * w + cx]:
+                z, cz = nz, ngz
+            else:
+                z = (cz + 1) * CELL_WIDTH + GRID_ORIGIN_Z - _EDGE_EPS if dz > 0 else cz * CELL_WIDTH + GRID_ORIGIN_Z
+    return x, z
+
+
+def flash_landing(x: float, z: float, k: int, distance: float, walk: list[bool], w: int,
+                  h: int) -> tuple[float, float] | None:
+    """Where a flash in direction ``k`` lands, or ``None`` when the destination is blocked (the flash would fail)."""
+    ux, uz = DIRECTIONS[k]
+    nx, nz = x + ux * distance, z + uz * distance
+    gx = int((nx - GRID_ORIGIN_X) // CELL_WIDTH)
+    gz = int((nz - GRID_ORIGIN_Z) // CELL_WIDTH)
+    if 0 <= gx < w and 0 <= gz < h and walk[gz * w + gx]:
+        return nx, nz
+    return None
 
 
 @dataclass
@@ -201,49 +249,25 @@ class Game:
 
     def _move(self, k: int, s: int, ev: StepEvents) -> None:
         speed = self.rules.buff_speed if s <= self.speed_until else self.rules.move_speed
-        n = math.ceil(speed / self.rules.substep)
-        ux, uz = DIRECTIONS[k]
-        dx, dz = ux * speed / n, uz * speed / n
-        x0, z0 = x, z = self.x, self.z
-        cx, cz, w, h, walk = self._cx, self._cz, self._w, self._h, self._walk
-        for _ in range(n):
-            if dx:
-                nx = x + dx
-                ngx = int((nx - GRID_ORIGIN_X) // CELL_WIDTH)
-                if ngx == cx:
-                    x = nx
-                elif 0 <= ngx < w and walk[cz * w + ngx]:
-                    x, cx = nx, ngx
-                else:  # wall on the x axis: stop at the cell edge, keep the z motion (slide)
-                    x = (cx + 1) * CELL_WIDTH + GRID_ORIGIN_X - _EDGE_EPS if dx > 0 else cx * CELL_WIDTH + GRID_ORIGIN_X
-            if dz:
-                nz = z + dz
-                ngz = int((nz - GRID_ORIGIN_Z) // CELL_WIDTH)
-                if ngz == cz:
-                    z = nz
-                elif 0 <= ngz < h and walk[ngz * w + cx]:
-                    z, cz = nz, ngz
-                else:
-                    z = (cz + 1) * CELL_WIDTH + GRID_ORIGIN_Z - _EDGE_EPS if dz > 0 else cz * CELL_WIDTH + GRID_ORIGIN_Z
-        self.x, self.z, self._cx, self._cz = x, z, cx, cz
+        x0, z0 = self.x, self.z
+        x, z = simulate_move(x0, z0, k, speed, self._walk, self._w, self._h, self.rules.substep)
+        self.x, self.z = x, z
+        self._cx, self._cz = int((x - GRID_ORIGIN_X) // CELL_WIDTH), int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
         ev.displacement = math.hypot(x - x0, z - z0)
         if ev.displacement <= self.rules.bump_threshold:
             ev.bump = True
             self.bump_count += 1
 
     def _flash(self, k: int, s: int, ev: StepEvents) -> None:
-        ux, uz = DIRECTIONS[k]
-        nx = self.x + ux * self.rules.flash_distance
-        nz = self.z + uz * self.rules.flash_distance
-        ok = self.map.is_walkable_world(nx, nz)
-        if ok or self.rules.failed_flash_spends_cooldown:
+        landing = flash_landing(self.x, self.z, k, self.rules.flash_distance, self._walk, self._w, self._h)
+        if landing is not None or self.rules.failed_flash_spends_cooldown:
             self.talent_ready_at = s + self.rules.flash_cooldown
             self.talent_count += 1
             ev.flash = True
-        if ok:
-            ev.displacement = math.hypot(nx - self.x, nz - self.z)
-            self.x, self.z = nx, nz
-            self._cx, self._cz = self.map.world_to_grid(nx, nz)
+        if landing is not None:
+            ev.displacement = math.hypot(landing[0] - self.x, landing[1] - self.z)
+            self.x, self.z = landing
+            self._cx, self._cz = self.map.world_to_grid(*landing)
         else:
             ev.flash_failed = True
             self.flash_fail_count += 1

@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .core import _EDGE_EPS, DIRECTIONS
+from .core import DIRECTIONS, flash_landing, simulate_move
 from .maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
 from .rules import Rules
 
@@ -51,49 +51,6 @@ def octile(dx: float, dz: float) -> float:
 
 
 _CORNER_TO_CENTRE = octile(_HALF, _HALF)  # from a cell corner to the centre of a touching cell
-
-
-def simulate_move(x: float, z: float, k: int, speed: float, walk: list[bool], w: int, h: int,
-                  substep: float) -> tuple[float, float]:
-    """Where a move in direction ``k`` at ``speed`` from ``(x, z)`` ends: the same sub-stepped motion with wall
-    sliding as ``Game._move`` (x then z each sub-step; a blocked axis stops at the cell edge)."""
-    n = math.ceil(speed / substep)
-    ux, uz = DIRECTIONS[k]
-    dx, dz = ux * speed / n, uz * speed / n
-    cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
-    cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
-    for _ in range(n):
-        if dx:
-            nx = x + dx
-            ngx = int((nx - GRID_ORIGIN_X) // CELL_WIDTH)
-            if ngx == cx:
-                x = nx
-            elif 0 <= ngx < w and walk[cz * w + ngx]:
-                x, cx = nx, ngx
-            else:
-                x = (cx + 1) * CELL_WIDTH + GRID_ORIGIN_X - _EDGE_EPS if dx > 0 else cx * CELL_WIDTH + GRID_ORIGIN_X
-        if dz:
-            nz = z + dz
-            ngz = int((nz - GRID_ORIGIN_Z) // CELL_WIDTH)
-            if ngz == cz:
-                z = nz
-            elif 0 <= ngz < h and walk[ngz * w + cx]:
-                z, cz = nz, ngz
-            else:
-                z = (cz + 1) * CELL_WIDTH + GRID_ORIGIN_Z - _EDGE_EPS if dz > 0 else cz * CELL_WIDTH + GRID_ORIGIN_Z
-    return x, z
-
-
-def flash_landing(x: float, z: float, k: int, distance: float, walk: list[bool], w: int,
-                  h: int) -> tuple[float, float] | None:
-    """Where a flash in direction ``k`` lands, or ``None`` when the destination is blocked (the flash would fail)."""
-    ux, uz = DIRECTIONS[k]
-    nx, nz = x + ux * distance, z + uz * distance
-    gx = int((nx - GRID_ORIGIN_X) // CELL_WIDTH)
-    gz = int((nz - GRID_ORIGIN_Z) // CELL_WIDTH)
-    if 0 <= gx < w and 0 <= gz < h and walk[gz * w + gx]:
-        return nx, nz
-    return None
 
 
 def point_links(walk: list[bool], w: int, h: int, x: float, z: float,
