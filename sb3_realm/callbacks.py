@@ -26,7 +26,7 @@ from .atomic import atomic_write
 from .envs import RealmEnv
 from .evaluate import evaluate
 from .game.rules import USR_CONF_KEYS, EpisodeConfig
-from .replay import Episode, plot_route
+from .replay import plot_route, record_episode
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ModelPolicy", "PHASE_KEYS",
            "SUCCESS_METRICS"]
@@ -269,20 +269,8 @@ class CompetitionEvalCallback(BaseCallback):
         """(H, W, 3) uint8 route plot (:func:`~sb3_realm.replay.plot_route`) of the first game."""
         from PIL import Image as PILImage
 
-        env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
-        obs, reset_info = env.reset(seed=self.seed, options=self.configs[0])
-        policy.reset(env)
-        g = env.game
-        ep = Episode(route=[(g.x, g.z)], usr_conf=reset_info["usr_conf"], treasure_ids=reset_info["treasure_ids"])
-        done = False
-        while not done:
-            obs, _, terminated, truncated, ep.info = env.step(policy.act(env, obs))
-            done = terminated or truncated
-            ep.route.append((g.x, g.z))
-            if g.events.flash:
-                ep.flashes.append((g.step_no, not g.events.flash_failed))
-            if g.events.buff:
-                ep.buff_steps.append(g.step_no)
+        ep, env = record_episode(policy, map_path=self.map_path, usr_conf=self.configs[0], seed=self.seed,
+                                 frames=False, env_kwargs=self.env_kwargs)
         with tempfile.TemporaryDirectory() as tmp:
             png = plot_route(ep, env, Path(tmp) / "route.png", title=f"step {self.num_timesteps}: score "
                              f"{ep.info['score']:.1f}, treasures {ep.info['treasures']}, steps {ep.info['steps']}")

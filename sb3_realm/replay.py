@@ -30,12 +30,13 @@ class Episode:
     treasure_ids: list[int] = field(default_factory=list)
 
 
-def record_episode(policy: str, *, map_path: str | None = None, usr_conf: dict | None = None, seed: int = 0,
+def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None = None, seed: int = 0,
                    frames: bool = True, frame_every: int = 2, env_kwargs: dict | None = None) -> tuple[Episode,
                                                                                                         RealmEnv]:
-    """Play one episode of ``policy`` (``"random"``, ``"oracle"`` or a checkpoint path) and record it."""
-    env = RealmEnv(map_path=map_path, render_mode="rgb_array", **(env_kwargs or {}))
-    pol = PolicySpec(policy, seed=seed).build(env)
+    """Play one episode of ``policy`` (``"random"``, ``"oracle"``, a checkpoint path, or a policy object with
+    ``reset(env)`` and ``act(env, obs)``) and record it."""
+    env = RealmEnv(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
+    pol = PolicySpec(policy, seed=seed).build(env) if isinstance(policy, str) else policy
     obs, reset_info = env.reset(seed=seed, options=usr_conf)
     pol.reset(env)
     ep = Episode(usr_conf=reset_info["usr_conf"], treasure_ids=reset_info["treasure_ids"])
