@@ -41,7 +41,7 @@ class RewardWeights:
     flash: float = 0.0
     flash_fail: float = -0.1
     buff: float = 0.05
-    progress: float = 0.01
+    progress: float = 0.05
     revisit: float = -0.001
     missed_treasure: float = -0.5
     timeout: float = -1.0
