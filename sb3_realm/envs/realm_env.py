@@ -106,7 +106,7 @@ class RealmEnv(gym.Env):
         self._phi = phi
         self._episode_terms = list(map(operator.add, self._episode_terms, terms))
         reward = float(sum(map(operator.mul, self._weight_list, terms)))
-        info = {"reward_terms": dict(zip(TERMS, terms, strict=True))}
+        info = {"reward_terms": dict(zip(TERMS, terms))}  # noqa: B905 (same length by construction; hot path)
         if g.terminated or g.truncated:
             info.update(self.episode_summary())
         return self._obs(), reward, g.terminated, g.truncated, info

@@ -73,10 +73,7 @@ def potential(game: Game) -> float:
     """``-BFS cells`` from the hero to the nearest available treasure, or to the end if none is left (0 once over)."""
     if game.terminated:
         return 0.0
-    gx, gz = game.cell
-    dist = game.tables.distance[gz, gx].tolist()  # BFS cells to each position id
-    d = min(map(dist.__getitem__, game.available_treasures or (game.config.end,)))
-    return -float(min(d, _FAR))
+    return -float(min(game.next_target_distance(), _FAR))
 
 
 def reward_terms(game: Game, ev: StepEvents, phi_before: float, phi_after: float) -> list[float]:
@@ -93,6 +90,6 @@ def reward_terms(game: Game, ev: StepEvents, phi_before: float, phi_after: float
         float(ev.buff),
         phi_after - phi_before,
         float(game.window[1, r, r] > 0),  # the memory window is cropped before this step's visit is added
-        float(len(game.available_treasures)) if over else 0.0,
+        float(game.n_available) if over else 0.0,
         float(game.truncated),
     ]

@@ -220,9 +220,12 @@ class Game:
             raise RuntimeError("Game.step() called before reset()")
         if self.terminated or self.truncated:
             raise RuntimeError("the episode is over (terminated or truncated); call reset() to start a new one")
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < 16:
+        if type(action) is not int:  # the common case (a plain int) skips the slower checks
+            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+                raise ValueError(f"action must be an int in 0..15 (move_dir = a % 8, flash = a // 8), got {action!r}")
+            action = int(action)
+        if not 0 <= action < 16:
             raise ValueError(f"action must be an int in 0..15 (move_dir = a % 8, flash = a // 8), got {action!r}")
-        action = int(action)
         s = self.step_no + 1  # the number of the step being played
         ev = StepEvents()
         direction, use_talent = action % 8, action >= 8
@@ -326,7 +329,12 @@ class Game:
 
     @property
     def available_treasures(self) -> list[int]:
+        """Ids of this episode's treasures not collected yet (a copy)."""
         return list(self._available)
+
+    @property
+    def n_available(self) -> int:
+        return len(self._available)
 
     def relative(self) -> np.ndarray:
         """(18, 4) float32 RelativePosition rows: start, end, buff, then treasure slots of ids 1..15 (null where the
@@ -364,6 +372,12 @@ class Game:
     def score(self) -> float:
         """The competition score of the episode so far (0 until the end is reached)."""
         return self.rules.score(self.win, self.treasure_count, self.step_no, self.config.max_step)
+
+    def next_target_distance(self) -> int:
+        """4-neighbour BFS cells from the hero's cell to the nearest available treasure, or to the end when none is
+        left (``UNREACHABLE`` if cut off)."""
+        dist = self.tables.distance[self._cz, self._cx].tolist()  # (16,) BFS cells to each position id
+        return min(map(dist.__getitem__, self._available or (self.config.end,)))
 
     def path_to(self, pos_id: int) -> int:
         """4-neighbour BFS cells from the hero's cell to position ``pos_id`` (``UNREACHABLE`` if cut off)."""
