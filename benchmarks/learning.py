@@ -21,18 +21,8 @@ import torch
 from sb3_realm.config import load_config
 from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluate import write_json_atomic
-from sb3_realm.policies import algorithm_class
-from sb3_realm.train import _hyperparams, make_vec_env, policy_kwargs, policy_name
-
-
-def play(model, env: RealmEnv, deterministic: bool, seed: int) -> dict:
-    obs, _ = env.reset(seed=seed)
-    done, info = False, {}
-    while not done:
-        action, _ = model.predict(obs, deterministic=deterministic)
-        obs, _, te, tr, info = env.step(int(action))
-        done = te or tr
-    return info
+from sb3_realm.policies import play_model
+from sb3_realm.train import build_model, make_vec_env
 
 
 def main() -> None:
@@ -48,17 +38,16 @@ def main() -> None:
     args = parser.parse_args()
     ids = [int(i) for i in args.treasures.split(",")]
     usr = {"treasure_random": 0, "treasure_id": ids, "max_step": args.max_step}
-    config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", *args.overrides])
+    config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", "device=cpu", *args.overrides])
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
-    model = algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
-                                              seed=config.seed, device="cpu", **_hyperparams(config))
+    model = build_model(config, venv)
     env = RealmEnv(**config.env.env_kwargs())
     curve, start = [], time.perf_counter()
     while model.num_timesteps < args.steps:
         model.learn(args.chunk, reset_num_timesteps=False)
-        det = play(model, env, True, 0)
-        games = [play(model, env, False, 1000 + i) for i in range(args.episodes)]
+        det = play_model(model, env, 0, deterministic=True)
+        games = [play_model(model, env, 1000 + i, deterministic=False) for i in range(args.episodes)]
         curve.append({"steps": int(model.num_timesteps), "wall_s": round(time.perf_counter() - start, 1),
                       "deterministic_score": det["score"], "deterministic_win": bool(det["win"]),
                       "deterministic_treasures": det["treasures"], "deterministic_steps": det["steps"],

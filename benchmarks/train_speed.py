@@ -19,8 +19,7 @@ import torch
 
 from sb3_realm.config import load_config
 from sb3_realm.envs import RealmEnv
-from sb3_realm.policies import algorithm_class
-from sb3_realm.train import _hyperparams, make_vec_env, policy_kwargs, policy_name
+from sb3_realm.train import build_model, make_vec_env
 
 
 def time_learn(model, steps: int) -> float:
@@ -31,12 +30,11 @@ def time_learn(model, steps: int) -> float:
 
 
 def recommended(name: str, steps: int, vec_env: str | None = None) -> dict:
-    overrides = [f"env.vec_env={vec_env}"] if vec_env else []
+    overrides = ["seed=0", "device=cpu"] + ([f"env.vec_env={vec_env}"] if vec_env else [])
     config = load_config(f"configs/{name}.yaml", overrides)
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
-    model = algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
-                                              seed=0, device="cpu", **_hyperparams(config))
+    model = build_model(config, venv)
     try:
         sps = time_learn(model, steps)
     finally:

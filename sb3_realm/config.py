@@ -65,10 +65,12 @@ class EnvConfig:
         if self.frame_stack < 1:
             raise ValueError(f"env.frame_stack = {self.frame_stack} must be >= 1")
 
-    def env_kwargs(self) -> dict:
-        """Keyword arguments of :class:`~sb3_realm.envs.RealmEnv`."""
-        return {"map_path": self.map_path, "map_name": self.map_name, "reward_weights": dict(self.reward_weights),
-                "rules": dict(self.rules), "mask_wall_moves": self.mask_wall_moves, **self.usr_conf}
+    def env_kwargs(self, usr_conf: bool = True) -> dict:
+        """Keyword arguments of :class:`~sb3_realm.envs.RealmEnv` (without the episode configuration when
+        ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
+        kwargs = {"map_path": self.map_path, "map_name": self.map_name, "reward_weights": dict(self.reward_weights),
+                  "rules": dict(self.rules), "mask_wall_moves": self.mask_wall_moves}
+        return {**kwargs, **self.usr_conf} if usr_conf else kwargs
 
 
 @dataclass

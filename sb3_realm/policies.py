@@ -16,7 +16,8 @@ import numpy as np
 
 from .envs import RealmEnv
 
-__all__ = ["Policy", "RandomPolicy", "OracleAdapter", "SB3Policy", "PolicySpec", "load_policy", "detect_algorithm"]
+__all__ = ["play_model", "Policy", "RandomPolicy", "OracleAdapter", "SB3Policy", "PolicySpec", "load_policy",
+           "detect_algorithm"]
 
 
 class Policy(Protocol):
@@ -169,6 +170,17 @@ class SB3Policy:
         else:
             action, _ = self.model.predict(obs, deterministic=True)
         return int(action)
+
+
+def play_model(model, env: RealmEnv, seed: int, deterministic: bool = True) -> dict:
+    """One episode of an in-memory SB3 model (no masks, no LSTM state) on ``env``; returns the final ``info``."""
+    obs, _ = env.reset(seed=seed)
+    done, info = False, {}
+    while not done:
+        action, _ = model.predict(obs, deterministic=deterministic)
+        obs, _, terminated, truncated, info = env.step(int(action))
+        done = terminated or truncated
+    return info
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from .config import EnvConfig, TrainConfig, load_config, save_config
 from .envs import RealmEnv
 from .policies import algorithm_class
 
-__all__ = ["train", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
+__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
 
 _ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU,
                 "gelu": torch.nn.GELU, "silu": torch.nn.SiLU}
@@ -66,10 +66,14 @@ def policy_kwargs(config: TrainConfig) -> dict:
     return kwargs
 
 
-def _hyperparams(config: TrainConfig) -> dict:
+def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
+    """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
     from .config import _schedule
 
-    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
+    hyperparams = {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
+    return algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
+                                             seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
+                                             verbose=0, **hyperparams)
 
 
 def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> TrainConfig:
@@ -93,9 +97,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
         usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
         configs = protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
                                    treasures=usr.treasure_num, max_step=usr.max_step)
-        env_kwargs = {k: v for k, v in config.env.env_kwargs().items() if k != "map_path"}
-        for key in ("start", "end", "treasure_random", "treasure_num", "treasure_id", "max_step", "talent_type"):
-            env_kwargs.pop(key, None)
+        env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
         callbacks.append(CompetitionEvalCallback(
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json"))
@@ -132,8 +134,7 @@ def train(config: TrainConfig, resume: str | Path | None = None):
         if curriculum is not None and state.get("curriculum"):
             curriculum.load_state_dict(state["curriculum"])
     else:
-        model = algo_cls(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
-                         device=config.device, tensorboard_log=str(run_dir / "tb"), verbose=0, **_hyperparams(config))
+        model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
     remaining = config.total_timesteps - model.num_timesteps
     try:
         if remaining > 0:

@@ -7,8 +7,8 @@ import torch
 
 from sb3_realm.config import load_config
 from sb3_realm.envs import RealmEnv
-from sb3_realm.policies import algorithm_class
-from sb3_realm.train import _hyperparams, make_vec_env, policy_kwargs, policy_name
+from sb3_realm.policies import play_model
+from sb3_realm.train import build_model, make_vec_env
 
 
 @pytest.mark.slow
@@ -17,21 +17,11 @@ def test_ppo_learns_the_small_map():
     config = load_config("configs/tiny.yaml", ["env.usr_conf={treasure_random: 0, treasure_id: [4], max_step: 200}",
                                                "env.n_envs=8"])
     venv = make_vec_env(config.env, 0)
-    model = algorithm_class("ppo")(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=0,
-                                   **_hyperparams(config))
+    model = build_model(config, venv)
     env = RealmEnv(**config.env.env_kwargs())
 
     def sampled_wins() -> int:
-        wins = 0
-        for seed in range(10):
-            obs, _ = env.reset(seed=seed)
-            done, info = False, {}
-            while not done:
-                action, _ = model.predict(obs, deterministic=False)
-                obs, _, terminated, truncated, info = env.step(int(action))
-                done = terminated or truncated
-            wins += info["win"]
-        return wins
+        return sum(play_model(model, env, seed, deterministic=False)["win"] for seed in range(10))
 
     before = sampled_wins()
     model.learn(49_152)
