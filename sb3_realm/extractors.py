@@ -2,6 +2,8 @@
 
 - :class:`RealmExtractor`: a small strided CNN over the maps fused with an MLP over the vector (one frame, or the
   frames stacked Atari-style as extra channels).
+- :class:`FoveaExtractor`: the 17 x 17 cells around the hero at full resolution plus the 3 x 3 block averages of
+  the whole maps, one small CNN over both: the fastest on a CPU.
 - :class:`Conv3dExtractor`: Conv3d over the frames of a ``VecFrameStack`` observation, plus an MLP over the vector
   history.
 - :class:`TransformerExtractor`: one token per frame, causal self-attention over the frames, the newest token's
@@ -16,7 +18,8 @@ Frame stacking: ``VecFrameStack(venv, n_stack=T)`` stacks the channel-first uint
 ``4 * k .. 4 * k + 3`` are frame ``k``, frame ``T - 1`` is the newest; at an episode start the missing frames are
 zeros (``stacked_observations.py``). :func:`split_frames` undoes that.
 
-``forward`` uses torch only (no SB3 call), so an exported policy can run it without sb3_realm.
+``forward`` uses torch only (no SB3 call). The single-frame extractors (realm, fovea) hold a
+:mod:`sb3_realm.nets` module as ``net``; ``build-submission`` copies that torch-only module into the submission.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from .features import MAP_SHAPE, VECTOR_SIZE
+from .nets import FoveaNet, RealmNet, activation_name, conv2d_stack, n_flatten, per_layer
 
-__all__ = ["RealmExtractor", "Conv3dExtractor", "TransformerExtractor", "TransformerCache", "EXTRACTORS",
-           "split_frames"]
+__all__ = ["RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor", "TransformerCache",
+           "EXTRACTORS", "split_frames"]
 
 _EXPECTED = "Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as RealmEnv gives"
 
@@ -79,12 +83,7 @@ def split_frames(maps: th.Tensor, vector: th.Tensor, n_frames: int) -> tuple[th.
 
 def _per_layer(value: int | Sequence[int] | None, n: int, name: str) -> list[int]:
     """One value per conv layer; None: the CPU-sized defaults, kernels 5, 3, 3, ... and strides 3, 2, 1, 1, ..."""
-    if value is None:
-        value = ([5] + [3] * (n - 1)) if name == "kernel_sizes" else [3, 2, *[1] * (n - 2)][:n]
-    values = [int(value)] * n if isinstance(value, int) else [int(v) for v in value]
-    if len(values) != n or min(values, default=1) < 1:
-        raise ValueError(f"{name} = {value!r} must be an int >= 1 or one such int per conv layer ({n} layers)")
-    return values
+    return per_layer(value, n, name, (5, 3) if name == "kernel_sizes" else (3, 2, 1))
 
 
 def _conv2d_stack(in_channels: int, channels: Sequence[int], kernel_sizes: int | Sequence[int] | None,
@@ -92,27 +91,28 @@ def _conv2d_stack(in_channels: int, channels: Sequence[int], kernel_sizes: int |
     """Strided Conv2d layers (no padding), each followed by the activation, then Flatten."""
     if not channels:
         raise ValueError("cnn_channels must name at least one conv layer, e.g. (16, 32, 32)")
-    kernels = _per_layer(kernel_sizes, len(channels), "kernel_sizes")
-    stride = _per_layer(strides, len(channels), "strides")
-    layers: list[nn.Module] = []
-    for out, k, s in zip(channels, kernels, stride, strict=True):
-        layers += [nn.Conv2d(in_channels, out, kernel_size=k, stride=s), activation_fn()]
-        in_channels = out
-    return nn.Sequential(*layers, nn.Flatten())
+    return conv2d_stack(in_channels, channels, _per_layer(kernel_sizes, len(channels), "kernel_sizes"),
+                        _per_layer(strides, len(channels), "strides"), activation_fn)
 
 
 def _n_flatten(net: nn.Module, shape: tuple[int, ...], who: str, space: gym.Space) -> int:
-    """Output size of ``net`` for one input of ``shape``: one no-grad dummy forward pass (like SB3's NatureCNN)."""
+    """Output size of ``net`` for one input of ``shape`` (one no-grad dummy pass); the error shows the space."""
     try:
-        with th.no_grad():
-            return int(net(th.zeros(1, *shape)).shape[1])
-    except RuntimeError as exc:
-        raise ValueError(f"{who}: the conv layers do not fit maps of shape {shape} in {space} ({exc}); use fewer "
-                         "layers, smaller kernel_sizes or strides") from exc
+        return n_flatten(net, shape, who)
+    except ValueError as exc:
+        raise ValueError(f"{exc} in {space}") from exc
+
+
+def _build_net(cls: type[nn.Module], observation_space: gym.Space, who: str, **kwargs) -> nn.Module:
+    maps, vector = _realm_spaces(observation_space, who)
+    try:
+        return cls(maps.shape, vector.shape[0], **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{who}: {exc} (observation space {observation_space})") from exc
 
 
 class RealmExtractor(BaseFeaturesExtractor):
-    """A CPU-sized CNN over the maps fused with an MLP over the vector.
+    """A CPU-sized CNN over the maps fused with an MLP over the vector (:class:`~sb3_realm.nets.RealmNet`).
 
     The convs have no padding; by default kernels (5, 3, 3) with strides (3, 2, 1) shrink the 51 x 51 maps
     51 -> 16 -> 7 -> 5, so the flatten is ``32 * 5 * 5 = 800``; then
@@ -129,7 +129,9 @@ class RealmExtractor(BaseFeaturesExtractor):
     :param strides: stride of every conv layer, or one per layer; None: 3, 2, 1, ...
     :param activation_fn: activation after each layer.
     :param maps_scale: multiplies the maps first; keep 1.0 when the policy normalizes images (SB3's default
-        ``normalize_images=True`` already divides the uint8 maps by 255), use ``1 / 255`` otherwise.
+        ``normalize_images=True`` already divides the uint8 maps by 255), use ``1 / 255`` with
+        ``normalize_images=False`` (the config does it for you), which is cheaper: the scale is folded into the
+        first conv's weights.
     """
 
     def __init__(self, observation_space: gym.Space, features_dim: int = 256,
@@ -137,19 +139,63 @@ class RealmExtractor(BaseFeaturesExtractor):
                  kernel_sizes: int | Sequence[int] | None = None,
                  strides: int | Sequence[int] | None = None,
                  activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0) -> None:
-        maps, vector = _realm_spaces(observation_space, type(self).__name__)
+        who = type(self).__name__
+        net = _build_net(RealmNet, observation_space, who, features_dim=features_dim, cnn_channels=cnn_channels,
+                         mlp_hidden=mlp_hidden, kernel_sizes=kernel_sizes, strides=strides,
+                         activation=activation_fn, maps_scale=maps_scale)
         super().__init__(observation_space, features_dim)
-        self.maps_scale = float(maps_scale)
-        self.cnn = _conv2d_stack(maps.shape[0], cnn_channels, kernel_sizes, strides, activation_fn)
-        self.n_flatten = _n_flatten(self.cnn, maps.shape, type(self).__name__, observation_space)
-        self.mlp = nn.Sequential(nn.Linear(vector.shape[0], mlp_hidden), activation_fn())
-        self.fuse = nn.Sequential(nn.Linear(self.n_flatten + mlp_hidden, features_dim), activation_fn())
+        self.net = net
+        self.net_kwargs = {"features_dim": features_dim, "cnn_channels": list(cnn_channels), "mlp_hidden": mlp_hidden,
+                           "kernel_sizes": kernel_sizes, "strides": strides,
+                           "activation": activation_name(activation_fn), "maps_scale": float(maps_scale)}
+
+    @property
+    def n_flatten(self) -> int:
+        return self.net.n_flatten
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        maps = observations["maps"]  # (B, C, 51, 51) float in [0, 1]
-        if self.maps_scale != 1.0:
-            maps = maps * self.maps_scale
-        return self.fuse(th.cat([self.cnn(maps), self.mlp(observations["vector"])], dim=1))
+        return self.net(observations["maps"], observations["vector"])  # maps (B, C, 51, 51), vector (B, 216)
+
+
+class FoveaExtractor(BaseFeaturesExtractor):
+    """Full resolution near the hero, coarse far away (:class:`~sb3_realm.nets.FoveaNet`): the fastest extractor on
+    a CPU, the one of ``configs/ppo.yaml``.
+
+    The 17 x 17 cells around the hero at full resolution and the 3 x 3 block averages of the whole 51 x 51 maps are
+    stacked and go through one small CNN (17 -> 8 -> 6), fused with an MLP over the vector.
+
+    :param observation_space: ``Dict(maps=Box (C, H, W), vector=Box (N,))``.
+    :param features_dim: size of the output features.
+    :param pool: block size of the periphery average (the fovea is ``(H - pool) // pool + 1`` cells wide).
+    :param cnn_channels: output channels of each conv layer.
+    :param mlp_hidden: width of the layer over the vector.
+    :param kernel_sizes: kernel size of every conv layer, or one per layer; None: 3.
+    :param strides: stride of every conv layer, or one per layer; None: 2, 1, 1, ...
+    :param activation_fn: activation after each layer.
+    :param maps_scale: see :class:`RealmExtractor`.
+    """
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 128, pool: int = 3,
+                 cnn_channels: Sequence[int] = (16, 16), mlp_hidden: int = 128,
+                 kernel_sizes: int | Sequence[int] | None = None, strides: int | Sequence[int] | None = None,
+                 activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0) -> None:
+        who = type(self).__name__
+        net = _build_net(FoveaNet, observation_space, who, features_dim=features_dim, pool=pool,
+                         cnn_channels=cnn_channels, mlp_hidden=mlp_hidden,
+                         kernel_sizes=kernel_sizes, strides=strides, activation=activation_fn, maps_scale=maps_scale)
+        super().__init__(observation_space, features_dim)
+        self.net = net
+        self.net_kwargs = {"features_dim": features_dim, "pool": pool,
+                           "cnn_channels": list(cnn_channels), "mlp_hidden": mlp_hidden, "kernel_sizes": kernel_sizes,
+                           "strides": strides, "activation": activation_name(activation_fn),
+                           "maps_scale": float(maps_scale)}
+
+    @property
+    def n_flatten(self) -> int:
+        return self.net.n_flatten
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        return self.net(observations["maps"], observations["vector"])  # maps (B, C, 51, 51), vector (B, 216)
 
 
 class Conv3dExtractor(BaseFeaturesExtractor):
@@ -393,6 +439,7 @@ class TransformerExtractor(BaseFeaturesExtractor):
 
 EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {
     "realm": RealmExtractor,
+    "fovea": FoveaExtractor,
     "conv3d": Conv3dExtractor,
     "transformer": TransformerExtractor,
 }

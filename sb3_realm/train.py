@@ -13,12 +13,11 @@ from .atomic import atomic_write
 from .checkpoints import CheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, load_config, save_config
 from .envs import RealmEnv
+from .nets import ACTIVATIONS
 from .policies import algorithm_class
 
 __all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
 
-_ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU,
-                "gelu": torch.nn.GELU, "silu": torch.nn.SiLU}
 TEMPORAL = ("conv3d", "transformer")
 
 
@@ -58,11 +57,13 @@ def policy_kwargs(config: TrainConfig) -> dict:
             if config.env.frame_stack < 2:
                 raise ValueError(f"algo.extractor = {algo.extractor!r} needs stacked frames: set env.frame_stack >= 2")
             ex_kwargs.setdefault("n_frames", config.env.frame_stack)
+        if kwargs.get("normalize_images") is False:
+            ex_kwargs.setdefault("maps_scale", 1.0 / 255.0)  # SB3 hands over 0..255 maps; scale inside the net
         kwargs["features_extractor_class"] = EXTRACTORS[algo.extractor]
         kwargs["features_extractor_kwargs"] = ex_kwargs
     if algo.net_arch is not None:
         kwargs["net_arch"] = algo.net_arch
-    kwargs["activation_fn"] = _ACTIVATIONS[algo.activation]
+    kwargs["activation_fn"] = ACTIVATIONS[algo.activation]
     return kwargs
 
 

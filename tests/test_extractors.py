@@ -20,6 +20,7 @@ from sb3_realm.envs import RealmEnv
 from sb3_realm.extractors import (
     EXTRACTORS,
     Conv3dExtractor,
+    FoveaExtractor,
     RealmExtractor,
     TransformerExtractor,
     split_frames,
@@ -28,6 +29,7 @@ from sb3_realm.extractors import (
 T = 4
 TINY = {
     "realm": {"features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
+    "fovea": {"features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
     "conv3d": {"n_frames": T, "features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
     "transformer": {"n_frames": T, "d_model": 16, "n_heads": 2, "n_layers": 2, "cnn_channels": (8, 8)},
 }
@@ -89,6 +91,63 @@ def test_realm_extractor_default_sizes():
     assert ext.n_flatten == 32 * 5 * 5  # 51 -> 16 (k5 s3) -> 7 (k3 s2) -> 5 (k3 s1)
     out = ext({"maps": th.rand(3, 4, 51, 51), "vector": th.rand(3, 216)})
     assert out.shape == (3, 256)
+
+
+def test_fovea_default_sizes_and_what_it_sees():
+    ext = FoveaExtractor(realm_space())
+    assert ext.features_dim == 128 and ext.net.crop == 17 and ext.net.offset == 17
+    assert ext.n_flatten == 16 * 6 * 6  # 17 -> 8 (k3 s2) -> 6 (k3 s1)
+    maps = th.zeros(2, 4, 51, 51)
+    maps[1, 0, 25, 25] = 1.0  # the hero's own cell: inside the fovea
+    captured = {}
+    ext.net.cnn.register_forward_pre_hook(lambda mod, args: captured.update(x=args[0]))
+    ext({"maps": maps, "vector": th.zeros(2, 216)})
+    x = captured["x"]  # (2, 8, 17, 17): fovea channels 0..3, block averages 4..7
+    assert x.shape == (2, 8, 17, 17)
+    assert x[1, 0, 8, 8] == 1.0 and x[1, 4, 8, 8] == pytest.approx(1 / 9)  # centre cell, and its 3 x 3 block
+    assert x[0].abs().sum() == 0 and x[1].abs().sum() == pytest.approx(1 + 1 / 9)
+
+
+def test_fovea_sees_far_cells_only_as_block_averages():
+    ext = FoveaExtractor(realm_space())
+    captured = {}
+    ext.net.cnn.register_forward_pre_hook(lambda mod, args: captured.update(x=args[0]))
+    maps = th.zeros(1, 4, 51, 51)
+    maps[0, 2, 0, 50] = 1.0  # a treasure in the far corner
+    ext({"maps": maps, "vector": th.zeros(1, 216)})
+    x = captured["x"]
+    assert x[0, :4].abs().sum() == 0 and x[0, 6, 0, 16] == pytest.approx(1 / 9)
+
+
+@pytest.mark.parametrize("cls", [RealmExtractor, FoveaExtractor])
+def test_maps_scale_inside_the_net_equals_sb3_normalisation(cls):
+    th.manual_seed(0)
+    ext = cls(realm_space(), **TINY["realm"])
+    scaled = cls(realm_space(), **TINY["realm"], maps_scale=1 / 255)
+    scaled.load_state_dict(ext.state_dict())  # the scale is not a weight: same state dict
+    maps = th.randint(0, 256, (3, 4, 51, 51)).float()
+    vector = th.rand(3, 216)
+    with th.no_grad():
+        np.testing.assert_allclose(scaled({"maps": maps, "vector": vector}).numpy(),
+                                   ext({"maps": maps / 255, "vector": vector}).numpy(), atol=1e-5)
+
+
+def test_config_scales_the_maps_when_sb3_does_not():
+    from sb3_realm.config import load_config
+    from sb3_realm.train import build_model, make_vec_env
+
+    config = load_config("configs/ppo.yaml", ["env.n_envs=1", "env.map_name=small", "algo.hyperparams.batch_size=256"])
+    venv = make_vec_env(config.env, 0)
+    model = build_model(config, venv)
+    assert model.policy.normalize_images is False
+    assert isinstance(model.policy.features_extractor, FoveaExtractor)
+    assert model.policy.features_extractor.net.maps_scale == pytest.approx(1 / 255)
+    venv.close()
+
+
+def test_fovea_rejects_bad_pool():
+    with pytest.raises(ValueError, match="pool = 0"):
+        FoveaExtractor(realm_space(), pool=0)
 
 
 @pytest.mark.parametrize(("kwargs", "n_flatten"), [
@@ -153,7 +212,8 @@ def test_bad_kernel_list():
 
 
 def test_registry_and_exports():
-    assert EXTRACTORS == {"realm": RealmExtractor, "conv3d": Conv3dExtractor, "transformer": TransformerExtractor}
+    assert EXTRACTORS == {"realm": RealmExtractor, "fovea": FoveaExtractor, "conv3d": Conv3dExtractor,
+                          "transformer": TransformerExtractor}
     assert all(hasattr(extractors, name) for name in extractors.__all__)
 
 
@@ -259,6 +319,9 @@ def test_action_masks_reach_the_env_through_vecframestack():
 
 RUNS = [
     ("realm", PPO, "MultiInputPolicy"),
+    ("fovea", PPO, "MultiInputPolicy"),
+    ("fovea", MaskablePPO, "MultiInputPolicy"),
+    ("fovea", RecurrentPPO, "MultiInputLstmPolicy"),
     ("realm", MaskablePPO, "MultiInputPolicy"),
     ("realm", RecurrentPPO, "MultiInputLstmPolicy"),
     ("conv3d", PPO, "MultiInputPolicy"),
@@ -271,7 +334,7 @@ RUNS = [
 @pytest.mark.parametrize(("name", "algo", "policy"), RUNS, ids=[f"{n}-{a.__name__}" for n, a, _ in RUNS])
 def test_learns_a_few_hundred_steps(name, algo, policy, tmp_path):
     th.manual_seed(0)
-    venv = DummyVecEnv([make_env] * 2) if name == "realm" else stacked_venv()
+    venv = DummyVecEnv([make_env] * 2) if name in ("realm", "fovea") else stacked_venv()
     policy_kwargs = {"features_extractor_class": EXTRACTORS[name], "features_extractor_kwargs": TINY[name],
                      "net_arch": [16]}
     if algo is RecurrentPPO:
