@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", default=None, help="run directory (default: the config's out)")
     tr.add_argument("--total-steps", type=int, default=None, help="total env steps (overrides total_timesteps)")
     tr.add_argument("--resume", default=None, metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    tr.add_argument("--from-study", nargs=2, default=None, metavar=("STORAGE", "STUDY"),
+                    help="train the config of a trial of an Optuna study (tuning/tune_*.py), rebuilt from its stored "
+                         "params and base config, e.g. --from-study sqlite:///runs/study-rewards/study.db rewards")
+    tr.add_argument("--trial", type=int, default=None, metavar="N",
+                    help="with --from-study: trial number N (default: the best trial)")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
@@ -101,6 +106,25 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=_json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
+
+    bs = sub.add_parser("build-submission", help="export a trained policy into the competition's agent package "
+                                                 "(torch + numpy only), optionally proving it acts like the model")
+    bs.add_argument("model", help="the SB3 checkpoint (.zip) of PPO, MaskablePPO or RecurrentPPO")
+    bs.add_argument("--out", required=True, help="submission folder to write (built aside, then renamed)")
+    bs.add_argument("--layout", default="kaiwu2024", help="platform layout (kaiwu2024)")
+    bs.add_argument("--algo-dir", default="diy", help="name of the code folder, the platform's 'algo' (default diy)")
+    bs.add_argument("--ckpt-id", default=None, help="id of ckpt/model.ckpt-<id>.pkl (default: the model's timesteps)")
+    bs.add_argument("--zip", action="store_true", help="also write <out>.zip")
+    bs.add_argument("--force", action="store_true", help="replace an existing output folder")
+    bs.add_argument("--check", action="store_true",
+                    help="prove parity: play the leaderboard games (and more, up to --check-states states) with the "
+                         "folder in a process without sb3_realm/SB3/gymnasium and compare every action and score "
+                         "with model.predict")
+    bs.add_argument("--map", dest="map_path", default=None, help="map of the check (default: shipped map)")
+    bs.add_argument("--check-games", type=int, default=30, help="leaderboard games of the check")
+    bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
+    bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
+    bs.add_argument("--check-seed", type=int, default=0, help="seed of the check's leaderboard draw")
     return parser
 
 
@@ -122,11 +146,23 @@ def _cmd_train(args) -> None:
         overrides.append(f"total_timesteps={args.total_steps}")
     if args.no_progress:
         overrides.append("progress_bar=false")
+    if args.trial is not None and args.from_study is None:
+        raise ValueError("--trial N goes with --from-study STORAGE STUDY")
     if args.resume:
-        if args.config is not None or args.out is not None:
-            raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out "
-                             "(use --set or --total-steps to change it)")
+        if args.config is not None or args.out is not None or args.from_study is not None:
+            raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out/"
+                             "--from-study (use --set or --total-steps to change it)")
         config = resume_config(args.resume, overrides)
+    elif args.from_study is not None:
+        from .config import config_from_dict, config_to_dict
+        from .tuning import trial_config
+
+        if args.config is not None:
+            raise ValueError("--from-study rebuilds the config from the study; drop --config (use --set to change it)")
+        storage, study = args.from_study
+        config, number = trial_config(storage, study, args.trial)
+        overrides.append(f"out={json.dumps(args.out or f'runs/{study}-trial{number}')}")
+        config = config_from_dict(config_to_dict(config), overrides)
     else:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
@@ -136,6 +172,32 @@ def _cmd_train(args) -> None:
                       "final_model": str(run_dir / "final_model.zip"),
                       "best_model": str(run_dir / "best_model.zip") if (run_dir / "best_model.zip").exists() else None},
                      indent=2))
+
+
+def _cmd_build_submission(args) -> int:
+    from .export import build_submission
+
+    manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
+                                ckpt_id=args.ckpt_id, make_zip=args.zip, force=args.force)
+    result = {"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
+              "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())}
+    if args.zip:
+        result["zip"] = str(Path(args.out).with_name(Path(args.out).name + ".zip"))
+    status = 0
+    if args.check:
+        from .submission_play import check_submission
+
+        report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
+                                  seed=args.check_seed, max_step=args.check_max_step, min_states=args.check_states,
+                                  progress=sys.stderr.isatty())
+        report.pop("imported_top_level_modules")
+        result["check"] = report
+        status = 0 if report["ok"] else 1
+    print(json.dumps(result, indent=2))
+    if status:
+        print("sb3-realm build-submission: the check FAILED: the submission does not act like the model",
+              file=sys.stderr)
+    return status
 
 
 def _cmd_eval(args) -> None:
@@ -164,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             _cmd_train(args)
         elif args.command == "eval":
             _cmd_eval(args)
+        elif args.command == "build-submission":
+            return _cmd_build_submission(args)
         elif args.command == "replay":
             from .replay import replay
 

@@ -46,6 +46,7 @@ __all__ = [
     "encode",
     "arrays_from_competition",
     "observation_to_model_input",
+    "episode_start",
     "action_mask",
 ]
 
@@ -131,22 +132,42 @@ def _window(values, scale: float) -> np.ndarray:
     return np.rint(np.clip(arr * scale, 0, 255)).astype(np.uint8)
 
 
-def arrays_from_competition(obs, env_info) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Parse the competition's ``(obs, env_info)`` into the raw ``(scalars, relative, maps)`` arrays."""
+def _is_null(rp) -> bool:
+    return int(_get(rp, "direction")) == 0 and int(_get(rp, "l2_distance")) == 5 and \
+        int(_get(rp, "path_distance")) == 5
+
+
+def episode_start(env_info) -> bool:
+    """True for the first observation of an episode: ``env.reset`` gives no ``env_info`` (None), or step_no is 0."""
+    return env_info is None or int(_get(_get(env_info, "game_info"), "step_no")) == 0
+
+
+def arrays_from_competition(obs, env_info=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse the competition's ``(obs, env_info)`` into the raw ``(scalars, relative, maps)`` arrays.
+
+    ``env_info`` is None for the observation of ``env.reset`` (the platform's loop has none yet): the scalars it
+    would hold are then those of an episode's start (step 0, nothing collected, no speed-up, talent cooldown 0), and
+    the buff is available when ``buff_pos`` is not null.
+    """
     f = _get(obs, "feature")
-    hero = _get(_get(env_info, "frame_state"), "heroes")[0]
-    talent = _get(hero, "talent")
-    info = _get(env_info, "game_info")
-    buff_status = 0
-    for organ in _get(_get(env_info, "frame_state"), "organs"):
-        if int(_get(organ, "sub_type")) == 2:
-            buff_status = int(_get(organ, "status") == 1)
     legal = _get(obs, "legal_act")
     norm, grid = _get(f, "norm_pos"), _get(f, "grid_pos")
+    if env_info is None:
+        cooldown, speed_up, buff_remain, step_no, treasures = 0.0, 0.0, 0.0, 0.0, 0.0
+        buff_status = int(not _is_null(_get(f, "buff_pos")))
+    else:
+        hero = _get(_get(env_info, "frame_state"), "heroes")[0]
+        info = _get(env_info, "game_info")
+        cooldown, speed_up = _get(_get(hero, "talent"), "cooldown"), float(_get(hero, "speed_up") != 0)
+        buff_remain, step_no, treasures = (_get(info, "buff_remain_time"), _get(info, "step_no"),
+                                           _get(info, "treasure_count"))
+        buff_status = 0
+        for organ in _get(_get(env_info, "frame_state"), "organs"):
+            if int(_get(organ, "sub_type")) == 2:
+                buff_status = int(_get(organ, "status") == 1)
     scalars = np.array(
-        [_get(norm, "x"), _get(norm, "z"), _get(grid, "x"), _get(grid, "z"), float(legal[1] != 0),
-         _get(talent, "cooldown"), float(_get(hero, "speed_up") != 0), _get(info, "buff_remain_time"), buff_status,
-         _get(info, "step_no"), _get(info, "treasure_count")],
+        [_get(norm, "x"), _get(norm, "z"), _get(grid, "x"), _get(grid, "z"), float(legal[1] != 0), cooldown,
+         speed_up, buff_remain, buff_status, step_no, treasures],
         dtype=np.float32,
     )
     rows = [_get(f, "start_pos"), _get(f, "end_pos"), _get(f, "buff_pos"), *_get(f, "treasure_pos")]
@@ -190,7 +211,8 @@ def action_mask(talent_ready: bool, obstacle_window: np.ndarray | None = None, m
     return mask
 
 
-def observation_to_model_input(obs, env_info, mask_walls: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def observation_to_model_input(obs, env_info=None,
+                               mask_walls: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The submission's whole transform: competition ``(obs, env_info)`` -> (model input, action mask)."""
     scalars, relative, maps = arrays_from_competition(obs, env_info)
     return encode(scalars, relative, maps), action_mask(scalars[4] > 0, maps[0], mask_walls)

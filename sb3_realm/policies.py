@@ -1,7 +1,8 @@
 """Policies that play a :class:`~sb3_realm.envs.RealmEnv` episode through one interface, for evaluation and replays.
 
-``load_policy(spec)`` accepts ``"random"``, ``"oracle"`` or the path of an SB3 checkpoint (``.zip`` of PPO,
-MaskablePPO or RecurrentPPO). Every policy has ``reset(env)`` (after ``env.reset``) and ``act(env, obs) -> int``.
+``load_policy(spec)`` accepts ``"random"``, ``"oracle"``, the path of an SB3 checkpoint (``.zip`` of PPO,
+MaskablePPO or RecurrentPPO) or a submission folder built by ``sb3-realm build-submission``. Every policy has
+``reset(env)`` (after ``env.reset``) and ``act(env, obs) -> int``.
 """
 
 from __future__ import annotations
@@ -210,9 +211,10 @@ def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True,
         return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff)
     path = Path(spec)
     if path.is_dir():
-        raise ValueError(f"{spec!r} is a folder; evaluating a built submission folder comes with build-submission "
-                         "(step 4); pass a .zip checkpoint, 'oracle' or 'random'")
+        from .submission_play import SubmissionPolicy
+
+        return SubmissionPolicy(path)  # a folder built by build-submission (ValueError if it is not one)
     if not path.is_file():
-        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle' nor an existing SB3 checkpoint file "
-                         "(.zip saved by model.save)")
+        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', an existing SB3 checkpoint file "
+                         "(.zip saved by model.save) nor a submission folder (built by build-submission)")
     return SB3Policy(path)

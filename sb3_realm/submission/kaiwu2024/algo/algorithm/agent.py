@@ -1,0 +1,163 @@
+"""The platform's Agent for a policy exported by ``sb3-realm build-submission``.
+
+``exploit`` plays greedily, exactly as ``model.predict(obs, deterministic=True)`` did in training; ``predict``
+samples from the same distribution (exploration); ``learn`` is a minimal policy-gradient step (REINFORCE on the
+discounted returns of ``sample_process``) so the platform's training loop runs; ``save_model`` / ``load_model``
+write and read plain CPU state dicts, and ``load_model`` checks the weights' sha256 first.
+
+RecurrentPPO: the LSTM state is carried from step to step and restarts at every episode start (told by the
+observation, see ``feature/definition.py``). One state per Agent: games served one after another are fine; games
+interleaved step by step on one Agent instance would share it (give each concurrent game its own Agent).
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from kaiwu_agent.agent.base_agent import (
+    BaseAgent,
+    exploit_wrapper,
+    learn_wrapper,
+    load_model_wrapper,
+    predict_wrapper,
+    save_model_wrapper,
+)
+
+from ..config import SPEC, Config
+from ..feature.definition import ActData
+from ..model.model import Model
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Agent(BaseAgent):
+    def __init__(self, agent_type="player", device=None, logger=None, monitor=None):
+        super().__init__(agent_type, device, logger, monitor)
+        self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
+        self.model = Model(SPEC).to(self.torch_device)
+        self.model.eval()
+        self.lstm_state = None
+        self.loaded = False
+        self.optimizer = None
+        self.generator = torch.Generator().manual_seed(Config.SEED)
+        self.logger = logger
+
+    # ------------------------------------------------------------------------------------------ acting
+    def _batch(self, list_obs_data):
+        if not self.loaded:
+            raise RuntimeError("Agent: call load_model(path, id) before predict/exploit (no weights loaded yet)")
+        if self.model.lstm is not None and len(list_obs_data) != 1:
+            raise ValueError(f"a recurrent policy acts on one observation at a time (its LSTM state is per game); "
+                             f"got {len(list_obs_data)}")
+        maps = torch.as_tensor(np.stack([o.maps for o in list_obs_data]), device=self.torch_device)
+        vector = torch.as_tensor(np.stack([o.vector for o in list_obs_data]), device=self.torch_device)
+        mask = torch.as_tensor(np.stack([o.legal_action for o in list_obs_data]), device=self.torch_device)
+        start = bool(list_obs_data[0].episode_start)
+        with torch.no_grad():
+            logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
+        return logits, mask
+
+    @predict_wrapper
+    def predict(self, list_obs_data):
+        """Sampled actions (exploration), one ActData per observation."""
+        logits, mask = self._batch(list_obs_data)
+        probs = self.model.probs(logits, mask)
+        acts = torch.multinomial(probs.cpu(), 1, generator=self.generator)[:, 0]
+        return [ActData(act=int(a), prob=probs[i].cpu().numpy()) for i, a in enumerate(acts)]
+
+    @exploit_wrapper
+    def exploit(self, list_obs_data):
+        """Greedy actions (evaluation), one ActData per observation."""
+        logits, mask = self._batch(list_obs_data)
+        probs = self.model.probs(logits, mask)
+        acts = torch.argmax(probs, dim=1)
+        return [ActData(act=int(a), prob=probs[i].cpu().numpy()) for i, a in enumerate(acts)]
+
+    # ------------------------------------------------------------------------------------------ learning
+    @learn_wrapper
+    def learn(self, list_sample_data):
+        """One REINFORCE step on samples in play order (returns normalised); returns the loss."""
+        if not list_sample_data:
+            return None
+        if self.optimizer is None:
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=Config.LEARNING_RATE)
+        dev = self.torch_device
+        maps = torch.as_tensor(np.stack([s.maps for s in list_sample_data]), device=dev)
+        vector = torch.as_tensor(np.stack([s.vector for s in list_sample_data]), device=dev)
+        mask = torch.as_tensor(np.stack([s.legal_action for s in list_sample_data]), device=dev)
+        starts = [bool(s.episode_start) for s in list_sample_data]
+        acts = torch.as_tensor([int(s.act) for s in list_sample_data], device=dev)
+        ret = torch.as_tensor([float(s.ret) for s in list_sample_data], dtype=torch.float32, device=dev)
+        advantage = (ret - ret.mean()) / (ret.std() + 1e-8) if len(list_sample_data) > 1 else ret
+        self.model.train()
+        log_probs = self.model.log_probs(self.model.sequence_logits(maps, vector, starts), mask)
+        loss = -(log_probs.gather(1, acts[:, None])[:, 0] * advantage).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.model.eval()
+        self.lstm_state = None
+        return float(loss)
+
+    # ------------------------------------------------------------------------------------------ weights
+    @staticmethod
+    def _file(path, id):
+        return Path(path if path is not None else Config.CKPT_DIR) / f"model.ckpt-{id}.pkl"
+
+    @save_model_wrapper
+    def save_model(self, path=None, id="1"):
+        """Write ``<path>/model.ckpt-<id>.pkl`` (CPU state dict) and its ``.sha256``, each atomically."""
+        target = self._file(path, id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+        fd, tmp = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        try:
+            torch.save(state, tmp)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        side = target.with_name(target.name + ".sha256")
+        side_tmp = side.with_name(side.name + ".tmp")
+        side_tmp.write_text(_sha256(target) + "\n", encoding="utf-8")
+        os.replace(side_tmp, side)
+        return str(target)
+
+    def _expected_sha256(self, target):
+        if Config.MANIFEST.is_file():
+            weights = json.loads(Config.MANIFEST.read_text(encoding="utf-8"))["weights"]
+            if Path(weights["file"]).name == target.name:
+                return weights["sha256"]
+        side = target.with_name(target.name + ".sha256")
+        if side.is_file():
+            return side.read_text(encoding="utf-8").strip()
+        raise RuntimeError(f"load_model: no checksum for {target} (neither in {Config.MANIFEST.name} nor in "
+                           f"{side.name}); refusing to load unverified weights")
+
+    @load_model_wrapper
+    def load_model(self, path=None, id="1"):
+        """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch)."""
+        target = self._file(path, id)
+        if not target.is_file():
+            found = sorted(p.name for p in target.parent.glob("model.ckpt-*.pkl")) if target.parent.is_dir() else []
+            raise FileNotFoundError(f"load_model: no weights file {target}; found {found or 'none'} there")
+        expected, actual = self._expected_sha256(target), _sha256(target)
+        if actual != expected:
+            raise RuntimeError(f"load_model: checksum mismatch for {target}: sha256 {actual} but expected {expected}; "
+                               "the weights file is corrupt or not the one this package was built with")
+        state = torch.load(target, map_location=self.torch_device, weights_only=True)
+        self.model.load_state_dict(state, strict=True)
+        self.model.eval()
+        self.lstm_state = None
+        self.loaded = True

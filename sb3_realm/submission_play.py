@@ -1,0 +1,257 @@
+"""Play a built submission folder: in a guarded subprocess for the parity proof, or in-process for ``sb3-realm eval``.
+
+- :class:`SubmissionProcess`: the submission's agent in a fresh Python process (``submission/harness.py``) whose
+  import path holds only the folder and the ``kaiwu_agent`` stand-in, and where sb3_realm, stable_baselines3,
+  sb3_contrib and gymnasium cannot be imported; it answers competition observations with actions.
+- :func:`check_submission`: the proof behind ``build-submission --check``: the simulator feeds both the submission
+  (competition-shaped observations, ``env_info`` None right after a reset, as the platform's loop does) and the SB3
+  model (``model.predict(deterministic=True)`` on the training env's observation) the same states; every action
+  must be identical, over the leaderboard games and more games until ``min_states`` states; then the SB3 model plays
+  the leaderboard games on its own and the scores must be identical too.
+- :class:`SubmissionPolicy`: a submission folder as an evaluation policy (``sb3-realm eval DIR``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import io
+import itertools
+import json
+import os
+import struct
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from .envs import RealmEnv
+from .submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
+
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "check_submission", "read_manifest", "MAP_KEYS"]
+
+MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
+
+
+def read_manifest(folder: str | os.PathLike) -> tuple[dict, dict]:
+    """``(configure_app [app] table, manifest)`` of a built submission folder, or a ValueError saying what is
+    missing."""
+    folder = Path(folder)
+    conf = folder / "conf" / "configure_app.toml"
+    if not conf.is_file():
+        raise ValueError(f"{str(folder)!r} is not a built submission: {conf} is missing (build one with "
+                         "sb3-realm build-submission MODEL.zip --out DIR)")
+    app = tomllib.loads(conf.read_text(encoding="utf-8")).get("app", {})
+    manifest_path = folder / str(app.get("algo", "")) / "manifest.json"
+    if not manifest_path.is_file():
+        raise ValueError(f"{str(folder)!r}: no manifest at {manifest_path}; was it built by sb3-realm?")
+    return app, json.loads(manifest_path.read_text(encoding="utf-8"))
+
+
+def _plain(value):
+    """Dataclasses and numpy scalars -> JSON data (the platform's objects, as plain data)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class SubmissionProcess:
+    """A built submission in its own guarded process (see the module docstring); use as a context manager."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder).resolve()
+        read_manifest(self.folder)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1")
+        self.proc = subprocess.Popen([sys.executable, "-I", str(HARNESS), str(self.folder), str(PLATFORM_STUB)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            self.hello = self._recv()
+        except EOFError as exc:
+            err = self.proc.stderr.read().decode(errors="replace")[-3000:]
+            self.proc.wait()
+            raise RuntimeError(f"the submission in {self.folder} failed to start:\n{err}") from exc
+        leaked = sorted(set(self.hello["modules"]) & set(BLOCKED_MODULES))
+        if leaked:
+            raise RuntimeError(f"the submission process imported {leaked}; a submission may use torch + numpy only")
+
+    def _recv(self) -> dict:
+        head = self.proc.stdout.read(4)
+        if len(head) != 4:
+            raise EOFError("the submission process ended")
+        (n,) = struct.unpack(">I", head)
+        return json.loads(self.proc.stdout.read(n))
+
+    def _send(self, obj: dict, payload: bytes | None = None) -> None:
+        data = json.dumps(obj).encode()
+        msg = struct.pack(">I", len(data)) + data
+        if payload is not None:
+            msg += struct.pack(">I", len(payload)) + payload
+        self.proc.stdin.write(msg)
+        self.proc.stdin.flush()
+
+    def act(self, obs, env_info) -> int:
+        """The submission's action for a competition ``(obs, env_info)`` (``env_info`` None right after a reset)."""
+        plain = _plain(obs)
+        maps = np.stack([np.asarray(plain["feature"].pop(k), dtype=np.float64) for k in MAP_KEYS])
+        buf = io.BytesIO()
+        np.save(buf, maps, allow_pickle=False)
+        self._send({"obs": plain, "env_info": None if env_info is None else _plain(env_info), "maps": True},
+                   buf.getvalue())
+        try:
+            return int(self._recv()["act"])
+        except EOFError as exc:
+            err = self.proc.stderr.read().decode(errors="replace")[-3000:]
+            raise RuntimeError(f"the submission process crashed:\n{err}") from exc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self._send({"quit": True})
+            except (BrokenPipeError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+    def __enter__(self) -> SubmissionProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _env_kwargs(manifest: dict, map_path: str | None) -> dict:
+    """RealmEnv arguments as in training (map unless ``map_path`` is given, rules, action-mask option)."""
+    env_cfg = (manifest.get("training_config") or {}).get("env") or {}
+    if map_path is None:
+        map_path = env_cfg.get("map_path")
+        map_name = env_cfg.get("map_name") or "default"
+    else:
+        map_name = "default"
+    return {"map_path": map_path, "map_name": map_name, "rules": env_cfg.get("rules") or {},
+            "mask_wall_moves": bool(manifest["spec"]["mask_wall_moves"])}
+
+
+def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
+                     games: int = 30, seed: int = 0, treasures: int = 9, max_step: int = 2000,
+                     min_states: int = 10_000, progress: bool = False) -> dict:
+    """Prove that the submission in ``folder`` acts exactly like the SB3 model ``model_path`` (module docstring).
+
+    :return: a report; ``ok`` is True when every action and every leaderboard score is identical.
+    """
+    import torch
+
+    _, manifest = read_manifest(folder)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # batch-1 inference; more threads only wait on each other (and on the submission)
+    try:
+        return _check(folder, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
+    from .evaluate import protocol_configs
+    from .policies import SB3Policy
+
+    env_kwargs = _env_kwargs(manifest, map_path)
+    env = RealmEnv(**env_kwargs)
+    reference = SB3Policy(model_path)
+    leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step)
+    extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step)[0]
+             for k, t in enumerate(itertools.cycle(range(1, 14))))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=min_states, desc="check", unit="state")
+    states, n_mismatch, mismatches, sub_scores, index = 0, 0, [], [], 0
+    with SubmissionProcess(folder) as sub:
+        for conf in itertools.chain(leaderboard, extra):
+            if index >= len(leaderboard) and states >= min_states:
+                break
+            obs, _ = env.reset(seed=seed * 1_000_003 + index, options=conf)
+            reference.reset(env)
+            done, info = False, {}
+            while not done:
+                comp, env_info = env.competition_obs()
+                action = sub.act(comp, None if env.game.step_no == 0 else env_info)
+                expected = reference.act(env, obs)
+                if action != expected:
+                    n_mismatch += 1
+                if action != expected and len(mismatches) < 20:
+                    mismatches.append({"game": index, "step": int(env.game.step_no), "submission": action,
+                                       "sb3": expected})
+                states += 1
+                if bar:
+                    bar.update()
+                obs, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+            if index < len(leaderboard):
+                sub_scores.append(float(info["score"]))
+            index += 1
+    if bar:
+        bar.close()
+    sb3_scores = []
+    for i, conf in enumerate(leaderboard):  # the SB3 model alone, on the same games
+        obs, _ = env.reset(seed=seed * 1_000_003 + i, options=conf)
+        reference.reset(env)
+        done, info = False, {}
+        while not done:
+            obs, _, terminated, truncated, info = env.step(reference.act(env, obs))
+            done = terminated or truncated
+        sb3_scores.append(float(info["score"]))
+    identical = n_mismatch == 0 and sub_scores == sb3_scores
+    return {"ok": identical, "states": states, "games": index, "leaderboard_games": len(leaderboard),
+            "identical_actions": n_mismatch == 0, "mismatched_states": n_mismatch, "first_mismatches": mismatches,
+            "identical_scores": sub_scores == sb3_scores, "submission_scores": sub_scores, "sb3_scores": sb3_scores,
+            "mean_score": float(np.mean(sub_scores)), "torch_threads": sub.hello["torch_threads"],
+            "imported_top_level_modules": sub.hello["modules"], "map": env.game_map.name, "algo": reference.algo}
+
+
+class SubmissionPolicy:
+    """A built submission folder playing in this process (its ``kaiwu_agent`` is the stand-in unless the platform's
+    is importable): observation_process -> exploit -> action_process on the env's competition observation."""
+
+    _count = 0
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder).resolve()
+        app, self.manifest = read_manifest(self.folder)
+        if importlib.util.find_spec("kaiwu_agent") is None:
+            sys.path.append(str(PLATFORM_STUB))
+        SubmissionPolicy._count += 1
+        name = f"_sb3_realm_submission_{SubmissionPolicy._count}"
+        algo_dir = self.folder / app["algo"]
+        spec = importlib.util.spec_from_file_location(name, algo_dir / "__init__.py",
+                                                      submodule_search_locations=[str(algo_dir)])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        spec.loader.exec_module(package)
+        self.definition = importlib.import_module(f"{name}.feature.definition")
+        self.agent = importlib.import_module(f"{name}.algorithm.agent").Agent(agent_type="player", device="cpu")
+        model_dir = Path(app["eval_model_dir"])
+        self.agent.load_model(path=str(model_dir if model_dir.is_absolute() else self.folder / model_dir),
+                              id=str(app["eval_model_id"]))
+        self.name = self.folder.name
+        self.env_kwargs = _env_kwargs(self.manifest, None)
+
+    def reset(self, env: RealmEnv) -> None:
+        pass  # the agent restarts its state from the observation (episode start)
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        comp, env_info = env.competition_obs()
+        obs_data = self.definition.observation_process(comp, None if env.game.step_no == 0 else env_info)
+        return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))
