@@ -6,6 +6,7 @@ Unknown keys raise a ``ValueError`` listing the valid ones; values are type-chec
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import types
@@ -21,7 +22,7 @@ from .envs.rewards import RewardWeights
 from .game.rules import EpisodeConfig, Rules
 
 __all__ = ["EnvConfig", "AlgoConfig", "TrainConfig", "load_config", "apply_overrides", "config_to_dict",
-           "save_config", "ALGORITHMS", "ACTIVATIONS"]
+           "config_from_dict", "save_config", "ALGORITHMS", "ACTIVATIONS"]
 
 ALGORITHMS = ("ppo", "maskable_ppo", "recurrent_ppo")
 ACTIVATIONS = ("relu", "tanh", "elu", "leaky_relu", "gelu", "silu")
@@ -287,6 +288,11 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
             raise ValueError(f"config file {str(p)!r} is not valid YAML: {exc}") from exc
     data = apply_overrides(data, overrides or [])
     return _from_dict(TrainConfig, data, "").validate()
+
+
+def config_from_dict(data: dict, overrides: list[str] | None = None) -> TrainConfig:
+    """A validated config from a plain dict (as made by :func:`config_to_dict`), with ``--set`` overrides."""
+    return _from_dict(TrainConfig, apply_overrides(copy.deepcopy(data), overrides or []), "").validate()
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> Path:

@@ -108,11 +108,12 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
     return callbacks, curriculum, checkpoint
 
 
-def train(config: TrainConfig, resume: str | Path | None = None):
+def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None):
     """Train (or resume) a run; returns ``(model, run_dir)``.
 
     With ``resume``, the run continues from its newest intact checkpoint (timesteps, optimizer, VecNormalize,
-    curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``.
+    curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``. ``callbacks``: extra SB3 callbacks
+    (e.g. an Optuna pruning callback), called after the run's own ones.
     """
     config.validate()
     run_dir = Path(resume if resume is not None else config.out)
@@ -127,7 +128,8 @@ def train(config: TrainConfig, resume: str | Path | None = None):
     found = latest_checkpoint(run_dir / "checkpoints") if resume is not None else None
     if resume is not None and found is None:
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
-    callbacks, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
+    own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
+    callbacks = own + list(callbacks or [])
     if found is not None:
         ckpt, state = found
         venv = load_vecnormalize(ckpt, venv)

@@ -1,0 +1,119 @@
+"""The command line of ``tuning/tune_rewards.py`` and ``tuning/tune_hparams.py`` (one parser, two kinds)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["build_parser", "study_config_from_args", "main"]
+
+DESCRIPTIONS = {
+    "rewards": "Optuna study over the reward weights (and optionally a curriculum) of a training config, judged by "
+               "the mean competition score on held-out games.",
+    "hparams": "Optuna study over the hyperparameters of the config's algorithm (PPO, MaskablePPO, RecurrentPPO), "
+               "judged by the mean competition score on held-out games.",
+}
+
+
+def _json_dict(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"treasure\": 2.0}}', got {text!r}")
+    return value
+
+
+def build_parser(kind: str) -> argparse.ArgumentParser:
+    from .study import PRUNERS
+
+    p = argparse.ArgumentParser(prog=f"tune_{kind}.py", description=DESCRIPTIONS[kind])
+    p.add_argument("--config", default=None,
+                   help="base training config (YAML, see configs/); needed to create a study, optional to join one "
+                        "(the stored base config is used)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a base config value, as in `sb3-realm train` (repeatable)")
+    p.add_argument("--map", dest="map_path", default=None, help="map JSON (official format) of training and evaluation")
+    p.add_argument("--total-steps", type=int, default=None, help="env steps of each trial's training")
+    p.add_argument("--eval-games", type=int, default=None, help="held-out games of each evaluation (eval_games)")
+    p.add_argument("--eval-freq", type=int, default=None,
+                   help="env steps between intermediate evaluations (eval_freq; 0 = only the final one)")
+    p.add_argument("--n-trials", type=int, default=20,
+                   help="finished trials the study aims for, all workers together (re-running continues a study)")
+    p.add_argument("--storage", default=None,
+                   help="sqlite:///PATH.db (default: OUT/study.db, one worker), journal:///PATH.log or PATH.log "
+                        "(several workers on one host), postgresql://USER@HOST/DB (several machines)")
+    p.add_argument("--study-name", default=kind, help=f"study name in the storage (default {kind!r})")
+    p.add_argument("--out", default=None, help="study folder (default runs/study-<name>)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes on this host (> 1 needs a journal file or PostgreSQL storage)")
+    p.add_argument("--pruner", choices=PRUNERS, default="median",
+                   help="median: intermediate evaluations; wilcoxon: paired test over the held-out games (and seeds); "
+                        "halving: successive halving; none")
+    p.add_argument("--train-seeds", type=int, default=1, help="training seeds per trial (objective: their mean)")
+    if kind == "rewards":
+        p.add_argument("--curriculum", action="store_true",
+                       help="also sample an easier first phase (its treasure count and share of the steps)")
+    p.add_argument("--enqueue", type=_json_dict, action="append", default=[], metavar="JSON",
+                   help="parameters to try first, e.g. '{\"treasure\": 2.0}' (the rest is sampled; repeatable)")
+    p.add_argument("--heartbeat", type=int, default=30, help="seconds between heartbeats of a running trial")
+    p.add_argument("--grace", type=int, default=120,
+                   help="seconds without a heartbeat after which a trial is failed as its worker's death")
+    p.add_argument("--max-retry", type=int, default=1, help="re-runs of a killed worker's trial")
+    p.add_argument("--sampler-seed", type=int, default=None, help="TPE sampler seed (worker i: seed + i)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _base_config(args, storage: str):
+    from ..config import config_from_dict, load_config
+    from .study import load_study
+
+    overrides = list(args.overrides)
+    if args.map_path is not None:
+        overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+    for flag, key in (("total_steps", "total_timesteps"), ("eval_games", "eval_games"), ("eval_freq", "eval_freq")):
+        if getattr(args, flag) is not None:
+            overrides.append(f"{key}={getattr(args, flag)}")
+    if args.config is not None:
+        return load_config(args.config, overrides)
+    try:
+        _, meta = load_study(storage, args.study_name)
+    except ValueError as exc:
+        raise ValueError(f"--config is needed to create a study ({exc})") from None
+    if overrides:
+        raise ValueError("joining a study without --config uses its stored base config; drop --set/--map/--total-steps/"
+                         "--eval-games/--eval-freq (or give the same --config and options it was created with)")
+    return config_from_dict(meta["base_config"])
+
+
+def study_config_from_args(kind: str, args):
+    """The :class:`~sb3_realm.tuning.study.StudyConfig` of parsed arguments."""
+    from .study import StudyConfig
+
+    out = args.out or f"runs/study-{args.study_name}"
+    storage = args.storage or f"sqlite:///{Path(out) / 'study.db'}"
+    base = _base_config(args, storage)
+    return StudyConfig(kind=kind, base=base, name=args.study_name, storage=storage, out=out, n_trials=args.n_trials,
+                       pruner=args.pruner, train_seeds=args.train_seeds,
+                       curriculum=bool(getattr(args, "curriculum", False)), heartbeat_interval=args.heartbeat,
+                       grace_period=args.grace, max_retry=args.max_retry, sampler_seed=args.sampler_seed,
+                       enqueue=list(args.enqueue)).validate()
+
+
+def main(kind: str, argv: list[str] | None = None) -> int:
+    """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input."""
+    from .study import run_study
+
+    args = build_parser(kind).parse_args(argv)
+    try:
+        config = study_config_from_args(kind, args)
+        summary = run_study(config, workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
+    except ValueError as exc:
+        print(f"tune_{kind}.py: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2, default=str))
+    return 0

@@ -1,0 +1,310 @@
+"""Studies: create or join one, run workers (in this process or K processes on this host), replay a stored trial.
+
+The study stores its kind (``rewards`` / ``hparams``), the base training config and the sampling options as the
+user attribute ``sb3_realm``, so that any worker (on any machine) and ``sb3-realm train --from-study`` can rebuild a
+trial's config from its ``params`` alone. ``n_trials`` is the study's total of finished trials (complete, pruned or
+failed by the objective), shared by all workers; trials of killed workers do not count (they end FAILED through the
+heartbeat and are retried up to ``max_retry`` times).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from ..config import TrainConfig, config_from_dict, config_to_dict
+from .objective import objective
+from .space import KINDS, baseline_params, convert_params
+from .storage import make_storage, storage_kind
+
+__all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", "study_counts", "run_worker",
+           "run_study", "trial_config"]
+
+PRUNERS = ("median", "wilcoxon", "halving", "none")
+META_KEY = "sb3_realm"
+
+
+@dataclass
+class StudyConfig:
+    """A study.
+
+    :param kind: ``rewards`` (reward weights, optionally curriculum) or ``hparams`` (the algorithm's
+        hyperparameters).
+    :param base: the training config every trial starts from (its eval_seed / eval_games / eval_freq define the
+        held-out evaluation; its total_timesteps the budget of a trial).
+    :param name: the study name in the storage.
+    :param storage: storage URL (see :mod:`sb3_realm.tuning.storage`).
+    :param out: study folder: ``trials/trial_NNNN`` run folders (TensorBoard under each), best.yaml, trials.csv,
+        HTML plots, study.json.
+    :param n_trials: finished trials the study aims for, all workers together.
+    :param pruner: ``median`` (intermediate evaluations), ``wilcoxon`` (paired test over the held-out games),
+        ``halving`` (successive halving) or ``none``.
+    :param train_seeds: training runs (seeds ``seed``, ``seed + 1``, ...) per trial; the objective is their mean.
+    :param curriculum: reward studies: also sample an easier first curriculum phase.
+    :param heartbeat_interval: seconds between heartbeats of a running trial.
+    :param grace_period: seconds without a heartbeat after which a trial counts as its worker's death.
+    :param max_retry: how many times the parameters of a killed worker's trial are enqueued again.
+    :param sampler_seed: seed of the TPE sampler (worker i uses seed + i); None = random.
+    :param enqueue: extra parameter dicts to try first (partial dicts: the rest is sampled).
+    :param poll_interval: seconds between looks at the storage while waiting for other workers.
+    """
+
+    kind: str
+    base: TrainConfig
+    name: str
+    storage: str
+    out: str
+    n_trials: int = 20
+    pruner: str = "median"
+    train_seeds: int = 1
+    curriculum: bool = False
+    heartbeat_interval: int = 30
+    grace_period: int = 120
+    max_retry: int = 1
+    sampler_seed: int | None = None
+    enqueue: list = field(default_factory=list)
+    poll_interval: float = 2.0
+
+    def validate(self) -> StudyConfig:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind = {self.kind!r}; choose one of {list(KINDS)}")
+        if self.pruner not in PRUNERS:
+            raise ValueError(f"--pruner {self.pruner!r}; choose one of {list(PRUNERS)}")
+        for key in ("n_trials", "train_seeds", "heartbeat_interval", "grace_period"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} = {getattr(self, key)} must be >= 1")
+        if self.max_retry < 0:
+            raise ValueError(f"max_retry = {self.max_retry} must be >= 0")
+        if self.grace_period <= self.heartbeat_interval:
+            raise ValueError(f"grace_period = {self.grace_period} s must exceed heartbeat_interval = "
+                             f"{self.heartbeat_interval} s, or live trials would be failed as stale")
+        storage_kind(self.storage)
+        self.base.validate()
+        return self
+
+    def make_storage(self, create: bool = True):
+        return make_storage(self.storage, self.heartbeat_interval, self.grace_period, self.max_retry, create)
+
+    def meta(self) -> dict:
+        return {"kind": self.kind, "base_config": config_to_dict(self.base), "curriculum": self.curriculum}
+
+
+def make_pruner(name: str, base: TrainConfig) -> optuna.pruners.BasePruner:
+    """The pruner by name (see :class:`StudyConfig`)."""
+    if name == "median":  # reported steps are env steps: skip the first third of training
+        return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=base.total_timesteps // 3)
+    if name == "wilcoxon":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+    if name == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    raise ValueError(f"--pruner {name!r}; choose one of {list(PRUNERS)}")
+
+
+def _sampler(config: StudyConfig, worker: int) -> optuna.samplers.BaseSampler:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        seed = None if config.sampler_seed is None else config.sampler_seed + worker
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, config.n_trials // 3)),
+                                          multivariate=True, constant_liar=True)
+
+
+def _differences(a, b, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), f"{path}.{k}".lstrip("."))]
+    return [] if a == b else [f"{path}: stored {a!r}, given {b!r}"]
+
+
+def load_study(storage_url: str, name: str, storage=None) -> tuple[optuna.Study, dict]:
+    """An existing sb3_realm study and its stored ``sb3_realm`` attribute (kind, base_config, curriculum)."""
+    storage = storage if storage is not None else make_storage(storage_url, create=False)
+    try:
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        names = optuna.get_all_study_names(storage)
+        raise ValueError(f"no study {name!r} in {storage_url}; studies there: {names}") from None
+    meta = study.user_attrs.get(META_KEY)
+    if not isinstance(meta, dict) or meta.get("kind") not in KINDS or "base_config" not in meta:
+        raise ValueError(f"study {name!r} in {storage_url} was not made by sb3_realm's tuning scripts (no "
+                         f"{META_KEY!r} user attribute with kind and base_config)")
+    return study, meta
+
+
+def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> optuna.Study:
+    """Create the study (storing its kind and base config, enqueuing the base config's own parameters as trial 0
+    and ``config.enqueue``), or join it (enqueuing ``config.enqueue`` unless ``enqueue`` is False), checking that it
+    was made with the same kind and base config."""
+    storage = config.make_storage()
+    sampler, pruner = _sampler(config, worker), make_pruner(config.pruner, config.base)
+    study = optuna.create_study(study_name=config.name, storage=storage, sampler=sampler, pruner=pruner,
+                                direction="maximize", load_if_exists=True)
+    meta = study.user_attrs.get(META_KEY)
+    if meta is None:
+        study.set_user_attr(META_KEY, config.meta())
+        first = baseline_params(config.kind, config.base, config.curriculum)
+        for params in ([first] if first is not None else []) + list(config.enqueue):
+            study.enqueue_trial(params, skip_if_exists=True)
+        return study
+    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise ValueError(f"study {config.name!r} minimises; sb3_realm studies maximise the competition score")
+    diffs = _differences(meta, config.meta())
+    if diffs:
+        raise ValueError(f"study {config.name!r} in {config.storage} was created with another kind or base config: "
+                         f"{'; '.join(diffs[:8])}. Use a new --study-name, or join it without --config/--set so "
+                         "that the stored base config is used")
+    for params in config.enqueue if enqueue else []:
+        study.enqueue_trial(params, skip_if_exists=True)
+    return study
+
+
+def study_counts(study: optuna.Study) -> dict[str, int]:
+    """Trials by state; ``finished`` = complete + pruned + failed by the objective (not by a dead worker)."""
+    trials = study.get_trials(deepcopy=False)
+    counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
+    counts["killed"] = sum(t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs for t in trials)
+    counts["finished"] = counts["complete"] + counts["pruned"] + counts["fail"] - counts["killed"]
+    return counts
+
+
+def _objective(trial: optuna.Trial, config: StudyConfig) -> float:
+    try:
+        return objective(trial, config)
+    except optuna.TrialPruned:
+        raise
+    except Exception as exc:
+        if "fail_reason" not in trial.user_attrs:
+            trial.set_user_attr("fail_reason", f"{type(exc).__name__}: {str(exc)[:500]}")
+        raise
+
+
+def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False) -> dict[str, int]:
+    """Run trials until the study has ``n_trials`` finished ones; returns the final counts. A worker waits while the
+    remaining budget is taken by running trials: if one of them turns out stale, it is failed and its retry run."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(config, worker, enqueue=False)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.n_trials, desc=f"study {config.name}", unit="trial")
+    try:
+        while True:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
+            counts = study_counts(study)
+            if bar is not None:
+                _update_bar(bar, study, counts)
+            if counts["finished"] >= config.n_trials:
+                return counts
+            if counts["finished"] + counts["running"] >= config.n_trials and not counts["waiting"]:
+                time.sleep(config.poll_interval)
+                continue
+            study.optimize(lambda t: _objective(t, config), n_trials=1, catch=(Exception,), gc_after_trial=True)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _update_bar(bar, study: optuna.Study, counts: dict[str, int]) -> None:
+    bar.n = min(counts["finished"], bar.total)
+    best = None
+    try:
+        best = study.best_value
+    except ValueError:
+        pass
+    bar.set_postfix(best=None if best is None else round(best, 2), pruned=counts["pruned"], failed=counts["fail"],
+                    running=counts["running"], refresh=False)
+    bar.refresh()
+
+
+def _worker_entry(config: StudyConfig, worker: int) -> None:
+    run_worker(config, worker, progress=False)
+
+
+def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> dict:
+    """Create or join the study, run ``workers`` worker processes on this host (1 = in this process), then write the
+    study folder's outputs (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary."""
+    from .outputs import write_outputs
+
+    config.validate()
+    if workers < 1:
+        raise ValueError(f"--workers {workers} must be >= 1")
+    if workers > 1 and storage_kind(config.storage) == "sqlite":
+        raise ValueError(f"--workers {workers} with SQLite ({config.storage}): SQLite is for one worker process; "
+                         "use --storage journal:///PATH/study.log for several processes on this host or "
+                         "postgresql://USER@HOST/DB for several machines")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(config)
+    trials_dir = Path(config.out) / "trials"
+    if not study.get_trials(deepcopy=False) or all(t.state == TrialState.WAITING for t in study.trials):
+        if trials_dir.is_dir() and any(trials_dir.iterdir()):
+            raise ValueError(f"{trials_dir} holds the runs of an earlier study, and study {config.name!r} has no "
+                             "trials yet; use another --out (or delete that folder)")
+    exit_codes: list[int | None] = []
+    if workers == 1:
+        run_worker(config, 0, progress)
+    else:
+        exit_codes = _run_processes(config, workers, study, progress)
+    summary = write_outputs(optuna.load_study(study_name=config.name, storage=config.make_storage()), config)
+    if exit_codes:
+        summary["worker_exit_codes"] = exit_codes
+    return summary
+
+
+def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool) -> list[int | None]:
+    ctx = multiprocessing.get_context("forkserver")
+    procs = [ctx.Process(target=_worker_entry, args=(config, i), name=f"sb3-realm-worker-{i}")
+             for i in range(workers)]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.n_trials, desc=f"study {config.name} ({workers} workers)", unit="trial")
+    try:
+        for p in procs:
+            p.start()
+        while any(p.is_alive() for p in procs):
+            if bar is not None:
+                _update_bar(bar, study, study_counts(study))
+            time.sleep(config.poll_interval)
+            for p in procs:
+                p.join(timeout=0)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+        if bar is not None:
+            bar.close()
+    return [p.exitcode for p in procs]
+
+
+def trial_config(storage_url: str, study_name: str, number: int | None = None) -> tuple[TrainConfig, int]:
+    """The training config of trial ``number`` (default: the best trial) of a stored study, rebuilt from its
+    ``params`` and the study's base config with the study's ``convert`` function; returns ``(config, number)``."""
+    study, meta = load_study(storage_url, study_name)
+    if number is None:
+        try:
+            trial = study.best_trial
+        except ValueError:
+            raise ValueError(f"study {study_name!r} has no complete trial yet; pass --trial N to replay another "
+                             "one") from None
+    else:
+        found = [t for t in study.get_trials(deepcopy=False) if t.number == number]
+        if not found:
+            raise ValueError(f"--trial {number}: study {study_name!r} has trials 0..{len(study.trials) - 1}")
+        trial = found[0]
+        if not trial.params:
+            raise ValueError(f"--trial {number} ({trial.state.name}) has no parameters yet")
+    base = config_from_dict(meta["base_config"])
+    return convert_params(meta["kind"], dict(trial.params), base), trial.number

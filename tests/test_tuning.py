@@ -1,0 +1,276 @@
+"""Optuna studies: search spaces, storages, and subprocess runs of the tuning scripts on SQLite, a journal file with
+2 worker processes and a throwaway PostgreSQL server; a diverging (NaN) trial; a worker killed with SIGKILL; replaying
+a stored trial with ``sb3-realm train --from-study``. Every study trains the tiny config for 512 steps per trial."""
+
+from __future__ import annotations
+
+import glob
+import inspect
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+
+from sb3_realm.config import config_to_dict, load_config
+from sb3_realm.envs import RewardWeights
+from sb3_realm.policies import algorithm_class
+from sb3_realm.tuning import (
+    baseline_params,
+    convert_hparams,
+    convert_params,
+    convert_rewards,
+    make_storage,
+    run_study,
+    sample_params,
+    storage_kind,
+    trial_config,
+)
+from sb3_realm.tuning.study import StudyConfig
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "sb3_realm.cli"]
+TINY = ["--config", "configs/tiny.yaml", "--total-steps", "512", "--eval-games", "2", "--eval-freq", "256",
+        "--set", "checkpoint_freq=100000", "--no-progress", "--sampler-seed", "0"]
+NAN_WEIGHTS = {"progress": 1e300}  # finite, but the shaped returns overflow to inf and the loss to NaN
+
+
+def _script(kind: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, f"tuning/tune_{kind}.py", *args], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    if check:
+        assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def _trials(storage: str, name: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=make_storage(storage, create=False)).trials
+
+
+def _but_out(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "out"}
+
+
+def _scratch_trial():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.create_study().ask()
+
+
+# ---------------------------------------------------------------------------------------------- spaces
+@pytest.mark.parametrize("config", ["configs/ppo.yaml", "configs/maskable_ppo.yaml", "configs/recurrent_ppo.yaml"])
+def test_hparam_space_converts_to_valid_configs(config):
+    base = load_config(config)
+    for _ in range(5):
+        params = sample_params("hparams", _scratch_trial(), base)
+        converted = convert_hparams(params, base)
+        hp = converted.algo.hyperparams
+        assert (hp["n_steps"] * base.env.n_envs) % hp["batch_size"] == 0
+        assert 0.95 <= hp["gamma"] <= 0.999 and 1e-5 <= hp["learning_rate"] <= 3e-3
+        assert ("lstm_hidden_size" in converted.algo.policy_kwargs) == (base.algo.name == "recurrent_ppo")
+        assert converted.env == base.env  # only the algorithm changes
+    # the config's own hyperparameters are a point of the space: converting them gives the config back
+    first = baseline_params("hparams", base)
+    assert first is not None
+    again = convert_hparams(first, base)
+    defaults = inspect.signature(algorithm_class(base.algo.name).__init__).parameters
+    for key, value in again.algo.hyperparams.items():  # keys the config leaves out come back as SB3's defaults
+        assert value == pytest.approx(base.algo.hyperparams.get(key, defaults[key].default)), key
+    assert (again.algo.net_arch, again.algo.activation, again.algo.policy_kwargs, again.env) == \
+        (base.algo.net_arch, base.algo.activation, base.algo.policy_kwargs, base.env)
+
+
+def test_reward_space_defaults_and_curriculum():
+    base = load_config("configs/tiny.yaml")
+    first = baseline_params("rewards", base)
+    assert first == RewardWeights().to_dict()
+    assert convert_rewards(first, base).env.reward_weights == RewardWeights().to_dict()
+    params = sample_params("rewards", _scratch_trial(), base, curriculum=True)
+    params.update(curriculum_treasures=1, curriculum_fraction=0.5)
+    converted = convert_rewards(params, base)
+    assert converted.curriculum == [{"usr_conf": {"treasure_num": 1}, "until_step": 2048},
+                                    {"usr_conf": {"treasure_num": 3}}]
+    assert convert_rewards({**params, "curriculum_fraction": 0.0}, base).curriculum == []
+    with pytest.raises(ValueError, match=r"\['treasures'\] are not reward weights"):
+        convert_rewards({"treasures": 1.0}, base)
+    with pytest.raises(ValueError, match="n_minibatches = 3 does not divide the rollout of 1024"):
+        convert_params("hparams", {"n_steps": 256, "n_minibatches": 3}, base)
+
+
+def test_storage_errors(tmp_path):
+    assert storage_kind("sqlite:///x.db") == "sqlite"
+    assert storage_kind("journal:///tmp/x.log") == storage_kind("runs/x.log") == "journal"
+    assert storage_kind("postgresql://u@h/db") == "rdb"
+    with pytest.raises(ValueError, match="not a supported storage; use sqlite:///PATH.db"):
+        storage_kind("redis://localhost")
+    config = StudyConfig("rewards", load_config("configs/tiny.yaml"), "s", f"sqlite:///{tmp_path}/s.db",
+                         str(tmp_path))
+    with pytest.raises(ValueError, match="SQLite is for one worker process; use --storage journal:///"):
+        run_study(config, workers=2)
+    with pytest.raises(ValueError, match="no study file at"):
+        trial_config(f"sqlite:///{tmp_path}/missing.db", "s")
+
+
+# ---------------------------------------------------------------------------------------------- studies
+def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
+    """3 trials on SQLite: the defaults (trial 0), a NaN-producing reward weight (trial 1, pruned with its reason),
+    and a sampled one that still runs; then the best trial replayed with ``sb3-realm train --from-study``."""
+    out = tmp_path / "study"
+    storage = f"sqlite:///{out}/study.db"
+    res = _script("rewards", *TINY, "--n-trials", "3", "--out", str(out), "--enqueue", json.dumps(NAN_WEIGHTS))
+    summary = json.loads(res.stdout)
+    assert summary["trials"]["finished"] == 3 and summary["trials"]["running"] == 0
+    trials = _trials(storage, "rewards")
+    states = [t.state.name for t in trials]
+    assert states == ["COMPLETE", "PRUNED", "COMPLETE"], states
+    assert trials[0].params == RewardWeights().to_dict()  # the current defaults come first
+    assert trials[1].params["progress"] == 1e300 and "diverged" in trials[1].user_attrs
+    assert "nan" in trials[1].user_attrs["diverged"].lower()
+    assert trials[2].value is not None and (out / "trials" / "trial_0002" / "tb").is_dir()
+    for name in ("best.yaml", "trials.csv", "study.json", "optimization_history.html", "param_importances.html",
+                 "parallel_coordinate.html"):
+        assert (out / name).is_file(), name
+    assert len((out / "trials.csv").read_text().strip().splitlines()) == 1 + 3
+    # every complete trial's stored params rebuild the config it trained
+    for t in trials:
+        if t.state.name == "COMPLETE":
+            config, number = trial_config(storage, "rewards", t.number)
+            assert number == t.number and _but_out(config_to_dict(config)) == _but_out(t.user_attrs["config"])
+    # the CLI replays the best trial: the same config as best.yaml (and as the trial's own), apart from `out`
+    best = summary["best"]["number"]
+    run = tmp_path / "replay"
+    res = subprocess.run([*CLI, "train", "--from-study", storage, "rewards", "--out", str(run), "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    replayed = yaml.safe_load((run / "config.yaml").read_text())
+    expected = {**yaml.safe_load((out / "best.yaml").read_text()), "out": str(run)}
+    assert replayed == expected
+    assert replayed == {**trials[best].user_attrs["config"], "out": str(run)}
+    res = subprocess.run([*CLI, "train", "--from-study", storage, "rewards", "--trial", "9"], capture_output=True,
+                         text=True, cwd=REPO)
+    assert res.returncode == 2 and "--trial 9: study 'rewards' has trials 0..2" in res.stderr
+
+
+def test_journal_study_with_two_worker_processes(tmp_path):
+    out = tmp_path / "study"
+    storage = f"journal://{out}/study.log"
+    res = _script("rewards", *TINY, "--n-trials", "4", "--out", str(out), "--storage", storage, "--workers", "2")
+    summary = json.loads(res.stdout)
+    assert summary["worker_exit_codes"] == [0, 0]
+    trials = _trials(storage, "rewards")
+    assert summary["trials"]["finished"] == 4 and all(t.state.name == "COMPLETE" for t in trials)
+    assert len({t.user_attrs["worker"] for t in trials}) == 2, "both worker processes ran trials"
+    # joining the finished study without --config uses the stored base config and runs nothing more
+    res = _script("rewards", "--storage", storage, "--out", str(out), "--n-trials", "4", "--no-progress")
+    assert json.loads(res.stdout)["trials"]["finished"] == 4
+
+
+def test_hparam_study_with_the_wilcoxon_pruner(tmp_path):
+    out = tmp_path / "study"
+    res = _script("hparams", *TINY, "--eval-games", "3", "--n-trials", "2", "--out", str(out), "--pruner", "wilcoxon")
+    assert json.loads(res.stdout)["trials"]["finished"] == 2
+    for t in _trials(f"sqlite:///{out}/study.db", "hparams"):
+        if t.state.name == "COMPLETE":  # one report per held-out game (the Wilcoxon pairs), the value is their mean
+            assert sorted(t.intermediate_values) == [0, 1, 2]
+            assert t.value == pytest.approx(sum(t.intermediate_values.values()) / 3)
+        assert t.params["n_steps"] in (64, 128)  # 4 envs: one rollout fits the 512 steps of a trial
+
+
+def test_killed_worker_leaves_the_study_usable(tmp_path):
+    """SIGKILL a worker during its first trial: after the grace period the trial is FAILED, and a restarted worker
+    re-runs its parameters and finishes the study."""
+    out = tmp_path / "study"
+    storage = f"sqlite:///{out}/study.db"
+    args = [*TINY, "--total-steps", "4096", "--eval-freq", "1024", "--n-trials", "2", "--out", str(out),
+            "--heartbeat", "1", "--grace", "3"]
+    proc = subprocess.Popen([sys.executable, "tuning/tune_rewards.py", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "trials" / "trial_0000" / "tb").is_dir():  # training has started
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the first trial never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert [t.state.name for t in _trials(storage, "rewards")] == ["RUNNING"]
+    res = _script("rewards", *args)
+    assert json.loads(res.stdout)["trials"]["finished"] == 2
+    trials = _trials(storage, "rewards")
+    assert trials[0].state.name == "FAIL" and "fail_reason" not in trials[0].user_attrs
+    retries = [t for t in trials if t.system_attrs.get("failed_trial") == 0]
+    assert len(retries) == 1 and retries[0].state.name == "COMPLETE" and retries[0].params == trials[0].params
+    assert sum(t.state.name == "COMPLETE" for t in trials) == 2
+
+
+# ---------------------------------------------------------------------------------------------- PostgreSQL
+def _postgres_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[4]))
+    if found:
+        return Path(found[-1]).parent
+    which = shutil.which("initdb")
+    return Path(which).resolve().parent if which else None
+
+
+@pytest.fixture
+def postgres_url():
+    """A throwaway PostgreSQL server (Debian's binaries, trust auth, fsync off) on a free local port. PostgreSQL
+    refuses to run as root: as root the server runs as the ``postgres`` user (runuser). Missing binaries skip the
+    test, except under ``CI=true`` where they fail it (.ci/run installs the postgresql package)."""
+    bindir = _postgres_bin()
+    if bindir is None:
+        msg = "PostgreSQL binaries not found (apt-get install postgresql; .ci/run does it)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    prefix: list[str] = []
+    root = tempfile.mkdtemp(prefix="sb3-realm-pg-")  # in /tmp: reachable by the postgres user, unlike tmp_path
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.fail("running as root and there is no 'postgres' user to run the server as; install the "
+                        "postgresql package (it creates the user) or run the tests as a normal user")
+        os.chown(root, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = f"{root}/data"
+    subprocess.run([*prefix, str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync",
+                    "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", data, "-l", f"{root}/server.log", "-w", "-o",
+                    f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -F", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_postgresql_study_with_two_workers(tmp_path, postgres_url):
+    out = tmp_path / "study"
+    res = _script("rewards", *TINY, "--n-trials", "3", "--out", str(out), "--storage", postgres_url, "--workers", "2",
+                  "--study-name", "pg")
+    summary = json.loads(res.stdout)
+    assert summary["worker_exit_codes"] == [0, 0] and summary["trials"]["finished"] == 3
+    trials = _trials(postgres_url, "pg")
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3
+    config, number = trial_config(postgres_url, "pg")
+    assert number == summary["best"]["number"]
+    assert _but_out(config_to_dict(config)) == _but_out(yaml.safe_load((out / "best.yaml").read_text()))
+    assert _but_out(config_to_dict(config)) == _but_out(trials[number].user_attrs["config"])
