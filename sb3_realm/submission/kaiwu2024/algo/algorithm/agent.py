@@ -107,7 +107,7 @@ class Agent(BaseAgent):
         self.optimizer.step()
         self.model.eval()
         self.lstm_state = None
-        return float(loss)
+        return float(loss.detach())
 
     # ------------------------------------------------------------------------------------------ weights
     @staticmethod

@@ -1,0 +1,326 @@
+"""build-submission: the package's files, its torch + numpy purity, parity with the SB3 model in a guarded process,
+evaluation of the folder, the Agent's LSTM handling, weights checksums, errors and atomic builds."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sb3_realm import features, nets
+from sb3_realm.config import load_config
+from sb3_realm.envs import RealmEnv
+from sb3_realm.export import ExportError, build_submission, sha256_file
+from sb3_realm.submission import PLATFORM_STUB
+from sb3_realm.submission_play import SubmissionPolicy, check_submission
+from sb3_realm.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128", "algo.hyperparams.batch_size=256",
+         "eval_freq=0", "progress_bar=false", "checkpoint_freq=100000", "env.usr_conf={treasure_num: 3, max_step: 150}"]
+MODELS = {
+    "ppo": ("configs/ppo.yaml", []),
+    "maskable_ppo": ("configs/maskable_ppo.yaml",
+                     ["algo.extractor=realm", "algo.extractor_kwargs={features_dim: 32, cnn_channels: [8, 8]}",
+                      "algo.policy_kwargs={}", "env.mask_wall_moves=true"]),
+    "recurrent_ppo": ("configs/recurrent_ppo.yaml",
+                      ["algo.policy_kwargs={lstm_hidden_size: 32, normalize_images: false}"]),
+}
+ALLOWED_IMPORTS = {"torch", "numpy", "kaiwu_agent", "__future__", "collections", "hashlib", "json", "os", "tempfile",
+                   "pathlib", "functools"}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    """One short training run per algorithm (train() writes the run's config.yaml beside the model)."""
+    torch.set_num_threads(1)
+    out = {}
+    for name, (config, extra) in MODELS.items():
+        run = tmp_path_factory.mktemp(name) / "run"
+        cfg = load_config(ROOT / config, [*SMALL, f"out={json.dumps(str(run))}", "total_timesteps=512", *extra])
+        _, run_dir = train(cfg)
+        out[name] = run_dir / "final_model.zip"
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(models, tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("submissions")
+    for name, path in models.items():
+        build_submission(path, base / name, algo_dir="diy")
+    return {name: base / name for name in models}
+
+
+# ------------------------------------------------------------------------------------------ the package
+def test_layout_and_manifest(built, models):
+    folder = built["ppo"]
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    for need in ("diy/algorithm/agent.py", "diy/feature/definition.py", "diy/feature/features.py",
+                 "diy/model/model.py", "diy/model/nets.py", "diy/model/spec.json", "diy/config.py",
+                 "diy/train_workflow.py", "diy/manifest.json", "conf/configure_app.toml", "ckpt/model.ckpt-512.pkl"):
+        assert need in files
+    manifest = json.loads((folder / "diy" / "manifest.json").read_text())
+    assert set(manifest["files"]) == set(files) - {"diy/manifest.json"}
+    for rel, digest in manifest["files"].items():
+        assert sha256_file(folder / rel) == digest
+    assert manifest["source_model"]["sha256"] == sha256_file(models["ppo"])
+    assert manifest["feature_version"] == features.FEATURE_VERSION
+    assert manifest["training_config"]["algo"]["name"] == "ppo"
+    assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl"
+    conf = (folder / "conf" / "configure_app.toml").read_text()
+    assert 'algo = "diy"' in conf and 'eval_model_dir = "ckpt"' in conf and 'eval_model_id = "512"' in conf
+
+
+def test_features_and_nets_are_copied_verbatim(built):
+    for folder in built.values():
+        assert (folder / "diy/feature/features.py").read_bytes() == Path(features.__file__).read_bytes()
+        assert (folder / "diy/model/nets.py").read_bytes() == Path(nets.__file__).read_bytes()
+
+
+def test_submission_imports_only_torch_numpy_and_the_platform(built):
+    for path in built["recurrent_ppo"].rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module.split(".")[0]]
+            else:
+                continue
+            assert set(names) <= ALLOWED_IMPORTS, f"{path}: imports {names}"
+    assert not any(p.name == "kaiwu_agent" for p in built["ppo"].rglob("*"))  # the stand-in is never copied
+
+
+def test_weights_are_a_plain_state_dict(built, models):
+    from stable_baselines3 import PPO
+
+    state = torch.load(built["ppo"] / "ckpt/model.ckpt-512.pkl", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in state.values())
+    policy = PPO.load(models["ppo"]).policy.state_dict()
+    torch.testing.assert_close(state["action_net.weight"], policy["action_net.weight"], rtol=0, atol=0)
+    torch.testing.assert_close(state["net.fuse.0.weight"], policy["features_extractor.net.fuse.0.weight"],
+                               rtol=0, atol=0)
+    recurrent = torch.load(built["recurrent_ppo"] / "ckpt/model.ckpt-512.pkl", weights_only=True)
+    assert "lstm.weight_ih_l0" in recurrent and not any(k.startswith("lstm_critic") for k in recurrent)
+
+
+def test_zip_holds_the_three_folders(models, tmp_path):
+    build_submission(models["ppo"], tmp_path / "sub", make_zip=True, algo_dir="my_agent", ckpt_id="7")
+    with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
+        names = archive.namelist()
+    assert {n.split("/")[0] for n in names} == {"my_agent", "ckpt", "conf"}
+    assert "ckpt/model.ckpt-7.pkl" in names and not any(n.endswith(".tmp") for n in names)
+
+
+# ------------------------------------------------------------------------------------------ parity
+def test_check_ppo_10k_states_and_30_leaderboard_games(built, models):
+    report = check_submission(built["ppo"], models["ppo"], games=30, max_step=150, min_states=10_000)
+    assert report["states"] >= 10_000 and report["leaderboard_games"] == 30
+    assert report["identical_actions"] and report["mismatched_states"] == 0
+    assert report["identical_scores"] and report["ok"]
+    assert report["torch_threads"] == 1
+    assert not set(report["imported_top_level_modules"]) & {"sb3_realm", "stable_baselines3", "gymnasium",
+                                                            "sb3_contrib"}
+
+
+@pytest.mark.parametrize("name", ["maskable_ppo", "recurrent_ppo"])
+def test_check_maskable_and_recurrent(built, models, name):
+    report = check_submission(built[name], models[name], games=6, max_step=150, min_states=2_000)
+    assert report["ok"] and report["states"] >= 2_000, report["first_mismatches"]
+
+
+def test_check_fails_when_the_weights_differ(built, models):
+    report = check_submission(built["ppo"], models["maskable_ppo"], games=2, max_step=60, min_states=100)
+    assert not report["ok"] and report["mismatched_states"] > 0 and report["first_mismatches"]
+
+
+def test_guarded_process_cannot_import_sb3_realm(built):
+    script = (f"import sys; sys.path.insert(0, {str(PLATFORM_STUB.parent)!r}); import harness; "
+              "sys.meta_path.insert(0, harness._Block()); import sb3_realm")
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True)
+    assert out.returncode != 0 and "cannot be imported in a submission" in out.stderr
+
+
+def test_eval_of_the_folder_matches_the_model(built, models):
+    from sb3_realm.evaluate import evaluate
+
+    kw = {"map_path": None, "games": 4, "max_step": 150, "oracle_gap": False, "seed": 3}
+    folder = evaluate(str(built["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
+    model = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
+    assert [g.score for g in folder.games] == [g.score for g in model.games]
+    assert [g.steps for g in folder.games] == [g.steps for g in model.games]
+
+
+def test_cli_build_check_and_eval(models, tmp_path):
+    out = tmp_path / "sub"
+    run = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "build-submission", str(models["ppo"]), "--out",
+                          str(out), "--check", "--check-games", "3", "--check-states", "500", "--check-max-step", "80"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["check"]["ok"] and result["size_bytes"] > 0
+    run = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(out), "--games", "2", "--max-step", "50",
+                          "--no-oracle"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "game" in run.stdout
+
+
+# ------------------------------------------------------------------------------------------ the agent
+def test_recurrent_state_restarts_at_each_episode(built):
+    env = RealmEnv(map_name="small", max_step=40, treasure_num=3)
+    policy = SubmissionPolicy(built["recurrent_ppo"])
+
+    def play(p, seed):
+        env.reset(seed=seed)
+        actions, done = [], False
+        while not done:
+            a = p.act(env, None)
+            actions.append(a)
+            _, _, term, trunc, _ = env.step(a)
+            done = term or trunc
+        return actions
+
+    first = play(policy, 1)
+    second = play(policy, 2)  # the same Agent, a new game: its state must restart from the observation
+    fresh = play(SubmissionPolicy(built["recurrent_ppo"]), 2)
+    assert second == fresh and len(first) == 40
+    assert policy.agent.lstm_state is not None
+
+
+def test_predict_samples_legal_actions_and_learn_and_save(built, tmp_path):
+    policy = SubmissionPolicy(built["maskable_ppo"])
+    d, agent = policy.definition, policy.agent
+    env = RealmEnv(map_name="small", max_step=30, treasure_num=3, mask_wall_moves=True)
+    env.reset(seed=0)
+    frames = []
+    for t in range(30):
+        comp, info = env.competition_obs()
+        obs = d.observation_process(comp, None if t == 0 else info)
+        act = agent.predict([obs])[0]
+        assert obs.legal_action[d.action_process(act)]
+        _, reward, term, trunc, _ = env.step(d.action_process(act))
+        frames.append(d.Frame(obs_data=obs, act_data=act, reward=reward, done=term or trunc))
+    samples = d.sample_process(frames)
+    assert samples[0].episode_start and not samples[1].episode_start
+    round_trip = d.NumpyData2SampleData(d.SampleData2NumpyData(samples[3]))
+    np.testing.assert_array_equal(round_trip.maps, samples[3].maps)
+    assert round_trip.act == samples[3].act and round_trip.ret == pytest.approx(samples[3].ret)
+    before = {k: v.clone() for k, v in agent.model.state_dict().items()}
+    loss = agent.learn(samples)
+    assert np.isfinite(loss)
+    assert any(not torch.equal(before[k], v) for k, v in agent.model.state_dict().items())
+    saved = Path(agent.save_model(path=str(tmp_path), id="9"))
+    assert saved.name == "model.ckpt-9.pkl" and (tmp_path / "model.ckpt-9.pkl.sha256").is_file()
+    agent.load_model(path=str(tmp_path), id="9")
+    assert all(torch.equal(agent.model.state_dict()[k], v) for k, v in torch.load(saved, weights_only=True).items())
+
+
+def test_train_workflow_runs_on_the_platform_loop(built):
+    import importlib
+
+    from sb3_realm.game.maps import small_map
+    from sb3_realm.game.observation import CompetitionEnv
+
+    policy = SubmissionPolicy(built["ppo"])
+    package = policy.definition.__name__.rsplit(".", 2)[0]  # the submission's code folder, imported as a package
+    workflow = importlib.import_module(f"{package}.train_workflow")
+    env = CompetitionEnv(small_map(), seed=0)
+    episodes = workflow.workflow([env], [policy.agent], episodes=2,
+                                 usr_conf={"treasure_random": 1, "treasure_num": 3, "max_step": 40})
+    assert episodes == 2
+
+
+# ------------------------------------------------------------------------------------------ errors
+def test_load_model_refuses_tampered_weights(built, tmp_path):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(built["ppo"], folder)
+    weights = folder / "ckpt/model.ckpt-512.pkl"
+    data = bytearray(weights.read_bytes())
+    data[-20] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="checksum mismatch"):
+        SubmissionPolicy(folder)
+
+
+def test_missing_and_corrupt_models(tmp_path):
+    with pytest.raises(ExportError, match="does not exist"):
+        build_submission(tmp_path / "nope.zip", tmp_path / "out")
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(ExportError, match="not a Stable-Baselines3 checkpoint"):
+        build_submission(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_truncated_model(models, tmp_path):
+    data = models["ppo"].read_bytes()
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ExportError):
+        build_submission(cut, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unsupported_extractor(tmp_path):
+    from stable_baselines3 import PPO
+
+    model = PPO("MultiInputPolicy", RealmEnv(map_name="small"), n_steps=16, batch_size=16)
+    model.save(tmp_path / "default.zip")
+    with pytest.raises(ExportError, match="CombinedExtractor"):
+        build_submission(tmp_path / "default.zip", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_existing_output_needs_force_and_is_left_untouched(models, tmp_path):
+    out = tmp_path / "sub"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(ExportError, match="--force"):
+        build_submission(models["ppo"], out)
+    assert (out / "keep.txt").read_text() == "mine"
+    build_submission(models["ppo"], out, force=True)
+    assert not (out / "keep.txt").exists() and (out / "diy" / "manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]  # no temporary or backup folder left
+
+
+def test_a_crash_mid_build_leaves_nothing(models, tmp_path, monkeypatch):
+    from sb3_realm import export
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export.torch, "save", boom)
+    with pytest.raises(OSError, match="disk full"):
+        build_submission(models["ppo"], tmp_path / "sub")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_names(models, tmp_path):
+    with pytest.raises(ExportError, match="--algo-dir"):
+        build_submission(models["ppo"], tmp_path / "a", algo_dir="my-agent")
+    with pytest.raises(ExportError, match="--layout"):
+        build_submission(models["ppo"], tmp_path / "a", layout="kaiwu2099")
+    with pytest.raises(ExportError, match="--ckpt-id"):
+        build_submission(models["ppo"], tmp_path / "a", ckpt_id="../x")
+
+
+def test_reset_observation_without_env_info_matches(real_map_path):
+    """The platform's loop has no env_info right after reset: the features fill it in exactly."""
+    for kwargs in ({"map_name": "small"}, {"map_path": str(real_map_path)}):
+        env = RealmEnv(**kwargs)
+        for seed in range(60):
+            env.reset(seed=seed, options={"treasure_num": seed % 14} if seed % 3 else None)
+            comp, info = env.competition_obs()
+            with_info = features.arrays_from_competition(comp, info)
+            without = features.arrays_from_competition(comp, None)
+            for a, b in zip(with_info, without, strict=True):
+                np.testing.assert_array_equal(a, b)
+            assert features.episode_start(None) and features.episode_start(info)
