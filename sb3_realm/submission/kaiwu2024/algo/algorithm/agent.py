@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from kaiwu_agent.agent.base_agent import (
 
 from ..config import SPEC, Config
 from ..feature.definition import ActData
-from ..model.model import Model
+from ..model.model import Model, Trunk
 
 
 def _sha256(path):
@@ -49,6 +50,7 @@ class Agent(BaseAgent):
         self.lstm_state = None
         self.loaded = False
         self.optimizer = None
+        self.traced = None  # torch.jit.trace of the stateless trunk, for batch-1 inference
         self.generator = torch.Generator().manual_seed(Config.SEED)
         self.logger = logger
 
@@ -59,29 +61,54 @@ class Agent(BaseAgent):
         if self.model.lstm is not None and len(list_obs_data) != 1:
             raise ValueError(f"a recurrent policy acts on one observation at a time (its LSTM state is per game); "
                              f"got {len(list_obs_data)}")
-        maps = torch.as_tensor(np.stack([o.maps for o in list_obs_data]), device=self.torch_device)
-        vector = torch.as_tensor(np.stack([o.vector for o in list_obs_data]), device=self.torch_device)
-        mask = torch.as_tensor(np.stack([o.legal_action for o in list_obs_data]), device=self.torch_device)
+        if len(list_obs_data) == 1:  # the platform's case: no stacking, views of the arrays
+            o = list_obs_data[0]
+            maps, vector, mask = (torch.from_numpy(np.ascontiguousarray(a)[None])
+                                  for a in (o.maps, o.vector, o.legal_action))
+        else:
+            maps, vector, mask = (torch.from_numpy(np.stack([getattr(o, k) for o in list_obs_data]))
+                                  for k in ("maps", "vector", "legal_action"))
+        if self.torch_device.type != "cpu":
+            maps, vector, mask = maps.to(self.torch_device), vector.to(self.torch_device), mask.to(self.torch_device)
         start = bool(list_obs_data[0].episode_start)
         with torch.no_grad():
-            logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
-        return logits, mask
+            if len(list_obs_data) == 1 and self.torch_device.type == "cpu":
+                if self.traced is None:
+                    self.traced = self._trace(maps, vector)
+                out = self.traced(maps, vector)
+                if self.model.lstm is None:
+                    logits = out
+                else:
+                    logits, self.lstm_state = self.model.head(out, self.lstm_state, start)
+            else:
+                logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
+            probs = self.model.probs(logits, mask)
+        return probs
+
+    def _trace(self, maps, vector):
+        """The trunk traced by TorchScript (same kernels as eager, without the Python overhead); the eager trunk
+        where tracing is missing or fails (it is deprecated in recent torch)."""
+        trunk = Trunk(self.model)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return torch.jit.trace(trunk, (maps, vector), check_trace=False)
+        except Exception:  # noqa: BLE001 - any tracing failure: run eagerly
+            return trunk
 
     @predict_wrapper
     def predict(self, list_obs_data):
         """Sampled actions (exploration), one ActData per observation."""
-        logits, mask = self._batch(list_obs_data)
-        probs = self.model.probs(logits, mask)
-        acts = torch.multinomial(probs.cpu(), 1, generator=self.generator)[:, 0]
-        return [ActData(act=int(a), prob=probs[i].cpu().numpy()) for i, a in enumerate(acts)]
+        probs = self._batch(list_obs_data).cpu()
+        acts = torch.multinomial(probs, 1, generator=self.generator)[:, 0].tolist()
+        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy(), strict=True)]
 
     @exploit_wrapper
     def exploit(self, list_obs_data):
         """Greedy actions (evaluation), one ActData per observation."""
-        logits, mask = self._batch(list_obs_data)
-        probs = self.model.probs(logits, mask)
-        acts = torch.argmax(probs, dim=1)
-        return [ActData(act=int(a), prob=probs[i].cpu().numpy()) for i, a in enumerate(acts)]
+        probs = self._batch(list_obs_data).cpu()
+        acts = torch.argmax(probs, dim=1).tolist()  # SB3's Categorical.mode: argmax of the probabilities
+        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy(), strict=True)]
 
     # ------------------------------------------------------------------------------------------ learning
     @learn_wrapper

@@ -48,13 +48,17 @@ class Model(nn.Module):
     def forward(self, maps, vector, state=None, episode_start=True):
         """Logits (B, n_actions) and the new LSTM state (None without an LSTM); the state restarts from zeros at an
         episode start."""
-        x = self.features(maps, vector)
+        return self.head(self.features(maps, vector), state, episode_start)
+
+    def head(self, x, state=None, episode_start=True):
+        """Features -> [LSTM] -> policy MLP -> logits; returns (logits, LSTM state or None)."""
         if self.lstm is not None:
             if state is None or episode_start:
                 state = self.initial_state(x.shape[0])
             out, state = self.lstm(x.unsqueeze(0), state)  # (1, B, hidden)
             x = out.squeeze(0)
         return self.action_net(self.policy_net(x)), state
+
 
     def sequence_logits(self, maps, vector, episode_starts):
         """Logits (T, n_actions) of one stream of T consecutive steps (several episodes in order), for learning:
@@ -84,3 +88,16 @@ class Model(nn.Module):
     def greedy(self, logits, mask=None):
         """The deterministic action: argmax of the probabilities (SB3's ``Categorical.mode``)."""
         return torch.argmax(self.probs(logits, mask), dim=1)
+
+
+class Trunk(nn.Module):
+    """The stateless part of :class:`Model` for ``torch.jit.trace`` (batch 1 inference without Python overhead):
+    the logits of a feed-forward policy, the features of a recurrent one (its LSTM runs eagerly)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, maps, vector):
+        x = self.model.features(maps, vector)
+        return x if self.model.lstm is not None else self.model.head(x)[0]
