@@ -190,7 +190,7 @@ def test_killed_worker_leaves_the_study_usable(tmp_path):
     re-runs its parameters and finishes the study."""
     out = tmp_path / "study"
     storage = f"sqlite:///{out}/study.db"
-    args = [*TINY, "--total-steps", "4096", "--eval-freq", "1024", "--n-trials", "2", "--out", str(out),
+    args = [*TINY, "--total-steps", "2048", "--eval-freq", "1024", "--n-trials", "2", "--out", str(out),
             "--heartbeat", "1", "--grace", "3"]
     proc = subprocess.Popen([sys.executable, "tuning/tune_rewards.py", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
