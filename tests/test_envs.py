@@ -133,13 +133,35 @@ def test_progress_term_is_potential_difference():
     from sb3_realm.envs.rewards import potential
 
     total = 0.0
-    phi0 = potential(env.game)
+    spacing = env._spacing
+    phi0 = potential(env.game, spacing)
     for a in (0, 0, 1, 2, 2):
         _, _, te, _, info = env.step(a)
         total += info["reward_terms"]["progress"]
         if te:
             break
-    assert total == pytest.approx(potential(env.game) - phi0)
+    assert total == pytest.approx(potential(env.game, spacing) - phi0)
+
+
+def test_progress_rewards_a_pickup_and_the_end():
+    """Taking a treasure never lowers the potential (the next treasure is farther, but one fewer is left), and the
+    oracle's whole episode earns ``d0 + D * n0`` cells of progress."""
+    from sb3_realm.envs.rewards import potential
+    from sb3_realm.policies import OracleAdapter
+
+    env = RealmEnv(map_name="small", treasure_num=3, max_step=300)
+    oracle = OracleAdapter(env)
+    obs, _ = env.reset(seed=1)
+    oracle.reset(env)
+    phi0, done, total = potential(env.game, env._spacing), False, 0.0
+    assert env._spacing == 50  # the small map's largest BFS distance
+    while not done:
+        _, _, te, tr, info = env.step(oracle.act(env, obs))
+        total += info["reward_terms"]["progress"]
+        if info["reward_terms"]["treasure"] > 0:
+            assert info["reward_terms"]["progress"] > 0
+        done = te or tr
+    assert info["win"] and total == pytest.approx(-phi0)
 
 
 def test_render_rgb_array():

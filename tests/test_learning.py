@@ -24,8 +24,8 @@ def test_ppo_learns_the_small_map():
         return sum(play_model(model, env, seed, deterministic=False)["win"] for seed in range(10))
 
     before = sampled_wins()
-    model.learn(49_152)
+    model.learn(98_304)
     venv.close()
     after = sampled_wins()
     assert before <= 2, "the untrained policy should rarely win"
-    assert after >= 8, f"PPO won only {after}/10 games after 49k steps"
+    assert after >= 8, f"PPO won only {after}/10 games after 98k steps"

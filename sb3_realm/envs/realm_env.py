@@ -14,7 +14,7 @@ from ..game.core import Game
 from ..game.maps import RealmMap, default_map, load_map, small_map
 from ..game.observation import EnvInfo, Observation, competition_observation
 from ..game.rules import EpisodeConfig, Rules
-from .rewards import TERMS, RewardWeights, potential, reward_terms
+from .rewards import TERMS, RewardWeights, potential, progress_spacing, reward_terms
 
 __all__ = ["RealmEnv", "BUILTIN_MAPS"]
 
@@ -75,6 +75,7 @@ class RealmEnv(gym.Env):
         self.reward_weights = self._weights(reward_weights)
         self.mask_wall_moves = bool(mask_wall_moves)
         self.game = Game(self.game_map, self.rules)
+        self._spacing = progress_spacing(self.game_map)
         self.observation_space = spaces.Dict({
             "maps": spaces.Box(0, 255, features.MAP_SHAPE, dtype=np.uint8),
             "vector": spaces.Box(-1.0, 1.0, (features.VECTOR_SIZE,), dtype=np.float32),
@@ -92,7 +93,7 @@ class RealmEnv(gym.Env):
         config = EpisodeConfig.from_usr_conf(options, base=self.base_config)  # validate before touching state
         super().reset(seed=seed)
         self.game.reset(config, config.draw_treasures(self.np_random))
-        self._phi = potential(self.game)
+        self._phi = potential(self.game, self._spacing)
         self._episode_terms = [0.0] * len(TERMS)
         return self._obs(), {"treasure_ids": list(self.game.treasure_ids), "usr_conf": config.to_usr_conf()}
 
@@ -101,7 +102,7 @@ class RealmEnv(gym.Env):
             action = action.item()
         ev = self.game.step(action)
         g = self.game
-        phi = potential(g)
+        phi = potential(g, self._spacing)
         terms = reward_terms(g, ev, self._phi, phi)
         self._phi = phi
         self._episode_terms = list(map(operator.add, self._episode_terms, terms))

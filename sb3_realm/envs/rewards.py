@@ -9,7 +9,7 @@ import numpy as np
 
 from ..game.core import Game, StepEvents
 
-__all__ = ["RewardWeights", "TERMS", "potential", "reward_terms"]
+__all__ = ["RewardWeights", "TERMS", "potential", "progress_spacing", "reward_terms"]
 
 TERMS = ("treasure", "end", "step", "bump", "flash", "flash_fail", "buff", "progress", "revisit",
          "missed_treasure", "timeout")
@@ -27,8 +27,11 @@ class RewardWeights:
     :param flash: a flash that landed [0/1].
     :param flash_fail: a flash into an obstacle, which fails and (by default) spends the talent [0/1].
     :param buff: picking up the speed buff [0/1].
-    :param progress: potential-based shaping ``phi(s') - phi(s)`` with ``phi = -BFS cells to the nearest available
-        treasure, or to the end when none is left`` (0 at the terminal state) [cells].
+    :param progress: potential-based shaping ``phi(s') - phi(s)`` with ``phi = -(d + D * n)``: ``d`` BFS cells to
+        the nearest available treasure (to the end when none is left; 0 once the end is reached), ``n`` treasures
+        still available, ``D`` the map's largest BFS distance (capped at 256). ``D * n`` makes a pickup a gain
+        (``D - d_next >= 0``) instead of a loss: without it the jump to the next, farther treasure taught agents to
+        hover next to a treasure without taking it [cells].
     :param revisit: stepping on a cell visited before in this episode [0/1].
     :param missed_treasure: at the end of an episode, per treasure left behind [count].
     :param timeout: the episode was truncated at max_step without reaching the end [0/1].
@@ -69,11 +72,19 @@ class RewardWeights:
         return [float(getattr(self, t)) for t in TERMS]
 
 
-def potential(game: Game) -> float:
-    """``-BFS cells`` from the hero to the nearest available treasure, or to the end if none is left (0 once over)."""
-    if game.terminated:
-        return 0.0
-    return -float(min(game.next_target_distance(), _FAR))
+def progress_spacing(game_map) -> int:
+    """``D`` of the progress potential: the map's largest finite BFS distance between a cell and a position, capped
+    at 256 cells."""
+    d = game_map.distance_fields
+    finite = d[d < _FAR]
+    return int(min(finite.max(), _FAR)) if finite.size else _FAR
+
+
+def potential(game: Game, spacing: int = _FAR) -> float:
+    """``-(d + spacing * n)``: ``d`` BFS cells from the hero to the nearest available treasure (to the end if none
+    is left; 0 once the end is reached; capped at ``spacing``), ``n`` treasures still available."""
+    d = 0 if game.terminated else min(game.next_target_distance(), spacing)
+    return -float(d + spacing * game.n_available)
 
 
 def reward_terms(game: Game, ev: StepEvents, phi_before: float, phi_after: float) -> list[float]:
