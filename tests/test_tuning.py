@@ -36,6 +36,7 @@ from sb3_realm.tuning import (
     storage_kind,
     trial_config,
 )
+from sb3_realm.tuning.objective import objective
 from sb3_realm.tuning.study import StudyConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,6 +119,32 @@ def test_storage_errors(tmp_path):
         run_study(config, workers=2)
     with pytest.raises(ValueError, match="no study file at"):
         trial_config(f"sqlite:///{tmp_path}/missing.db", "s")
+
+
+class _AlwaysPrune(optuna.pruners.BasePruner):
+    def prune(self, study, trial) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("mode", ["median", "wilcoxon"])
+def test_pruner_stops_the_trial(tmp_path, mode):
+    """The objective reports to the pruner and stops as soon as it says so: during training (one report per
+    evaluation) or, for Wilcoxon, after the first held-out game of the final model."""
+    base = load_config("configs/tiny.yaml", ["total_timesteps=2048", "eval_freq=512", "eval_games=3",
+                                              "checkpoint_freq=100000"])
+    config = StudyConfig("rewards", base, "s", f"sqlite:///{tmp_path}/s.db", str(tmp_path), pruner=mode)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", pruner=_AlwaysPrune())
+    study.optimize(lambda t: objective(t, config), n_trials=1)
+    trial = study.trials[0]
+    assert trial.state.name == "PRUNED" and "prune_reason" in trial.user_attrs
+    evaluations = json.loads((tmp_path / "trials" / "trial_0000" / "eval.json").read_text())
+    if mode == "median":  # stopped at the first evaluation: 512 steps, not 2048
+        assert list(trial.intermediate_values) == [512] and len(evaluations) == 1
+        assert algorithm_class("ppo").load(tmp_path / "trials" / "trial_0000" / "final_model.zip").num_timesteps == 512
+    else:  # trained to the end, then stopped after one of the 3 games
+        assert len(trial.intermediate_values) == 1 and set(trial.intermediate_values) <= {0, 1, 2}
+        assert trial.user_attrs["partial_mean"] == next(iter(trial.intermediate_values.values()))
 
 
 # ---------------------------------------------------------------------------------------------- studies
