@@ -337,3 +337,11 @@ def test_wheel_ships_the_templates_and_harness(tmp_path):
     for path in template.rglob("*.py"):
         assert path.relative_to(template.parents[1]).as_posix() in names
     assert "sb3_realm/features.py" in names and "sb3_realm/nets.py" in names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_full_check_on_the_default_protocol(built, models, name):
+    """The check as the CLI runs it by default: the 30 leaderboard games (max_step 2000) and >= 10,000 states."""
+    report = check_submission(built[name], models[name])
+    assert report["ok"] and report["states"] >= 10_000 and report["leaderboard_games"] == 30
