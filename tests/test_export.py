@@ -345,3 +345,24 @@ def test_full_check_on_the_default_protocol(built, models, name):
     """The check as the CLI runs it by default: the 30 leaderboard games (max_step 2000) and >= 10,000 states."""
     report = check_submission(built[name], models[name])
     assert report["ok"] and report["states"] >= 10_000 and report["leaderboard_games"] == 30
+
+
+@pytest.mark.slow
+def test_build_submission_from_an_installed_wheel(models, tmp_path):
+    """The wheel installed into a fresh venv (dependencies from the system site) builds and checks a package."""
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(ROOT)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    (wheel,) = wheels.glob("sb3_realm-*.whl")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
+                   capture_output=True)
+    where = subprocess.run([str(python), "-c", "import sb3_realm; print(sb3_realm.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(venv))
+    out = subprocess.run([str(venv / "bin" / "sb3-realm"), "build-submission", str(models["ppo"]), "--out",
+                          str(tmp_path / "sub"), "--check", "--check-games", "2", "--check-states", "300",
+                          "--check-max-step", "100"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["check"]["ok"]
