@@ -40,13 +40,15 @@ def run_demo(out: str | Path = "runs/demo", map_path: str | None = None, seed: i
     return summary
 
 
-def _json_dict(text: str) -> dict:
+def json_dict(text: str) -> dict:
+    """argparse type of a JSON-object argument (``--usr-conf``, the tuning scripts' ``--enqueue``)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from exc
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"treasure_num\": 3}}', got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"treasure_num\": 3}}' or "
+                                         f"'{{\"treasure\": 2.0}}', got {text!r}")
     return value
 
 
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
     demo.add_argument("--out", default="runs/demo", help="output folder (episode.gif, summary.json)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of the random policy")
-    demo.add_argument("--usr-conf", type=_json_dict, default=None,
+    demo.add_argument("--usr-conf", type=json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
 
@@ -104,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
     rp.add_argument("--map", dest="map_path", default=None)
     rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")
-    rp.add_argument("--usr-conf", type=_json_dict, default=None, help="competition usr_conf as JSON")
+    rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
 
     bs = sub.add_parser("build-submission", help="export a trained policy into the competition's agent package "

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import json_dict
+
 __all__ = ["build_parser", "study_config_from_args", "main"]
 
 DESCRIPTIONS = {
@@ -15,16 +17,6 @@ DESCRIPTIONS = {
     "hparams": "Optuna study over the hyperparameters of the config's algorithm (PPO, MaskablePPO, RecurrentPPO), "
                "judged by the mean competition score on held-out games.",
 }
-
-
-def _json_dict(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"treasure\": 2.0}}', got {text!r}")
-    return value
 
 
 def build_parser(kind: str) -> argparse.ArgumentParser:
@@ -57,7 +49,7 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
     if kind == "rewards":
         p.add_argument("--curriculum", action="store_true",
                        help="also sample an easier first phase (its treasure count and share of the steps)")
-    p.add_argument("--enqueue", type=_json_dict, action="append", default=[], metavar="JSON",
+    p.add_argument("--enqueue", type=json_dict, action="append", default=[], metavar="JSON",
                    help="parameters to try first, e.g. '{\"treasure\": 2.0}' (the rest is sampled; repeatable)")
     p.add_argument("--heartbeat", type=int, default=30, help="seconds between heartbeats of a running trial")
     p.add_argument("--grace", type=int, default=120,
