@@ -47,17 +47,6 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _run_config(model_path: Path) -> dict | None:
-    """The training run's ``config.yaml`` (beside the model, or two levels up for ``checkpoints/step_*/model.zip``)."""
-    import yaml
-
-    for folder in (model_path.parent, model_path.parent.parent.parent):
-        cfg = folder / "config.yaml"
-        if cfg.is_file():
-            return yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
-    return None
-
-
 @dataclass
 class ExportedPolicy:
     """What the exporter read from a checkpoint: the algorithm, the model spec and the remapped weights."""
@@ -87,7 +76,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     not support.
     """
     from .extractors import FoveaExtractor, RealmExtractor
-    from .policies import algorithm_class, detect_algorithm
+    from .policies import algorithm_class, detect_algorithm, run_config
 
     path = Path(model_path)
     if not path.is_file():
@@ -115,8 +104,8 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
                           f"feeds single frames {features.MAP_SHAPE} (train with env.frame_stack: 1)")
     if getattr(model.action_space, "n", None) != features.N_ACTIONS:
         raise ExportError(f"{str(path)!r} has the action space {model.action_space}; expected Discrete(16)")
-    run_config = _run_config(path)
-    env_cfg = (run_config or {}).get("env") or {}
+    config = run_config(path)
+    env_cfg = (config or {}).get("env") or {}
     prefix = "pi_features_extractor.net." if not policy.share_features_extractor else "features_extractor.net."
     mapping = {prefix: "net.", "mlp_extractor.policy_net.": "policy_net.", "action_net.": "action_net."}
     lstm = None
@@ -141,7 +130,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     if int(env_cfg.get("frame_stack", 1) or 1) != 1:
         raise ExportError(f"the run of {str(path)!r} stacks {env_cfg['frame_stack']} frames; the exporter supports "
                           "single-frame policies (env.frame_stack: 1)")
-    return ExportedPolicy(algo, spec, state, int(model.num_timesteps), run_config)
+    return ExportedPolicy(algo, spec, state, int(model.num_timesteps), config)
 
 
 def _configure_app(algo_dir: str, ckpt_id: str) -> str:

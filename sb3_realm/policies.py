@@ -111,17 +111,21 @@ def algorithm_class(name: str):
     raise ValueError(f"unknown algorithm {name!r}; choose one of {list(_ALGOS)}")
 
 
-def run_frame_stack(path: Path) -> int:
-    """``env.frame_stack`` of the training run a checkpoint belongs to (its ``config.yaml`` is in the checkpoint's
-    folder, or two levels up for ``checkpoints/step_*/model.zip``); 1 when there is none."""
+def run_config(path: Path) -> dict | None:
+    """The ``config.yaml`` of the training run a checkpoint belongs to (in the checkpoint's folder, or two levels up
+    for ``checkpoints/step_*/model.zip``), as plain data; None when there is none."""
     import yaml
 
     for folder in (path.parent, path.parent.parent.parent):
         cfg = folder / "config.yaml"
         if cfg.is_file():
-            data = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
-            return int((data.get("env") or {}).get("frame_stack", 1) or 1)
-    return 1
+            return yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+    return None
+
+
+def run_frame_stack(path: Path) -> int:
+    """``env.frame_stack`` of the checkpoint's training run (1 when there is no run config)."""
+    return int(((run_config(path) or {}).get("env") or {}).get("frame_stack", 1) or 1)
 
 
 class SB3Policy:
