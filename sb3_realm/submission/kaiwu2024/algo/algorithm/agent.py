@@ -73,26 +73,30 @@ class Agent(BaseAgent):
         start = bool(list_obs_data[0].episode_start)
         with torch.no_grad():
             if len(list_obs_data) == 1 and self.torch_device.type == "cpu":
+                args = (maps, vector)
+                if self.model.lstm is not None:  # the state restarts from zeros at an episode start
+                    args += self.model.initial_state(1) if self.lstm_state is None or start else self.lstm_state
                 if self.traced is None:
-                    self.traced = self._trace(maps, vector)
-                out = self.traced(maps, vector)
+                    self.traced = self._trace(args)
+                out = self.traced(*args)
                 if self.model.lstm is None:
                     logits = out
                 else:
-                    logits, self.lstm_state = self.model.head(out, self.lstm_state, start)
+                    logits, self.lstm_state = out[0], (out[1], out[2])
             else:
                 logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
             probs = self.model.probs(logits, mask)
         return probs
 
-    def _trace(self, maps, vector):
-        """The trunk traced by TorchScript (same kernels as eager, without the Python overhead); the eager trunk
-        where tracing is missing or fails (it is deprecated in recent torch)."""
+    def _trace(self, example):
+        """The batch-1 model traced by TorchScript (same kernels as eager, without the Python overhead); the eager
+        module where tracing is missing or fails (it is deprecated in recent torch)."""
         trunk = Trunk(self.model)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
-                return torch.jit.trace(trunk, (maps, vector), check_trace=False)
+                warnings.simplefilter("ignore", torch.jit.TracerWarning)  # nn.LSTM's shape checks: batch 1 only
+                return torch.jit.trace(trunk, example, check_trace=False)
         except Exception:  # noqa: BLE001 - any tracing failure: run eagerly
             return trunk
 

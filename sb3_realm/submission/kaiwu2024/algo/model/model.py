@@ -91,13 +91,17 @@ class Model(nn.Module):
 
 
 class Trunk(nn.Module):
-    """The stateless part of :class:`Model` for ``torch.jit.trace`` (batch 1 inference without Python overhead):
-    the logits of a feed-forward policy, the features of a recurrent one (its LSTM runs eagerly)."""
+    """:class:`Model`'s batch-1 inference as one module for ``torch.jit.trace`` (no Python overhead): the logits of
+    a feed-forward policy from ``(maps, vector)``; ``(logits, h, c)`` of a recurrent one from
+    ``(maps, vector, h, c)``."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
 
-    def forward(self, maps, vector):
+    def forward(self, maps, vector, h=None, c=None):
         x = self.model.features(maps, vector)
-        return x if self.model.lstm is not None else self.model.head(x)[0]
+        if self.model.lstm is None:
+            return self.model.head(x)[0]
+        out, (h, c) = self.model.lstm(x.unsqueeze(0), (h, c))  # (1, B, hidden)
+        return self.model.action_net(self.model.policy_net(out.squeeze(0))), h, c
