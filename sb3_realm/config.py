@@ -22,10 +22,9 @@ from .envs.rewards import RewardWeights
 from .game.rules import EpisodeConfig, Rules
 
 __all__ = ["EnvConfig", "AlgoConfig", "TrainConfig", "load_config", "apply_overrides", "config_to_dict",
-           "config_from_dict", "save_config", "ALGORITHMS", "ACTIVATIONS"]
+           "config_from_dict", "save_config", "ALGORITHMS"]
 
 ALGORITHMS = ("ppo", "maskable_ppo", "recurrent_ppo")
-ACTIVATIONS = ("relu", "tanh", "elu", "leaky_relu", "gelu", "silu")
 
 
 @dataclass
@@ -100,6 +99,8 @@ class AlgoConfig:
     def validate(self) -> None:
         if self.name not in ALGORITHMS:
             raise ValueError(f"algo.name = {self.name!r}; choose one of {list(ALGORITHMS)}")
+        from .nets import ACTIVATIONS
+
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"algo.activation = {self.activation!r}; choose one of {list(ACTIVATIONS)}")
         for key in ("features_extractor_class", "features_extractor_kwargs", "net_arch", "activation_fn"):

@@ -75,7 +75,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     Raises :class:`ExportError` for a missing or corrupt file and for an algorithm or extractor the exporter does
     not support.
     """
-    from .extractors import FoveaExtractor, RealmExtractor
+    from .extractors import NetExtractor
     from .policies import algorithm_class, detect_algorithm, run_config
 
     path = Path(model_path)
@@ -93,10 +93,9 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
                           "the file complete and saved by this version of sb3-realm / SB3?") from exc
     policy = model.policy
     extractor = policy.pi_features_extractor
-    kinds = {RealmExtractor: "realm", FoveaExtractor: "fovea"}
-    if type(extractor) not in kinds:
+    if not isinstance(extractor, NetExtractor):
         raise ExportError(f"{str(path)!r} uses the features extractor {type(extractor).__name__}; build-submission "
-                          f"exports {sorted(kinds.values())} (algo.extractor in the config). The frame-stacking "
+                          f"exports {sorted(nets.NETS)} (algo.extractor in the config). The frame-stacking "
                           "extractors (conv3d, transformer) and SB3's default CombinedExtractor are not supported")
     maps_shape = tuple(policy.observation_space["maps"].shape)
     if maps_shape != features.MAP_SHAPE or policy.observation_space["vector"].shape != (features.VECTOR_SIZE,):
@@ -120,7 +119,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
                 state[dst + key[len(src):]] = value.detach().cpu().clone()
     lr = model.learning_rate if isinstance(model.learning_rate, (int, float)) else 3e-4
     spec = {
-        "algo": algo, "net": kinds[type(extractor)], "net_kwargs": extractor.net_kwargs,
+        "algo": algo, "net": extractor.net_name, "net_kwargs": extractor.net_kwargs,
         "maps_shape": list(maps_shape), "vector_size": features.VECTOR_SIZE, "n_actions": features.N_ACTIONS,
         "normalize_images": bool(policy.normalize_images), "masked": algo == "maskable_ppo",
         "activation": nets.activation_name(policy.activation_fn), "pi_layers": _pi_layers(policy), "lstm": lstm,

@@ -35,10 +35,10 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from .features import MAP_SHAPE, VECTOR_SIZE
-from .nets import FoveaNet, RealmNet, activation_name, conv2d_stack, n_flatten, per_layer
+from .nets import NETS, activation_name, conv2d_stack, n_flatten, per_layer
 
-__all__ = ["RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor", "TransformerCache",
-           "EXTRACTORS", "split_frames"]
+__all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor",
+           "TransformerCache", "EXTRACTORS", "split_frames"]
 
 _EXPECTED = "Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as RealmEnv gives"
 
@@ -103,15 +103,42 @@ def _n_flatten(net: nn.Module, shape: tuple[int, ...], who: str, space: gym.Spac
         raise ValueError(f"{exc} in {space}") from exc
 
 
-def _build_net(cls: type[nn.Module], observation_space: gym.Space, who: str, **kwargs) -> nn.Module:
-    maps, vector = _realm_spaces(observation_space, who)
-    try:
-        return cls(maps.shape, vector.shape[0], **kwargs)
-    except ValueError as exc:
-        raise ValueError(f"{who}: {exc} (observation space {observation_space})") from exc
+class NetExtractor(BaseFeaturesExtractor):
+    """An SB3 extractor around a torch-only :mod:`sb3_realm.nets` module (``net``): what ``build-submission`` can
+    export. ``net_name`` is the module's name in :data:`sb3_realm.nets.NETS`, ``net_kwargs`` its arguments as data.
+
+    :param observation_space: ``Dict(maps=Box (C, H, W), vector=Box (N,))``.
+    :param features_dim: size of the output features.
+    :param activation_fn: activation after each layer.
+    :param net_kwargs: the other arguments of the net.
+    """
+
+    net_name: str
+
+    def __init__(self, observation_space: gym.Space, features_dim: int, activation_fn: type[nn.Module],
+                 **net_kwargs) -> None:
+        who = type(self).__name__
+        maps, vector = _realm_spaces(observation_space, who)
+        try:
+            net = NETS[self.net_name](maps.shape, vector.shape[0], features_dim=features_dim,
+                                      activation=activation_fn, **net_kwargs)
+        except ValueError as exc:
+            raise ValueError(f"{who}: {exc} (observation space {observation_space})") from exc
+        super().__init__(observation_space, features_dim)
+        self.net = net
+        self.net_kwargs = {"features_dim": features_dim, **net_kwargs, "cnn_channels": list(net_kwargs["cnn_channels"]),
+                           "activation": activation_name(activation_fn),
+                           "maps_scale": float(net_kwargs["maps_scale"])}
+
+    @property
+    def n_flatten(self) -> int:
+        return self.net.n_flatten
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        return self.net(observations["maps"], observations["vector"])  # maps (B, C, 51, 51), vector (B, 216)
 
 
-class RealmExtractor(BaseFeaturesExtractor):
+class RealmExtractor(NetExtractor):
     """A CPU-sized CNN over the maps fused with an MLP over the vector (:class:`~sb3_realm.nets.RealmNet`).
 
     The convs have no padding; by default kernels (5, 3, 3) with strides (3, 2, 1) shrink the 51 x 51 maps
@@ -134,30 +161,18 @@ class RealmExtractor(BaseFeaturesExtractor):
         first conv's weights.
     """
 
+    net_name = "realm"
+
     def __init__(self, observation_space: gym.Space, features_dim: int = 256,
                  cnn_channels: Sequence[int] = (16, 32, 32), mlp_hidden: int = 128,
                  kernel_sizes: int | Sequence[int] | None = None,
                  strides: int | Sequence[int] | None = None,
                  activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0) -> None:
-        who = type(self).__name__
-        net = _build_net(RealmNet, observation_space, who, features_dim=features_dim, cnn_channels=cnn_channels,
-                         mlp_hidden=mlp_hidden, kernel_sizes=kernel_sizes, strides=strides,
-                         activation=activation_fn, maps_scale=maps_scale)
-        super().__init__(observation_space, features_dim)
-        self.net = net
-        self.net_kwargs = {"features_dim": features_dim, "cnn_channels": list(cnn_channels), "mlp_hidden": mlp_hidden,
-                           "kernel_sizes": kernel_sizes, "strides": strides,
-                           "activation": activation_name(activation_fn), "maps_scale": float(maps_scale)}
-
-    @property
-    def n_flatten(self) -> int:
-        return self.net.n_flatten
-
-    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        return self.net(observations["maps"], observations["vector"])  # maps (B, C, 51, 51), vector (B, 216)
+        super().__init__(observation_space, features_dim, activation_fn, cnn_channels=cnn_channels,
+                         mlp_hidden=mlp_hidden, kernel_sizes=kernel_sizes, strides=strides, maps_scale=maps_scale)
 
 
-class FoveaExtractor(BaseFeaturesExtractor):
+class FoveaExtractor(NetExtractor):
     """Full resolution near the hero, coarse far away (:class:`~sb3_realm.nets.FoveaNet`): the fastest extractor on
     a CPU, the one of ``configs/ppo.yaml``.
 
@@ -175,27 +190,14 @@ class FoveaExtractor(BaseFeaturesExtractor):
     :param maps_scale: see :class:`RealmExtractor`.
     """
 
+    net_name = "fovea"
+
     def __init__(self, observation_space: gym.Space, features_dim: int = 128, pool: int = 3,
                  cnn_channels: Sequence[int] = (16, 16), mlp_hidden: int = 128,
                  kernel_sizes: int | Sequence[int] | None = None, strides: int | Sequence[int] | None = None,
                  activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0) -> None:
-        who = type(self).__name__
-        net = _build_net(FoveaNet, observation_space, who, features_dim=features_dim, pool=pool,
-                         cnn_channels=cnn_channels, mlp_hidden=mlp_hidden,
-                         kernel_sizes=kernel_sizes, strides=strides, activation=activation_fn, maps_scale=maps_scale)
-        super().__init__(observation_space, features_dim)
-        self.net = net
-        self.net_kwargs = {"features_dim": features_dim, "pool": pool,
-                           "cnn_channels": list(cnn_channels), "mlp_hidden": mlp_hidden, "kernel_sizes": kernel_sizes,
-                           "strides": strides, "activation": activation_name(activation_fn),
-                           "maps_scale": float(maps_scale)}
-
-    @property
-    def n_flatten(self) -> int:
-        return self.net.n_flatten
-
-    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        return self.net(observations["maps"], observations["vector"])  # maps (B, C, 51, 51), vector (B, 216)
+        super().__init__(observation_space, features_dim, activation_fn, pool=pool, cnn_channels=cnn_channels,
+                         mlp_hidden=mlp_hidden, kernel_sizes=kernel_sizes, strides=strides, maps_scale=maps_scale)
 
 
 class Conv3dExtractor(BaseFeaturesExtractor):
