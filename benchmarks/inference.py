@@ -50,7 +50,7 @@ def main() -> None:
     from sb3_realm.envs import RealmEnv
     from sb3_realm.export import build_submission
     from sb3_realm.policies import SB3Policy
-    from sb3_realm.submission_play import SubmissionPolicy
+    from sb3_realm.submission_play import SubmissionPolicy, platform_obs
 
     with tempfile.TemporaryDirectory() as tmp:
         model_path = Path(args.model) if args.model else train_model(args.config, Path(tmp) / "run")
@@ -70,8 +70,7 @@ def main() -> None:
             ref.reset(env)
             done = False
             while not done and len(comp_obs) < args.states:
-                comp, info = env.competition_obs()
-                comp_obs.append((comp, None if env.game.step_no == 0 else info))
+                comp_obs.append(platform_obs(env))
                 env_obs.append(obs)
                 masks.append(env.action_masks())
                 obs, _, term, trunc, _ = env.step(ref.act(env, obs))

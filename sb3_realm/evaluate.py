@@ -30,7 +30,7 @@ from .envs import RealmEnv
 from .game.rules import LEADERBOARD_CONF, EpisodeConfig
 from .policies import PolicySpec
 
-__all__ = ["PROTOCOLS", "GameResult", "EvalReport", "protocol_configs", "evaluate", "format_report",
+__all__ = ["PROTOCOLS", "GameResult", "EvalReport", "protocol_configs", "play_game", "evaluate", "format_report",
            "write_json_atomic", "plot_scores"]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
@@ -140,7 +140,8 @@ def _setup(map_path: str | None, env_kwargs: dict, spec, oracle_gap: bool, seed:
         _WORKER["oracle"] = PolicySpec("oracle").build(env)
 
 
-def _play(env: RealmEnv, policy, conf: dict, seed: int) -> dict:
+def play_game(env: RealmEnv, policy, conf: dict, seed: int) -> dict:
+    """One game of ``policy`` on ``env`` with the episode config ``conf``; returns the final ``info`` (score, ...)."""
     obs, _ = env.reset(seed=seed, options=conf)
     policy.reset(env)
     done, info = False, {}
@@ -154,14 +155,14 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
     index, conf = job
     env, policy = _WORKER["env"], _WORKER["policy"]
     seed = _WORKER["seed"] * 1_000_003 + index  # per-game seed: results do not depend on worker scheduling
-    info = _play(env, policy, conf, seed)
+    info = play_game(env, policy, conf, seed)
     result = GameResult(index=index, treasure_ids=list(conf["treasure_id"]), score=float(info["score"]),
                         win=bool(info["win"]), treasures=int(info["treasures"]), missed=list(info["treasures_missed"]),
                         steps=int(info["steps"]), flash_used=int(info["flash_used"]), buff_used=int(info["buff_used"]),
                         planned_steps=getattr(policy, "planned_steps", None))
     oracle = _WORKER["oracle"] if _WORKER["oracle"] is not None else (policy if policy.name == "oracle" else None)
     if oracle is not None:
-        o = info if oracle is policy else _play(env, oracle, conf, seed)
+        o = info if oracle is policy else play_game(env, oracle, conf, seed)
         result.oracle_score, result.oracle_steps = float(o["score"]), int(o["steps"])
     return result
 

@@ -31,7 +31,7 @@ import numpy as np
 from .envs import RealmEnv
 from .submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "check_submission", "read_manifest", "MAP_KEYS"]
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "check_submission", "platform_obs", "read_manifest", "MAP_KEYS"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 
@@ -132,6 +132,13 @@ class SubmissionProcess:
         self.close()
 
 
+def platform_obs(env: RealmEnv):
+    """The competition ``(obs, env_info)`` of the env's state as the platform's loop hands them over: ``env_info``
+    is None for the observation of ``reset``."""
+    comp, env_info = env.competition_obs()
+    return comp, None if env.game.step_no == 0 else env_info
+
+
 def _env_kwargs(manifest: dict, map_path: str | None) -> dict:
     """RealmEnv arguments as in training (map unless ``map_path`` is given, rules, action-mask option)."""
     env_cfg = (manifest.get("training_config") or {}).get("env") or {}
@@ -163,7 +170,7 @@ def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *
 
 
 def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
-    from .evaluate import protocol_configs
+    from .evaluate import play_game, protocol_configs
     from .policies import SB3Policy
 
     env_kwargs = _env_kwargs(manifest, map_path)
@@ -186,14 +193,13 @@ def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_s
             reference.reset(env)
             done, info = False, {}
             while not done:
-                comp, env_info = env.competition_obs()
-                action = sub.act(comp, None if env.game.step_no == 0 else env_info)
+                action = sub.act(*platform_obs(env))
                 expected = reference.act(env, obs)
                 if action != expected:
                     n_mismatch += 1
-                if action != expected and len(mismatches) < 20:
-                    mismatches.append({"game": index, "step": int(env.game.step_no), "submission": action,
-                                       "sb3": expected})
+                    if len(mismatches) < 20:
+                        mismatches.append({"game": index, "step": int(env.game.step_no), "submission": action,
+                                           "sb3": expected})
                 states += 1
                 if bar:
                     bar.update()
@@ -204,15 +210,8 @@ def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_s
             index += 1
     if bar:
         bar.close()
-    sb3_scores = []
-    for i, conf in enumerate(leaderboard):  # the SB3 model alone, on the same games
-        obs, _ = env.reset(seed=seed * 1_000_003 + i, options=conf)
-        reference.reset(env)
-        done, info = False, {}
-        while not done:
-            obs, _, terminated, truncated, info = env.step(reference.act(env, obs))
-            done = terminated or truncated
-        sb3_scores.append(float(info["score"]))
+    sb3_scores = [float(play_game(env, reference, conf, seed * 1_000_003 + i)["score"])  # the SB3 model alone
+                  for i, conf in enumerate(leaderboard)]
     identical = n_mismatch == 0 and sub_scores == sb3_scores
     return {"ok": identical, "states": states, "games": index, "leaderboard_games": len(leaderboard),
             "identical_actions": n_mismatch == 0, "mismatched_states": n_mismatch, "first_mismatches": mismatches,
@@ -252,6 +251,5 @@ class SubmissionPolicy:
         pass  # the agent restarts its state from the observation (episode start)
 
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
-        comp, env_info = env.competition_obs()
-        obs_data = self.definition.observation_process(comp, None if env.game.step_no == 0 else env_info)
+        obs_data = self.definition.observation_process(*platform_obs(env))
         return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))
