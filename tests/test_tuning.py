@@ -37,7 +37,7 @@ from sb3_realm.tuning import (
     trial_config,
 )
 from sb3_realm.tuning.objective import objective
-from sb3_realm.tuning.study import StudyConfig
+from sb3_realm.tuning.study import StudyConfig, _check_budget, _optimize, _Surplus, open_study, study_counts
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
@@ -193,8 +193,8 @@ def test_journal_study_with_two_worker_processes(tmp_path):
     res = _script("rewards", *TINY, "--n-trials", "4", "--out", str(out), "--storage", storage, "--workers", "2")
     summary = json.loads(res.stdout)
     assert summary["worker_exit_codes"] == [0, 0]
-    trials = _trials(storage, "rewards")
-    assert summary["trials"]["finished"] == 4 and all(t.state.name == "COMPLETE" for t in trials)
+    trials = [t for t in _trials(storage, "rewards") if "surplus" not in t.user_attrs]
+    assert summary["trials"]["finished"] == 4 and [t.state.name for t in trials] == ["COMPLETE"] * 4
     assert len({t.user_attrs["worker"] for t in trials}) == 2, "both worker processes ran trials"
     # joining the finished study without --config uses the stored base config and runs nothing more
     res = _script("rewards", "--storage", storage, "--out", str(out), "--n-trials", "4", "--no-progress")
@@ -210,6 +210,46 @@ def test_hparam_study_with_the_wilcoxon_pruner(tmp_path):
             assert sorted(t.intermediate_values) == [0, 1, 2]
             assert t.value == pytest.approx(sum(t.intermediate_values.values()) / 3)
         assert t.params["n_steps"] in (64, 128)  # 4 envs: one rollout fits the 512 steps of a trial
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+def test_racing_workers_keep_the_exact_budget(tmp_path, caplog):
+    """Two workers that both saw one free slot each start a trial: the later-numbered one ends at once, FAILED with
+    ``surplus`` (no training, no warning in the log), counts for nothing, and an enqueued one goes back in the
+    queue with its parameters."""
+    base = load_config("configs/tiny.yaml", ["total_timesteps=512", "checkpoint_freq=100000"])
+    extra = {**RewardWeights().to_dict(), "treasure": 7.0}
+    config = StudyConfig("rewards", base, "race", f"journal://{tmp_path}/study.log", str(tmp_path / "out"),
+                         n_trials=2, enqueue=[extra])
+    study = open_study(config)  # trial 0 (the defaults) and trial 1 (extra) wait in the queue
+    first, second = study.ask(), study.ask()  # both slots taken by running trials
+    assert (first.number, second.number) == (0, 1)
+    optuna.logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING"):
+            _optimize(study, config)  # a racing worker's sampled trial 2
+            study.enqueue_trial({**extra, "treasure": 9.0})  # trial 3, enqueued past the budget
+            _optimize(study, config)
+    finally:
+        optuna.logging.disable_propagation()
+    assert not [r for r in caplog.records if "failed" in r.getMessage()], caplog.text
+    trials = study.get_trials(deepcopy=False)
+    assert [(t.number, t.state.name) for t in trials[2:4]] == [(2, "FAIL"), (3, "FAIL")]
+    assert all("surplus" in t.user_attrs and "config" not in t.user_attrs for t in trials[2:4])
+    assert not (tmp_path / "out" / "trials").exists(), "a surplus trial trained"
+    requeued = trials[4]  # trial 3's parameters go back in the queue (trial 2 was sampled: nothing to keep)
+    assert len(trials) == 5 and requeued.state.name == "WAITING" and requeued.user_attrs == {"requeued_from": 3}
+    assert requeued.system_attrs["fixed_params"]["treasure"] == 9.0
+    counts = study_counts(study)
+    assert (counts["surplus"], counts["killed"], counts["finished"], counts["running"]) == (2, 0, 0, 2)
+    study.tell(first, 1.0)
+    study.tell(second, state=optuna.trial.TrialState.FAIL)  # a dead worker's trial frees its slot
+    assert study_counts(study)["finished"] == 1
+    third = study.ask()  # the requeued trial 4: one trial that counts before it, one slot left
+    assert third.number == 4 and third.params == {} and _check_budget(third, 2) is None
+    extra_trial = study.ask()  # the slot is now taken
+    with pytest.raises(_Surplus):
+        _check_budget(extra_trial, 2)
 
 
 def test_killed_worker_leaves_the_study_usable(tmp_path):
@@ -295,7 +335,7 @@ def test_postgresql_study_with_two_workers(tmp_path, postgres_url):
                   "--study-name", "pg")
     summary = json.loads(res.stdout)
     assert summary["worker_exit_codes"] == [0, 0] and summary["trials"]["finished"] == 3
-    trials = _trials(postgres_url, "pg")
+    trials = [t for t in _trials(postgres_url, "pg") if "surplus" not in t.user_attrs]
     assert [t.state.name for t in trials] == ["COMPLETE"] * 3
     config, number = trial_config(postgres_url, "pg")
     assert number == summary["best"]["number"]

@@ -4,11 +4,15 @@ The study stores its kind (``rewards`` / ``hparams``), the base training config 
 user attribute ``sb3_realm``, so that any worker (on any machine) and ``sb3-realm train --from-study`` can rebuild a
 trial's config from its ``params`` alone. ``n_trials`` is the study's total of finished trials (complete, pruned or
 failed by the objective), shared by all workers; trials of killed workers do not count (they end FAILED through the
-heartbeat and are retried up to ``max_retry`` times).
+heartbeat and are retried up to ``max_retry`` times). The budget is exact even when workers race: a trial that finds
+``n_trials`` live trials numbered before it (finished, running or waiting) ends at once, FAILED with the user
+attribute ``surplus``, without training (an enqueued trial's parameters are enqueued again), and counts for nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import multiprocessing
 import time
 import warnings
@@ -28,6 +32,7 @@ __all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", 
 
 PRUNERS = ("median", "wilcoxon", "halving", "none")
 META_KEY = "sb3_realm"
+SURPLUS_KEY = "surplus"
 
 
 @dataclass
@@ -167,15 +172,45 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
 
 
 def study_counts(study: optuna.Study) -> dict[str, int]:
-    """Trials by state; ``finished`` = complete + pruned + failed by the objective (not by a dead worker)."""
+    """Trials by state; ``finished`` = complete + pruned + failed by the objective (not ``killed`` with a dead
+    worker, not ``surplus``: started past the budget by a worker that raced another)."""
     trials = study.get_trials(deepcopy=False)
     counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
-    counts["killed"] = sum(t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs for t in trials)
-    counts["finished"] = counts["complete"] + counts["pruned"] + counts["fail"] - counts["killed"]
+    counts["surplus"] = sum(t.state == TrialState.FAIL and SURPLUS_KEY in t.user_attrs for t in trials)
+    counts["killed"] = sum(_killed(t) for t in trials)
+    counts["finished"] = counts["complete"] + counts["pruned"] + counts["fail"] - counts["killed"] - counts["surplus"]
     return counts
 
 
+def _killed(t: optuna.trial.FrozenTrial) -> bool:
+    return t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs and SURPLUS_KEY not in t.user_attrs
+
+
+def _counts_for_budget(t: optuna.trial.FrozenTrial) -> bool:
+    return not (t.state == TrialState.FAIL and ("fail_reason" not in t.user_attrs or SURPLUS_KEY in t.user_attrs))
+
+
+class _Surplus(Exception):
+    """A trial started past the study's budget (two workers each took the last free slot)."""
+
+
+def _check_budget(trial: optuna.Trial, n_trials: int) -> None:
+    """Raise :class:`_Surplus` when ``n_trials`` trials that count are numbered before ``trial``. Trial numbers are
+    handed out in order by the storage, so of two racing workers exactly the later trial steps back."""
+    trials = trial.study.get_trials(deepcopy=False)
+    earlier = sum(t.number < trial.number and _counts_for_budget(t) for t in trials)
+    if earlier < n_trials:
+        return
+    trial.set_user_attr(SURPLUS_KEY, f"{earlier} trials before it already fill n_trials={n_trials}")
+    this = next((t for t in trials if t.number == trial.number), None)
+    fixed = this.system_attrs.get("fixed_params") if this is not None else None
+    if fixed:  # an enqueued trial (the base config's, --enqueue's or a retry): keep its parameters in the queue
+        trial.study.enqueue_trial(dict(fixed), user_attrs={"requeued_from": trial.number})
+    raise _Surplus(trial.user_attrs[SURPLUS_KEY])
+
+
 def _objective(trial: optuna.Trial, config: StudyConfig) -> float:
+    _check_budget(trial, config.n_trials)
     try:
         return objective(trial, config)
     except optuna.TrialPruned:
@@ -184,6 +219,39 @@ def _objective(trial: optuna.Trial, config: StudyConfig) -> float:
         if "fail_reason" not in trial.user_attrs:
             trial.set_user_attr("fail_reason", f"{type(exc).__name__}: {str(exc)[:500]}")
         raise
+
+
+class _SurplusFilter(logging.Filter):
+    """Drops Optuna's two "Trial N failed" records of a surplus trial (the first carries the _Surplus exception)."""
+
+    def __init__(self):
+        super().__init__()
+        self.numbers: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        words = str(record.msg).split()
+        number = words[1] if len(words) > 1 and words[0] == "Trial" else None
+        if record.exc_info and record.exc_info[0] is _Surplus:
+            self.numbers.add(number)
+            return False
+        return number not in self.numbers
+
+
+@contextlib.contextmanager
+def _quiet_surplus():
+    """Keep Optuna's "Trial N failed" warning (with a traceback) for a surplus trial out of the log: it is expected
+    when workers race, and the trial's ``surplus`` attribute says why it ended."""
+    log, flt = logging.getLogger("optuna.study._optimize"), _SurplusFilter()
+    log.addFilter(flt)
+    try:
+        yield
+    finally:
+        log.removeFilter(flt)
+
+
+def _optimize(study: optuna.Study, config: StudyConfig, n_trials: int = 1) -> None:
+    with _quiet_surplus():
+        study.optimize(lambda t: _objective(t, config), n_trials=n_trials, catch=(Exception,), gc_after_trial=True)
 
 
 def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False) -> dict[str, int]:
@@ -206,10 +274,10 @@ def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False) -> 
                 _update_bar(bar, study, counts)
             if counts["finished"] >= config.n_trials:
                 return counts
-            if counts["finished"] + counts["running"] >= config.n_trials and not counts["waiting"]:
+            if counts["finished"] + counts["running"] >= config.n_trials:
                 time.sleep(config.poll_interval)
                 continue
-            study.optimize(lambda t: _objective(t, config), n_trials=1, catch=(Exception,), gc_after_trial=True)
+            _optimize(study, config)
     finally:
         if bar is not None:
             bar.close()
