@@ -176,18 +176,18 @@ def study_counts(study: optuna.Study) -> dict[str, int]:
     worker, not ``surplus``: started past the budget by a worker that raced another)."""
     trials = study.get_trials(deepcopy=False)
     counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
-    counts["surplus"] = sum(t.state == TrialState.FAIL and SURPLUS_KEY in t.user_attrs for t in trials)
+    counts["surplus"] = sum(_surplus(t) for t in trials)
     counts["killed"] = sum(_killed(t) for t in trials)
     counts["finished"] = counts["complete"] + counts["pruned"] + counts["fail"] - counts["killed"] - counts["surplus"]
     return counts
 
 
+def _surplus(t: optuna.trial.FrozenTrial) -> bool:
+    return t.state == TrialState.FAIL and SURPLUS_KEY in t.user_attrs
+
+
 def _killed(t: optuna.trial.FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs and SURPLUS_KEY not in t.user_attrs
-
-
-def _counts_for_budget(t: optuna.trial.FrozenTrial) -> bool:
-    return not (t.state == TrialState.FAIL and ("fail_reason" not in t.user_attrs or SURPLUS_KEY in t.user_attrs))
+    return t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs and not _surplus(t)
 
 
 class _Surplus(Exception):
@@ -198,7 +198,7 @@ def _check_budget(trial: optuna.Trial, n_trials: int) -> None:
     """Raise :class:`_Surplus` when ``n_trials`` trials that count are numbered before ``trial``. Trial numbers are
     handed out in order by the storage, so of two racing workers exactly the later trial steps back."""
     trials = trial.study.get_trials(deepcopy=False)
-    earlier = sum(t.number < trial.number and _counts_for_budget(t) for t in trials)
+    earlier = sum(t.number < trial.number and not (_killed(t) or _surplus(t)) for t in trials)
     if earlier < n_trials:
         return
     trial.set_user_attr(SURPLUS_KEY, f"{earlier} trials before it already fill n_trials={n_trials}")
