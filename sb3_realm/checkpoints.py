@@ -50,7 +50,8 @@ def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | N
         venv = model.get_vec_normalize_env()
         if venv is not None:
             venv.save(str(tmp / "vecnormalize.pkl"))
-        state = {"num_timesteps": int(model.num_timesteps), "curriculum": curriculum_state, "algo": algo}
+        state = {"num_timesteps": int(model.num_timesteps), "curriculum": curriculum_state, "algo": algo,
+                 "feature_version": getattr(model, "feature_version", None)}
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
         for f in tmp.iterdir():
             with open(f, "rb") as handle:

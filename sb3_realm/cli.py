@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -217,9 +218,23 @@ def _cmd_eval(args) -> None:
         print(f"plot: {plot_scores(report, args.plot)}")
 
 
+def _warning_printer(command: str, default):
+    """``warnings.showwarning`` that prints the package's own warnings as one line, others as usual."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("sb3_realm"):
+            print(f"sb3-realm {command}: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    default_showwarning = warnings.showwarning
+    warnings.showwarning = _warning_printer(args.command, default_showwarning)
     try:
         if args.command == "demo":
             summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif)
@@ -239,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # bad user input: one clear line, no traceback
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = default_showwarning
     return 0
 
 

@@ -154,6 +154,9 @@ class TrainConfig:
     :param log_window: episodes in the moving averages of the ``realm/*`` metrics.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
+    :param feature_version: the features version (``sb3_realm.features.FEATURE_VERSION``) the run's models see;
+        written by ``train`` when a run starts (leave it out of your configs; null in a run's config means a run from
+        before versions were recorded, version 1).
     """
 
     total_timesteps: int = 1_000_000
@@ -169,6 +172,7 @@ class TrainConfig:
     log_window: int = 100
     curriculum: list = field(default_factory=list)
     progress_bar: bool = True
+    feature_version: str | None = None
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
 

@@ -28,7 +28,7 @@ import numpy as np
 from .atomic import atomic_write
 from .envs import RealmEnv
 from .game.rules import LEADERBOARD_CONF, EpisodeConfig
-from .policies import PolicySpec
+from .policies import PolicySpec, warn_feature_version
 
 __all__ = ["PROTOCOLS", "GameResult", "EvalReport", "protocol_configs", "play_game", "evaluate", "format_report",
            "write_json_atomic", "plot_scores"]
@@ -184,6 +184,8 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
                                max_step=max_step)
     if isinstance(policy, str):
         spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff)
+        if Path(policy).is_file():
+            warn_feature_version(policy)
     elif workers == 1 and hasattr(policy, "act") and hasattr(policy, "reset"):
         spec = policy
     else:

@@ -76,7 +76,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     not support.
     """
     from .extractors import NetExtractor
-    from .policies import algorithm_class, detect_algorithm, run_config
+    from .policies import algorithm_class, detect_algorithm, feature_version_mismatch, run_config
 
     path = Path(model_path)
     if not path.is_file():
@@ -84,8 +84,12 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
                           "(e.g. runs/ppo/best_model.zip or runs/ppo/final_model.zip)")
     try:
         algo = detect_algorithm(path)
+        mismatch = feature_version_mismatch(path)
     except ValueError as exc:
         raise ExportError(str(exc)) from exc
+    if mismatch is not None:
+        raise ExportError(f"{mismatch}; build-submission refuses it, because a submission must act on what the "
+                          "platform shows as the model did in training")
     try:
         model = algorithm_class(algo).load(path, device="cpu")
     except Exception as exc:  # noqa: BLE001 - any failure to load means a corrupt or foreign file

@@ -29,6 +29,7 @@ index      meaning
            path bucket / 5, grid_distance (clipped to 1)
 =========  ==============================================================================================
 
+The four maps may come as the platform's flat ``repeated`` fields of 2601 values (row by row) or as 51 x 51 arrays.
 :func:`arrays_from_competition` rejects out-of-range directions (0..8) and buckets (1..5) with a ``ValueError``.
 """
 
@@ -50,7 +51,8 @@ __all__ = [
     "action_mask",
 ]
 
-FEATURE_VERSION = "1"
+# "1": the buff's row kept its position after a pickup; "2": null while the buff is taken, as on the platform
+FEATURE_VERSION = "2"
 SCALARS = (
     "norm_x", "norm_z", "grid_x", "grid_z", "talent_ready", "talent_cooldown", "speed_up", "buff_remain",
     "buff_available", "step_no", "treasure_count",
@@ -101,7 +103,8 @@ def encode(scalars: np.ndarray, relative: np.ndarray, maps: np.ndarray) -> dict[
     """Raw arrays -> ``{"maps": uint8 (4, 51, 51), "vector": float32 (216,)}`` (layout in the module docstring).
 
     A target is absent when its RelativePosition is the competition's null (direction 0, both buckets 5; a real
-    target never has it since direction 0 means the same cell, bucket 1); the buff's presence is its organ status.
+    target never has it since direction 0 means the same cell, bucket 1). The buff's row is null while the buff is
+    taken (the platform builds ``buff_pos`` only while its organ's status is 1).
     """
     rel = relative[1:]  # (17, 4): end, buff, treasure slots
     code = rel.dot(_CODE_WEIGHTS).astype(np.intp)  # (17,) code of (direction, l2, path)
@@ -112,7 +115,6 @@ def encode(scalars: np.ndarray, relative: np.ndarray, maps: np.ndarray) -> dict[
     block = vec[N_HEAD:].reshape(N_TARGETS, PER_TARGET)  # (17, 12) view into vec
     block[:, :11] = _TARGET_TABLE.take(code, axis=0)
     np.minimum(rel[:, 3], 1.0, out=block[:, 11])
-    block[1, 0] = vec[8]  # the buff row is a position; its presence is the organ's status
     vec[11] = min(float(block[2:, 0].sum()) / TREASURE_NORM, 1.0)
     return {"maps": maps, "vector": vec}
 

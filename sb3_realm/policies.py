@@ -8,6 +8,7 @@ MaskablePPO or RecurrentPPO) or a submission folder built by ``sb3-realm build-s
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,13 @@ from typing import Protocol
 
 import numpy as np
 
+from . import features
 from .envs import RealmEnv
 
 __all__ = ["play_model", "Policy", "RandomPolicy", "OracleAdapter", "SB3Policy", "PolicySpec", "load_policy",
-           "detect_algorithm"]
+           "detect_algorithm", "model_feature_version", "feature_version_mismatch", "FeatureVersionWarning"]
+
+LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
 
 
 class Policy(Protocol):
@@ -121,6 +125,39 @@ def run_config(path: Path) -> dict | None:
         if cfg.is_file():
             return yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
     return None
+
+
+def model_feature_version(path: str | Path) -> str:
+    """The features version an SB3 checkpoint was trained on: recorded in the checkpoint itself (``feature_version``
+    in its data, set by :func:`sb3_realm.train.build_model`), else in its run's ``config.yaml``, else
+    ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded)."""
+    path = Path(path)
+    version = _read_sb3_data(path).get("feature_version") or (run_config(path) or {}).get("feature_version")
+    return str(version) if version else LEGACY_FEATURE_VERSION
+
+
+def feature_version_mismatch(path: str | Path) -> str | None:
+    """None when the checkpoint was trained on the current features, else a sentence saying what differs and to
+    retrain."""
+    found = model_feature_version(path)
+    if found == features.FEATURE_VERSION:
+        return None
+    return (f"{str(path)!r} was trained on features version {found}, and this sb3_realm computes version "
+            f"{features.FEATURE_VERSION} (version 2: buff_pos is null while the buff is taken, as on the platform); "
+            "the model sees inputs it was not trained on: retrain it (sb3-realm train) with this version. (A model "
+            "that records no version counts as version 1; if you trained it on this version with your own SB3 code, "
+            "set model.feature_version = sb3_realm.features.FEATURE_VERSION before model.save)")
+
+
+class FeatureVersionWarning(UserWarning):
+    """A model trained on another features version is being evaluated or resumed."""
+
+
+def warn_feature_version(path: str | Path) -> None:
+    """Warn (:class:`FeatureVersionWarning`) when the checkpoint's features version is not the current one."""
+    message = feature_version_mismatch(path)
+    if message is not None:
+        warnings.warn(message, FeatureVersionWarning, stacklevel=2)
 
 
 def run_frame_stack(path: Path) -> int:

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .envs import RealmEnv
+from .game import protocol
 from .submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
 
 __all__ = ["SubmissionProcess", "SubmissionPolicy", "check_submission", "platform_obs", "read_manifest", "MAP_KEYS"]
@@ -70,7 +71,8 @@ class SubmissionProcess:
         read_manifest(self.folder)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1")
-        self.proc = subprocess.Popen([sys.executable, "-I", str(HARNESS), str(self.folder), str(PLATFORM_STUB)],
+        self.proc = subprocess.Popen([sys.executable, "-I", str(HARNESS), str(self.folder), str(PLATFORM_STUB),
+                                      protocol.__file__],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         try:
             self.hello = self._recv()
@@ -100,7 +102,7 @@ class SubmissionProcess:
     def act(self, obs, env_info) -> int:
         """The submission's action for a competition ``(obs, env_info)`` (``env_info`` None right after a reset)."""
         plain = _plain(obs)
-        maps = np.stack([np.asarray(plain["feature"].pop(k), dtype=np.float64) for k in MAP_KEYS])
+        maps = np.stack([np.asarray(plain["feature"].pop(k), dtype=np.float64) for k in MAP_KEYS])  # (4, 2601)
         buf = io.BytesIO()
         np.save(buf, maps, allow_pickle=False)
         self._send({"obs": plain, "env_info": None if env_info is None else _plain(env_info), "maps": True},

@@ -9,12 +9,13 @@ import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
+from . import features
 from .atomic import atomic_write
 from .checkpoints import CheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, load_config, save_config
 from .envs import RealmEnv
 from .nets import ACTIVATIONS
-from .policies import algorithm_class
+from .policies import algorithm_class, warn_feature_version
 
 __all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
 
@@ -72,9 +73,11 @@ def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None =
     from .config import _schedule
 
     hyperparams = {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
-    return algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
-                                             seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
-                                             verbose=0, **hyperparams)
+    model = algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
+                                              seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
+                                              verbose=0, **hyperparams)
+    model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
+    return model
 
 
 def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> TrainConfig:
@@ -120,6 +123,12 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     if resume is None and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
         raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
                          "continue it or --out to start a new run elsewhere")
+    if resume is None:
+        if config.feature_version not in (None, features.FEATURE_VERSION):
+            raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
+                             f"features version {features.FEATURE_VERSION}; a new run always uses the current one: "
+                             "remove feature_version from the config (it is copied from an older run's config.yaml)")
+        config.feature_version = features.FEATURE_VERSION
     run_dir.mkdir(parents=True, exist_ok=True)
     save_config(config, run_dir / "config.yaml")
     torch.set_num_threads(config.torch_threads)
@@ -132,6 +141,7 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     callbacks = own + list(callbacks or [])
     if found is not None:
         ckpt, state = found
+        warn_feature_version(ckpt / "model.zip")
         venv = load_vecnormalize(ckpt, venv)
         model = algo_cls.load(ckpt / "model.zip", env=venv, device=config.device, tensorboard_log=str(run_dir / "tb"))
         if curriculum is not None and state.get("curriculum"):

@@ -205,7 +205,7 @@ def test_window_orientation_matches_grid():
             for c in range(51):
                 z, x = gz - 25 + r, gx - 25 + c
                 expected = int(0 <= z < 40 and 0 <= x < 40 and g.map.walkable[z, x])
-                assert window[r][c] == expected, (r, c)
+                assert window[r * 51 + c] == expected, (r, c)  # flat, row by row
         before = g.cell
         g.step(action)
         if action == 0:
@@ -218,27 +218,27 @@ def test_action_0_and_2_move_along_window_columns_and_rows():
     g = new_game(p2=(10, 10), p3=(13, 10), p4=(10, 12), treasures=[3, 4], rules=Rules(pickup_radius=1.0))
     obs, _ = competition_observation(g)
     tm = obs.feature.treasure_map
-    assert tm[25][28] == 1 and tm[27][25] == 1  # +x is column + 1, +z is row + 1
+    assert tm[25 * 51 + 28] == 1 and tm[27 * 51 + 25] == 1  # +x is column + 1, +z is row + 1
     g.step(0)
     g.step(0)  # from the centre of cell 10, 1400 units east: cell 13
     obs, _ = competition_observation(g)
-    assert obs.feature.treasure_map[25][25] == 1
+    assert obs.feature.treasure_map[1300] == 1  # the hero's cell
     assert obs.feature.treasure_pos[2].direction == 0  # same cell
 
 
 def test_memory_map_increments_before_and_after_visit():
     g = new_game(p2=(3, 10))  # next to the west wall (cells 0..1 are walls)
     obs, _ = competition_observation(g)
-    assert obs.feature.memory_map[25][25] == 0.0  # cropped before the start cell's first visit
+    assert obs.feature.memory_map[1300] == 0.0  # cropped before the start cell's first visit
     seen = []
     for _ in range(7):
         g.step(4)  # push west into the wall: the hero stays in cell (2, 10) after the first step
         obs, _ = competition_observation(g)
-        seen.append(round(float(obs.feature.memory_map[25][25]), 6))
+        seen.append(round(obs.feature.memory_map[1300], 6))
     assert g.cell == (2, 10)
     assert seen == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.0]
     # the start cell, one column east, was visited once
-    assert obs.feature.memory_map[25][26] == pytest.approx(0.2)
+    assert obs.feature.memory_map[1301] == pytest.approx(0.2)
 
 
 def test_relative_positions_and_nulls():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import make_legacy_run
 
 from sb3_realm import features, nets
 from sb3_realm.config import load_config
@@ -229,13 +230,88 @@ def test_train_workflow_runs_on_the_platform_loop(built):
     policy = SubmissionPolicy(built["ppo"])
     package = policy.definition.__name__.rsplit(".", 2)[0]  # the submission's code folder, imported as a package
     workflow = importlib.import_module(f"{package}.train_workflow")
-    env = CompetitionEnv(small_map(), seed=0)
-    episodes = workflow.workflow([env], [policy.agent], episodes=2,
-                                 usr_conf={"treasure_random": 1, "treasure_num": 3, "max_step": 40})
-    assert episodes == 2
+    class Logger:  # the platform hands the workflow a logger
+        lines: list[str] = []
+
+        def info(self, message):
+            self.lines.append(message)
+
+    # the platform under load: reset sometimes returns None (retried), step sometimes a None score
+    env = CompetitionEnv(small_map(), seed=0, fault_rate=0.3, fault_seed=2)
+    logger = Logger()
+    episodes = workflow.workflow([env], [policy.agent], logger=logger, episodes=3,
+                                 usr_conf={"diy": {"treasure_random": 1, "treasure_num": 3, "max_step": 40}})
+    assert episodes == 3
+    assert any("env.reset returned None" in line for line in logger.lines)
+    assert any("score None" in line for line in logger.lines)
+    assert sum(line.startswith("episode ") for line in logger.lines) == 3
+    with pytest.raises(ValueError, match="wrapped under the key 'diy'"):  # the platform's form only
+        workflow.workflow([CompetitionEnv(small_map())], [policy.agent], episodes=1, usr_conf={"treasure_num": 3})
+
+
+def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
+    """The template's reward, read the platform's way, on the oracle's game: one TREASURE_REWARD per treasure (at the
+    step of its pickup) and the end reward at the last step."""
+    import importlib
+
+    from sb3_realm.game import EpisodeConfig, small_map
+    from sb3_realm.game.observation import CompetitionEnv, competition_observation
+    from sb3_realm.game.oracle import OraclePolicy
+
+    policy = SubmissionPolicy(built["ppo"])
+    package = policy.definition.__name__.rsplit(".", 2)[0]
+    workflow = importlib.import_module(f"{package}.train_workflow")
+    game_map = small_map()
+    env = CompetitionEnv(game_map, seed=1)
+    usr_conf = {"diy": {"treasure_random": 1, "treasure_num": 3, "max_step": 300}}
+    oracle = OraclePolicy(game_map)
+    oracle.reset(EpisodeConfig.from_usr_conf(usr_conf["diy"]))
+
+    class OracleAgent:  # the workflow's agent interface, acting as the oracle on the env's current state
+        def predict(self, list_obs_data):
+            return [policy.definition.ActData(act=oracle.act(*competition_observation(env.game)), prob=None)]
+
+    frames, score = workflow.run_episode(env, OracleAgent(), usr_conf)
+    steps = len(frames)
+    assert env.game.win and env.game.treasure_count == 3
+    assert score == pytest.approx(150 + 300 + 0.2 * (300 - steps))
+    rewards = [f.reward for f in frames]
+    end = workflow.END_REWARD + workflow.STEP_LEFT_REWARD * (300 - steps)
+    assert sum(rewards) == pytest.approx(3 * workflow.TREASURE_REWARD + end)
+    assert rewards[-1] >= end and sum(r > 0 for r in rewards[:-1]) >= 2
 
 
 # ------------------------------------------------------------------------------------------ errors
+def test_models_and_packages_record_the_feature_version(models, built):
+    from sb3_realm.policies import model_feature_version
+
+    for name, path in models.items():
+        assert model_feature_version(path) == features.FEATURE_VERSION
+        assert json.loads(zipfile.ZipFile(path).read("data"))["feature_version"] == features.FEATURE_VERSION
+        manifest = json.loads((built[name] / "diy" / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["feature_version"] == manifest["spec"]["feature_version"] == features.FEATURE_VERSION
+
+
+def test_a_model_of_an_older_feature_version_is_refused_by_build_and_warned_by_eval(models, tmp_path):
+    import shutil
+
+    from sb3_realm.evaluate import evaluate
+    from sb3_realm.policies import FeatureVersionWarning
+
+    run = tmp_path / "old_run"
+    shutil.copytree(models["ppo"].parent, run)
+    make_legacy_run(run)  # as a model trained before versions were recorded: version 1
+    with pytest.raises(ExportError, match=r"trained on features version 1, .* computes version 2.*retrain"):
+        build_submission(run / "final_model.zip", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+    with pytest.warns(FeatureVersionWarning, match="features version 1"):
+        evaluate(str(run / "final_model.zip"), games=1, max_step=20, oracle_gap=False,
+                 env_kwargs={"map_name": "small"})
+    out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "build-submission", str(run / "final_model.zip"),
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert out.returncode == 2 and "retrain" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_load_model_refuses_tampered_weights(built, tmp_path):
     import shutil
 
@@ -272,6 +348,7 @@ def test_unsupported_extractor(tmp_path):
     from stable_baselines3 import PPO
 
     model = PPO("MultiInputPolicy", RealmEnv(map_name="small"), n_steps=16, batch_size=16)
+    model.feature_version = features.FEATURE_VERSION  # trained with your own SB3 code on this version
     model.save(tmp_path / "default.zip")
     with pytest.raises(ExportError, match="CombinedExtractor"):
         build_submission(tmp_path / "default.zip", tmp_path / "out")

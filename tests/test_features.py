@@ -80,7 +80,7 @@ def test_vector_layout_on_a_known_state():
     assert slot4[0] == 1.0 and slot4[1:9].argmax() == 1  # id 4 at (20, 30): north-east
     assert slot5[0] == 0.0 and not slot5[1:9].any() and slot5[9] == 1.0 and slot5[11] == 1.0  # absent: null
     assert mask.tolist() == [True] * 16
-    assert np.array_equal(model_input["maps"][0] // 255, obs.feature.obstacle_map)
+    assert np.array_equal(model_input["maps"][0].ravel() // 255, obs.feature.obstacle_map)
 
 
 def test_action_mask_rules():

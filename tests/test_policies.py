@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sb3_realm import features
 from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluate import evaluate
 from sb3_realm.policies import SB3Policy, algorithm_class, detect_algorithm
@@ -19,6 +20,7 @@ def checkpoints(tmp_path_factory):
         kwargs = {"n_steps": 32, "batch_size": 32, "n_epochs": 1, "seed": 0, "verbose": 0}
         model = algorithm_class(algo)(policy, RealmEnv(map_name="small"), **kwargs)
         model.learn(32)
+        model.feature_version = features.FEATURE_VERSION  # trained here on the current features
         path = tmp_path_factory.mktemp(algo) / "model.zip"
         model.save(path)
         out[algo] = path

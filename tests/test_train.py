@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
+from helpers import make_legacy_run
 
+from sb3_realm import features
 from sb3_realm.checkpoints import latest_checkpoint, list_checkpoints
 from sb3_realm.config import load_config
-from sb3_realm.policies import algorithm_class
-from sb3_realm.train import train
+from sb3_realm.policies import FeatureVersionWarning, algorithm_class, model_feature_version
+from sb3_realm.train import resume_config, train
 
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
 TINY = ["--config", "configs/tiny.yaml", "--no-progress"]
@@ -85,3 +88,41 @@ def test_resume_errors(tmp_path):
     out = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--set", "algo.name=dqn"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "algo.name = 'dqn'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_feature_version_is_recorded_and_an_old_run_warns_on_resume(tmp_path):
+    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
+                                               "checkpoint_freq=512", "eval_freq=0", "progress_bar=false"])
+    _, run_dir = train(config)
+    assert yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["feature_version"] == \
+        features.FEATURE_VERSION
+    ckpt, state = latest_checkpoint(run_dir / "checkpoints")
+    assert state["feature_version"] == features.FEATURE_VERSION
+    assert model_feature_version(run_dir / "final_model.zip") == model_feature_version(ckpt / "model.zip") == \
+        features.FEATURE_VERSION
+    # the same run as one from before versions were recorded: nothing in the models, null in config.yaml
+    make_legacy_run(run_dir)
+    assert model_feature_version(ckpt / "model.zip") == "1"
+    with pytest.warns(FeatureVersionWarning, match=r"trained on features version 1.*retrain"):
+        model, _ = train(resume_config(run_dir, ["total_timesteps=1024"]), resume=run_dir)
+    assert model.num_timesteps == 1024
+    assert model_feature_version(run_dir / "final_model.zip") == "1"  # still what it was trained on
+
+
+def test_a_new_run_refuses_another_feature_version(tmp_path):
+    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "feature_version='1'"])
+    with pytest.raises(ValueError, match="feature_version = '1' in the config.*remove feature_version"):
+        train(config)
+    assert not (tmp_path / "run").exists()
+
+
+def test_resume_warning_is_one_line_from_the_cli(tmp_path):
+    run = tmp_path / "run"
+    subprocess.run([*CLI, "train", *TINY, "--out", str(run), "--total-steps", "512", "--set", "eval_freq=0",
+                    "--set", "checkpoint_freq=512"], check=True, capture_output=True)
+    make_legacy_run(run)
+    out = subprocess.run([*CLI, "train", "--resume", str(run), "--total-steps", "1024", "--no-progress"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "sb3-realm train: warning: " in out.stderr and "features version 1" in out.stderr
+    assert "FeatureVersionWarning" not in out.stderr

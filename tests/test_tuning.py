@@ -22,6 +22,7 @@ import optuna
 import pytest
 import yaml
 
+from sb3_realm import features
 from sb3_realm.config import config_to_dict, load_config
 from sb3_realm.envs import RewardWeights
 from sb3_realm.policies import algorithm_class
@@ -179,9 +180,10 @@ def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     replayed = yaml.safe_load((run / "config.yaml").read_text())
-    expected = {**yaml.safe_load((out / "best.yaml").read_text()), "out": str(run)}
+    recorded = {"out": str(run), "feature_version": features.FEATURE_VERSION}  # what the run records of itself
+    expected = {**yaml.safe_load((out / "best.yaml").read_text()), **recorded}
     assert replayed == expected
-    assert replayed == {**trials[best].user_attrs["config"], "out": str(run)}
+    assert replayed == {**trials[best].user_attrs["config"], **recorded}
     res = subprocess.run([*CLI, "train", "--from-study", storage, "rewards", "--trial", "9"], capture_output=True,
                          text=True, cwd=REPO)
     assert res.returncode == 2 and "--trial 9: study 'rewards' has trials 0..2" in res.stderr

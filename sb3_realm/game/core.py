@@ -338,7 +338,9 @@ class Game:
 
     def relative(self) -> np.ndarray:
         """(18, 4) float32 RelativePosition rows: start, end, buff, then treasure slots of ids 1..15 (null where the
-        slot is the start, the end, not in this episode or collected)."""
+        slot is the start, the end, not in this episode or collected; the buff's while it is taken, as the platform
+        builds ``buff_pos`` only while the buff organ's status is 1)."""
+        self._rel_index[2] = 0 if self.step_no + 1 >= self.buff_available_at else _NULL_ROW
         return self.tables.relative[self._cz, self._cx].take(self._rel_index, axis=0)  # (18, 4)
 
     def status(self) -> tuple:

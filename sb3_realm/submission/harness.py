@@ -1,15 +1,18 @@
 """Play a built submission the way the platform does, in a process that cannot import sb3_realm, SB3 or gymnasium.
 
-    python harness.py SUBMISSION_DIR PLATFORM_STUB_DIR
+    python harness.py SUBMISSION_DIR PLATFORM_STUB_DIR PROTOCOL_PY
 
 Reads ``conf/configure_app.toml`` (algo, eval_model_dir, eval_model_id), imports ``<algo>.algorithm.agent`` and
 ``<algo>.feature.definition`` with the submission folder and the ``kaiwu_agent`` stand-in on the import path,
 ``Agent()`` then ``load_model(eval_model_dir, eval_model_id)``, one torch thread. Then serves the evaluation loop's
 agent half over stdin/stdout: each request is a competition observation (and ``env_info``, None right after a
-reset); the answer is ``action_process(agent.exploit([observation_process(obs, env_info)])[0])``.
+reset); the answer is ``action_process(agent.exploit([observation_process(obs, env_info)])[0])``. The observation
+is handed over in the platform's types: attribute objects, and the four maps as flat ``repeated`` fields of 2601 values
+(``RepeatedScalars`` of the simulator's self-contained ``protocol.py``, loaded by path from PROTOCOL_PY; ints for the
+obstacle, treasure and end maps, floats for the memory map).
 
 Wire format (both ways): 4-byte big-endian length + UTF-8 JSON; a request with ``"maps": true`` is followed by
-4-byte length + ``.npy`` bytes (float64 (4, 51, 51): obstacle, memory, treasure, end maps; no pickle).
+4-byte length + ``.npy`` bytes (float64 (4, 2601): obstacle, memory, treasure, end maps; no pickle).
 """
 
 import io
@@ -59,11 +62,24 @@ def _ns(value):
     return value
 
 
+def _load_protocol(path):
+    """The simulator's protocol types, from their self-contained file (not through the blocked sb3_realm package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("realm_protocol", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 def main():
     root, stub = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
     sys.path[:] = [str(root), str(stub)] + [p for p in sys.path[1:] if p]
     sys.meta_path.insert(0, _Block())
     import importlib
+
+    protocol = _load_protocol(Path(sys.argv[3]).resolve())
 
     import numpy as np
     import torch
@@ -92,7 +108,8 @@ def main():
             (n,) = struct.unpack(">I", _read(inp, 4))
             maps = np.load(io.BytesIO(_read(inp, n)), allow_pickle=False)
             for key, arr in zip(MAP_KEYS, maps, strict=True):
-                obs["feature"][key] = arr
+                values = arr.astype(np.float32 if key == "memory_map" else np.int32)  # repeated float / int32
+                obs["feature"][key] = protocol.RepeatedScalars(values)
         env_info = req.get("env_info")
         obs_data = definition.observation_process(_ns(obs), None if env_info is None else _ns(env_info))
         act = definition.action_process(agent.exploit([obs_data])[0])
