@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "check_writable_folder"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> Path:
@@ -26,4 +26,22 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def check_writable_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """Raise ``ValueError`` (naming the path and the fix) unless ``path`` is, or can be created as, a folder this
+    process may write in. Creates nothing."""
+    path = Path(path)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ValueError(f"{what} {str(path)!r} cannot be created: {str(probe)!r} is a file, not a folder; choose "
+                         "another path")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {str(path)!r} is not writable (no write permission in {str(probe)!r}); choose "
+                         "another path or fix its permissions")
     return path

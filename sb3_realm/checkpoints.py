@@ -39,8 +39,9 @@ def _fsync_dir(path: Path) -> None:
 
 
 def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | None = None,
-                    algo: str | None = None) -> Path:
-    """Write a complete checkpoint of ``model`` into ``folder/step_<timesteps>`` atomically."""
+                    algo: str | None = None, extra: dict | None = None) -> Path:
+    """Write a complete checkpoint of ``model`` into ``folder/step_<timesteps>`` atomically; ``extra`` (JSON data,
+    e.g. an imitation run's round) goes into ``state.json`` beside the standard keys."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"{PREFIX}{model.num_timesteps:012d}"
@@ -51,7 +52,7 @@ def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | N
         if venv is not None:
             venv.save(str(tmp / "vecnormalize.pkl"))
         state = {"num_timesteps": int(model.num_timesteps), "curriculum": curriculum_state, "algo": algo,
-                 "feature_version": getattr(model, "feature_version", None)}
+                 "feature_version": getattr(model, "feature_version", None), **(extra or {})}
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
         for f in tmp.iterdir():
             with open(f, "rb") as handle:

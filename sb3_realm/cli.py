@@ -102,6 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --from-study: trial number N (default: the best trial)")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    im = sub.add_parser("imitate", help="the oracle teaches an SB3 policy: expert games, behaviour cloning, DAgger "
+                                        "rounds; the best model by held-out competition score (or resume a run)")
+    im.add_argument("--config", default=None, help="YAML config with an imitation section (configs/imitate.yaml)")
+    im.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value, e.g. --set imitation.rounds=6 (repeatable)")
+    im.add_argument("--map", dest="map_path", default=None, help="map JSON (official format)")
+    im.add_argument("--out", default=None, help="run directory (default: the config's out)")
+    im.add_argument("--resume", default=None, metavar="DIR",
+                    help="continue the run in DIR from its last complete round (e.g. with --set imitation.rounds=8)")
+    im.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
     rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
@@ -177,6 +188,32 @@ def _cmd_train(args) -> None:
                      indent=2))
 
 
+def _cmd_imitate(args) -> None:
+    from .config import load_config
+    from .imitation import imitate
+    from .train import resume_config
+
+    overrides = list(args.overrides)
+    if args.map_path is not None:
+        overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+    if args.resume:
+        if args.config is not None or args.out is not None:
+            raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out "
+                             "(use --set to change it, e.g. --set imitation.rounds=8)")
+        config = resume_config(args.resume, overrides)
+    else:
+        if args.out is not None:
+            overrides.append(f"out={json.dumps(args.out)}")
+        config = load_config(args.config, overrides)
+    model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty())
+    report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    print(json.dumps({"run_dir": str(run_dir), "final_model": str(run_dir / "final_model.zip"),
+                      "best_round": report["best_round"], "best_mean_score": report["best_mean_score"],
+                      "oracle_mean_score": report["oracle_mean_score"],
+                      "dataset_states": report["history"][-1]["states"], "wall_s": report["history"][-1]["wall_s"]},
+                     indent=2))
+
+
 def _cmd_build_submission(args) -> int:
     from .export import build_submission
 
@@ -241,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(summary, indent=2))
         elif args.command == "train":
             _cmd_train(args)
+        elif args.command == "imitate":
+            _cmd_imitate(args)
         elif args.command == "eval":
             _cmd_eval(args)
         elif args.command == "build-submission":

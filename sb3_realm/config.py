@@ -21,8 +21,8 @@ from .atomic import atomic_write
 from .envs.rewards import RewardWeights
 from .game.rules import EpisodeConfig, Rules
 
-__all__ = ["EnvConfig", "AlgoConfig", "TrainConfig", "load_config", "apply_overrides", "config_to_dict",
-           "config_from_dict", "save_config", "ALGORITHMS"]
+__all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "TrainConfig", "load_config", "apply_overrides",
+           "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
 
 ALGORITHMS = ("ppo", "maskable_ppo", "recurrent_ppo")
 
@@ -138,6 +138,83 @@ def _schedule(value: str, key: str):
 
 
 @dataclass
+class ImitationConfig:
+    """Imitation of an expert (``sb3-realm imitate``): expert games, behaviour cloning, then DAgger rounds. The
+    model, its network and the envs come from the rest of the config; ``train`` ignores this section.
+
+    :param expert: the policy that labels every state: ``oracle`` (the planner) or an SB3 checkpoint path.
+    :param expert_games: games the expert plays alone for the first dataset.
+    :param rounds: DAgger rounds after the first fit: the learner plays ``dagger_games`` games, the expert labels
+        every state it visits, the dataset grows and the policy is fitted again.
+    :param dagger_games: games per DAgger round.
+    :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
+        of the same states teach nothing and cost labelling time.
+    :param beta_rampdown: rounds over which ``beta``, the probability that a step plays the expert's action rather
+        than the learner's, falls linearly from 1: ``beta = max(0, 1 - round / beta_rampdown)`` (round 1 is the first
+        DAgger round; 0 = the learner plays every step from round 1).
+    :param epochs: passes over the data in the first fit.
+    :param dagger_epochs: passes over the whole dataset in each refit after a round.
+    :param batch_size: states per gradient step.
+    :param learning_rate: Adam's learning rate at the start of each fit (cosine decay to ``final_lr`` times it).
+    :param dagger_learning_rate: the same for the refits after DAgger rounds (smaller: a refit corrects the policy
+        where the learner went astray without unlearning the rest).
+    :param final_lr: the learning rate at the end of a fit, as a fraction of its starting rate.
+    :param ent_weight: weight of the entropy bonus in the loss.
+    :param l2_weight: Adam's weight decay.
+    :param treasure_counts: treasure counts the training games draw from, uniformly (repeat a count to weigh it);
+        empty: the count of ``env.usr_conf``. Treasure sets are random; ``max_step`` and the rest are env.usr_conf's.
+    :param workers: processes that play the games (collection and held-out evaluation).
+    """
+
+    expert: str = "oracle"
+    expert_games: int = 200
+    rounds: int = 4
+    dagger_games: int = 60
+    dagger_max_steps: int = 800
+    beta_rampdown: int = 1
+    epochs: int = 8
+    dagger_epochs: int = 3
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    dagger_learning_rate: float = 3e-4
+    final_lr: float = 0.05
+    ent_weight: float = 0.0
+    l2_weight: float = 0.0
+    treasure_counts: list = field(default_factory=list)
+    workers: int = 2
+
+    def validate(self) -> None:
+        for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
+        for name in ("rounds", "beta_rampdown", "dagger_max_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
+        for name in ("learning_rate", "dagger_learning_rate"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be > 0")
+        if not 0 <= self.final_lr <= 1:
+            raise ValueError(f"imitation.final_lr = {self.final_lr} must be in [0, 1] (a fraction of learning_rate)")
+        for name in ("ent_weight", "l2_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
+        for count in self.treasure_counts:
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 13:
+                raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in 0..13")
+        if not isinstance(self.expert, str) or not self.expert:
+            raise ValueError(f"imitation.expert = {self.expert!r}; use 'oracle' or the path of an SB3 checkpoint")
+        if self.expert not in ("oracle",) and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
+            raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle' nor an existing SB3 checkpoint "
+                             "(.zip); the oracle planner is the expert the package ships")
+
+    def beta(self, round_no: int) -> float:
+        """The expert's share of the played actions in DAgger round ``round_no`` (1, 2, ...)."""
+        if self.beta_rampdown == 0:
+            return 0.0
+        return max(0.0, 1.0 - round_no / self.beta_rampdown)
+
+
+@dataclass
 class TrainConfig:
     """A training run.
 
@@ -157,6 +234,9 @@ class TrainConfig:
     :param feature_version: the features version (``sb3_realm.features.FEATURE_VERSION``) the run's models see;
         written by ``train`` when a run starts (leave it out of your configs; null in a run's config means a run from
         before versions were recorded, version 1).
+    :param env: the envs (:class:`EnvConfig`).
+    :param algo: the algorithm and its network (:class:`AlgoConfig`).
+    :param imitation: imitation of an expert by ``sb3-realm imitate`` (:class:`ImitationConfig`).
     """
 
     total_timesteps: int = 1_000_000
@@ -175,6 +255,7 @@ class TrainConfig:
     feature_version: str | None = None
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)
 
     def validate(self) -> TrainConfig:
         for name in ("total_timesteps", "checkpoint_freq", "keep_checkpoints", "eval_games", "log_window",
@@ -185,6 +266,7 @@ class TrainConfig:
             raise ValueError(f"eval_freq = {self.eval_freq} must be >= 0 (0 = no evaluation)")
         self.env.validate()
         self.algo.validate()
+        self.imitation.validate()
         return self
 
 

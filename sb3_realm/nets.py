@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 __all__ = ["ACTIVATIONS", "ScaledConv2d", "RealmNet", "FoveaNet", "NETS", "activation_class", "activation_name",
-           "conv2d_stack", "n_flatten", "per_layer"]
+           "cell_offsets", "conv2d_stack", "n_flatten", "per_layer"]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU,
                                            "leaky_relu": nn.LeakyReLU, "gelu": nn.GELU, "silu": nn.SiLU}
@@ -152,12 +152,16 @@ class FoveaNet(nn.Module):
     :param strides: stride of every conv layer, or one per layer; None: 2, 1, 1, ...
     :param activation: activation after each layer (name or class).
     :param maps_scale: multiplies the maps (applied to the small crop and the pooled maps).
+    :param cell_offset: also feed the MLP the hero's position inside its grid cell (x and z, each in [-1, 1)),
+        computed from the vector's ``norm_pos`` (elements 0 and 1, world / 64000): where in its cell the hero stands
+        decides which step reaches a pickup disc or clears a corner, and an MLP cannot cut it out of ``norm_pos``.
     """
 
     def __init__(self, maps_shape: Sequence[int], vector_size: int, features_dim: int = 128, pool: int = 3,
                  cnn_channels: Sequence[int] = (16, 16), mlp_hidden: int = 128,
                  kernel_sizes: int | Sequence[int] | None = None, strides: int | Sequence[int] | None = None,
-                 activation: str | type[nn.Module] = "relu", maps_scale: float = 1.0) -> None:
+                 activation: str | type[nn.Module] = "relu", maps_scale: float = 1.0,
+                 cell_offset: bool = False) -> None:
         super().__init__()
         c, h, w = (int(v) for v in maps_shape)
         if h != w or not 1 <= pool <= h:
@@ -172,12 +176,15 @@ class FoveaNet(nn.Module):
         self.offset = (h - self.crop) // 2
         self.cnn = conv2d_stack(2 * c, cnn_channels, kernels, stride, act)
         self.n_flatten = n_flatten(self.cnn, (2 * c, self.crop, self.crop), type(self).__name__)
-        self.mlp = nn.Sequential(nn.Linear(int(vector_size), mlp_hidden), act())
+        self.cell_offset = bool(cell_offset)
+        self.mlp = nn.Sequential(nn.Linear(int(vector_size) + 2 * self.cell_offset, mlp_hidden), act())
         self.fuse = nn.Sequential(nn.Linear(self.n_flatten + mlp_hidden, features_dim), act())
         self.features_dim = int(features_dim)
 
     def forward(self, maps: th.Tensor, vector: th.Tensor) -> th.Tensor:
         """(B, C, H, W) maps and (B, N) vector -> (B, features_dim)."""
+        if self.cell_offset:
+            vector = th.cat([vector, cell_offsets(vector)], dim=1)  # (B, N + 2)
         a, b = self.offset, self.offset + self.crop
         fovea = maps[:, :, a:b, a:b]  # (B, C, crop, crop): the cells around the hero
         periphery = F.avg_pool2d(maps, self.pool)  # (B, C, crop, crop): block averages of the whole maps
@@ -185,6 +192,18 @@ class FoveaNet(nn.Module):
         if self.maps_scale != 1.0:
             x = x * self.maps_scale
         return self.fuse(th.cat([self.cnn(x), self.mlp(vector)], dim=1))
+
+
+WORLD_SIZE = 64000.0  # norm_pos = world / WORLD_SIZE (the features module's layout)
+CELL_WIDTH = 500.0
+GRID_ORIGIN = (-2250.0, -5250.0)  # world (x, z) of the grid's corner
+
+
+def cell_offsets(vector: th.Tensor) -> th.Tensor:
+    """(B, N) vectors whose elements 0, 1 are ``norm_pos`` -> (B, 2): the hero's position inside its grid cell,
+    x then z, scaled from [0, 1) to [-1, 1)."""
+    cells = (vector[:, :2] * WORLD_SIZE - vector.new_tensor(GRID_ORIGIN)) / CELL_WIDTH  # (B, 2) in cell units
+    return 2.0 * (cells - th.floor(cells)) - 1.0
 
 
 NETS: dict[str, type[nn.Module]] = {"realm": RealmNet, "fovea": FoveaNet}

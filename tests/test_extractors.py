@@ -119,6 +119,32 @@ def test_fovea_sees_far_cells_only_as_block_averages():
     assert x[0, :4].abs().sum() == 0 and x[0, 6, 0, 16] == pytest.approx(1 / 9)
 
 
+def test_fovea_cell_offset_gives_the_mlp_the_position_inside_the_cell():
+    from sb3_realm.game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
+    from sb3_realm.nets import cell_offsets
+
+    env = RealmEnv()
+    env.reset(seed=0)
+    for action in (0, 1, 1, 2, 5):
+        env.step(action)
+        game = env.game
+        vector = th.as_tensor(env._obs()["vector"])[None]  # noqa: SLF001
+        off = cell_offsets(vector)[0].tolist()
+        gx, gz = game.cell
+        expect_x = 2 * ((game.x - GRID_ORIGIN_X) / CELL_WIDTH - gx) - 1
+        expect_z = 2 * ((game.z - GRID_ORIGIN_Z) / CELL_WIDTH - gz) - 1
+        assert off == pytest.approx([expect_x, expect_z], abs=1e-3)
+    ext = FoveaExtractor(realm_space(), cell_offset=True)
+    assert ext.net.mlp[0].in_features == 216 + 2 and ext.net_kwargs["cell_offset"] is True
+    captured = {}
+    ext.net.mlp.register_forward_pre_hook(lambda mod, args: captured.update(v=args[0]))
+    vector = th.zeros(1, 216)
+    vector[0, 0], vector[0, 1] = (5500 + 125) / 64000, (1500 + 400) / 64000  # 3/4 and 3/10 across the cell
+    ext({"maps": th.zeros(1, 4, 51, 51), "vector": vector})
+    assert captured["v"][0, -2:].tolist() == pytest.approx([0.5, -0.4], abs=1e-3)
+    assert FoveaExtractor(realm_space()).net.mlp[0].in_features == 216  # off by default
+
+
 @pytest.mark.parametrize("cls", [RealmExtractor, FoveaExtractor])
 def test_maps_scale_inside_the_net_equals_sb3_normalisation(cls):
     th.manual_seed(0)

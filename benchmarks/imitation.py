@@ -1,0 +1,140 @@
+"""Imitation benchmark: the oracle teaches an SB3 policy (``sb3-realm imitate``); the competition score of the
+deterministic SB3 model against wall time, then every treasure set and the other games of the competition, with the
+oracle beside it. Prints JSON, writes the JSON and a PNG curve.
+
+    python benchmarks/imitation.py [--config configs/imitate.yaml] [--map PATH] [--out runs/bench-imitation]
+                                   [--json docs/imitation_default_map.json] [--plot docs/imitation_default_map.png]
+
+Phases, each timed: the imitation run (expert data + behaviour cloning + DAgger rounds; its held-out evaluation
+after every round is the curve: ``eval_games`` leaderboard games on env seeds the training never used); then,
+outside the timed run, ``sb3-realm eval``'s exhaustive protocol (all 715 nine-treasure sets) for the final model and
+for the oracle, and the other games of the competition (start 2, end 1, max_step 2000): ``--random-games`` random
+sets of each treasure count 0..13 (seed 777) and the fixed set of each count (ids 3..3+n-1). Peak RSS of this
+process and of its worker processes (the largest one) are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sb3_realm.config import load_config
+from sb3_realm.evaluate import evaluate, write_json_atomic
+from sb3_realm.imitation import imitate
+
+try:  # POSIX only: peak RSS
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None
+
+
+def peak_rss_mib() -> dict:
+    if resource is None:
+        return {}
+    scale = 1024 if os.uname().sysname != "Darwin" else 1024 * 1024
+    return {"self_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale, 1),
+            "largest_child_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale, 1)}
+
+
+def summary(report) -> dict:
+    s = report.summary()
+    keys = ("games", "wins", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
+            "oracle_mean_score", "mean_gap_to_oracle", "max_gap_to_oracle")
+    return {k: s[k] for k in keys if k in s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/imitate.yaml")
+    parser.add_argument("--map", dest="map_path", default=None, help="map JSON (default: the config's map)")
+    parser.add_argument("--out", default="runs/bench-imitation", help="run folder (replaced if it exists)")
+    parser.add_argument("--run", default=None, help="evaluate this finished imitate run instead of running one (its "
+                                                      "config.yaml and eval.json give the config and the curve)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
+    parser.add_argument("--workers", type=int, default=2, help="processes of the final evaluations")
+    parser.add_argument("--random-games", type=int, default=20, help="random games per treasure count 0..13")
+    parser.add_argument("--skip-other-games", action="store_true", help="only the 715 sets after the run")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write the JSON here")
+    parser.add_argument("--plot", default=None, help="write the PNG curve here")
+    args = parser.parse_args()
+
+    if args.run is not None:
+        run_dir = Path(args.run)
+        config = load_config(run_dir / "config.yaml")
+        report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+        run_s, rss_run = report["history"][-1]["wall_s"], None  # measured by the run itself; RSS not seen here
+    else:
+        overrides = [*args.overrides, f"out={json.dumps(args.out)}"]
+        if args.map_path:
+            overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+        config = load_config(args.config, overrides)
+        out = Path(args.out)
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        t0 = time.perf_counter()
+        _, run_dir = imitate(config)
+        run_s = time.perf_counter() - t0
+        rss_run = peak_rss_mib()
+        report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    model = str(run_dir / "final_model.zip")
+    env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
+    common = {"map_path": config.env.map_path, "workers": args.workers, "env_kwargs": env_kwargs}
+
+    t1 = time.perf_counter()
+    exhaustive = evaluate(model, "exhaustive", treasures=9, **common)  # oracle gap: the oracle plays each set too
+    exhaustive_s = time.perf_counter() - t1
+    result = {
+        "benchmark": "imitation", "config": str(run_dir / "config.yaml") if args.run else args.config,
+        "map": config.env.map_path or config.env.map_name,
+        "imitate_wall_s": round(run_s, 1), "peak_rss_during_imitate": rss_run,
+        "curve": [{k: h[k] for k in ("round", "wall_s", "states", "bc_accuracy", "eval_mean_score", "eval_wins",
+                                     "eval_games", "games_cut")} for h in report["history"]],
+        "held_out_oracle_mean_score": report["oracle_mean_score"], "best_round": report["best_round"],
+        "exhaustive_9": summary(exhaustive), "exhaustive_s": round(exhaustive_s, 1),
+    }
+    if not args.skip_other_games:
+        others = {}
+        for n in range(14):
+            rand = evaluate(model, "leaderboard", seed=777, games=args.random_games, treasures=n, **common)
+            fixed = evaluate(model, "fixed", treasures=n, **common)
+            others[str(n)] = {"random": summary(rand), "fixed": summary(fixed)}
+        result["other_games"] = others
+        result["other_games_all_won"] = all(v["random"]["wins"] == v["random"]["games"] and
+                                            v["fixed"]["wins"] == 1 for v in others.values())
+    result["peak_rss_total"] = peak_rss_mib()
+    print(json.dumps(result, indent=2))
+    if args.json_path:
+        write_json_atomic(result, args.json_path)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        curve = result["curve"]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.plot([c["wall_s"] / 60 for c in curve], [c["eval_mean_score"] for c in curve], "o-",
+                label="SB3 model (deterministic), held-out games")
+        if report["oracle_mean_score"] is not None:
+            ax.axhline(report["oracle_mean_score"], color="gray", ls="--", label="oracle, same games")
+        ax.set_xlabel("wall time (min), expert data + imitation, 2 cores")
+        ax.set_ylabel("mean competition score")
+        ex = result["exhaustive_9"]
+        ax.set_title(f"imitation on {result['map']}: 715 sets {ex['wins']}/715 won, mean {ex['mean_score']:.2f} "
+                     f"(oracle {ex.get('oracle_mean_score', np.nan):.2f})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=100)
+
+
+if __name__ == "__main__":
+    main()

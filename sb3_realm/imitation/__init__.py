@@ -1,0 +1,16 @@
+"""Imitation of an expert: datasets of expert-labelled states, behaviour cloning into SB3 policies, DAgger.
+
+- :mod:`~sb3_realm.imitation.dataset`: :class:`ExpertDataset` (shards on disk, compact in memory);
+- :mod:`~sb3_realm.imitation.collect`: games played by the expert or the learner, labelled by the expert, in
+  worker processes;
+- :mod:`~sb3_realm.imitation.bc`: behaviour cloning (:func:`fit`) into PPO / MaskablePPO policies;
+- :mod:`~sb3_realm.imitation.dagger`: the whole run, :func:`imitate` (``sb3-realm imitate``).
+"""
+
+from .bc import BCStats, action_accuracy, fit
+from .collect import Collector, Rollouts
+from .dagger import imitate, training_games
+from .dataset import Block, DatasetError, ExpertDataset
+
+__all__ = ["BCStats", "Block", "Collector", "DatasetError", "ExpertDataset", "Rollouts", "action_accuracy", "fit",
+           "imitate", "training_games"]

@@ -1,0 +1,155 @@
+"""Rollouts labelled by the expert, in parallel worker processes.
+
+Each game is played from its own env seed and ``usr_conf``. At every state the expert (the oracle by default) gives
+its action, which is stored with the Gym env's observation and the action mask; the action actually played is the
+expert's (expert data) or, in DAgger, the learner's except with probability ``beta`` the expert's. The expert is
+reset at the start of each game and asked at every state in order, so its per-episode state follows the game it
+labels.
+
+Workers are module-level functions with picklable jobs, so they run under ``spawn`` as under ``forkserver``
+(:mod:`sb3_realm.processes`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..envs import RealmEnv
+from ..policies import SB3Policy, load_policy
+from ..processes import mp_context
+from .dataset import Block
+
+__all__ = ["Rollouts", "CollectJob", "collect_games", "Collector"]
+
+
+@dataclass(frozen=True)
+class CollectJob:
+    """Games for one worker call.
+
+    :param env_kwargs: :class:`RealmEnv` arguments (map, rules, mask option), as in training.
+    :param games: ``(env seed, usr_conf)`` per game.
+    :param expert: the labelling policy: ``"oracle"`` or an SB3 checkpoint path (see ``load_policy``).
+    :param learner: SB3 checkpoint of the policy that plays (DAgger), or None: the expert plays every step.
+    :param beta: with a learner, the probability that a step plays the expert's action instead.
+    :param seed: seed of the ``beta`` draws.
+    :param max_steps: a game stops after this many steps even if not over (0: play to the end): a learner that loops
+        would otherwise fill the dataset with the same few states until ``max_step``.
+    """
+
+    env_kwargs: dict
+    games: tuple
+    expert: str = "oracle"
+    learner: str | None = None
+    beta: float = 1.0
+    seed: int = 0
+    max_steps: int = 0
+
+
+@dataclass
+class Rollouts:
+    """What a collection produced: the labelled states and one summary per game (score, win, steps, ...)."""
+
+    block: Block
+    games: list[dict] = field(default_factory=list)
+
+
+_CACHE: dict = {}
+
+
+def _env_and_expert(env_kwargs: dict, expert: str):
+    key = (repr(sorted(env_kwargs.items())), expert)
+    if _CACHE.get("key") != key:
+        env = RealmEnv(**env_kwargs)
+        _CACHE.update(key=key, env=env, expert=load_policy(expert, env), learners={})
+    return _CACHE["env"], _CACHE["expert"]
+
+
+def _learner(path: str) -> SB3Policy:
+    learners = _CACHE["learners"]
+    if path not in learners:
+        learners.clear()  # one learner per round: drop the previous round's
+        learners[path] = SB3Policy(path)
+    return learners[path]
+
+
+def collect_games(job: CollectJob) -> Rollouts:
+    """Play the job's games (see the module docstring); returns the labelled states in compact form."""
+    env, expert = _env_and_expert(job.env_kwargs, job.expert)
+    learner = _learner(job.learner) if job.learner is not None else None
+    rng = np.random.default_rng(job.seed)
+    maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
+    for env_seed, conf in job.games:
+        obs, _ = env.reset(seed=int(env_seed), options=conf)
+        expert.reset(env)
+        if learner is not None:
+            learner.reset(env)
+        done, info, first, expert_steps = False, {}, True, 0
+        while not done:
+            label = expert.act(env, obs)
+            maps.append(obs["maps"])
+            vectors.append(obs["vector"])
+            masks.append(env.action_masks())
+            actions.append(label)
+            starts.append(first)
+            first = False
+            if learner is None or rng.random() < job.beta:
+                action, expert_steps = label, expert_steps + 1
+            else:
+                action = learner.act(env, obs)
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            if job.max_steps and not done and env.game.step_no >= job.max_steps:
+                info, done = env.episode_summary(), True  # cut: the game was not over
+        games.append({"seed": int(env_seed), "treasure_ids": list(env.game.treasure_ids), "score": info["score"],
+                      "win": info["win"], "treasures": info["treasures"], "steps": info["steps"],
+                      "expert_steps": expert_steps, "cut": not (env.game.terminated or env.game.truncated)})
+    block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
+    return Rollouts(block, games)
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # batch-1 inference in each worker; more threads only contend for the cores
+
+
+class Collector:
+    """Runs collection jobs in ``workers`` processes (in this process when ``workers`` is 1); a context manager that
+    keeps its pool for every round of a run.
+
+    :param workers: worker processes.
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers = {workers!r} must be an integer >= 1")
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Collector:
+        if self.workers > 1:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=_init_worker)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
+            learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0) -> Rollouts:
+        """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
+        if not games:
+            return Rollouts(Block.empty(), [])
+        n = min(len(games), self.workers * 4 if self._pool is not None else 1)
+        chunks = [tuple(games[i::n]) for i in range(n)]  # interleaved: long and short games spread evenly
+        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps)
+                for i, chunk in enumerate(chunks)]
+        if self._pool is None:
+            parts = [collect_games(job) for job in jobs]
+        else:
+            parts = list(self._pool.map(collect_games, jobs))
+        return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games])

@@ -1,0 +1,279 @@
+"""An imitation run (``sb3-realm imitate``): expert games, behaviour cloning, DAgger rounds, the best model kept by a
+held-out evaluation of the competition score.
+
+Round 0: the expert plays ``expert_games`` games alone; the policy is fitted on them. Round r >= 1 (DAgger, the shape
+of HumanCompatibleAI ``imitation``'s ``dagger.py``): the current policy plays ``dagger_games`` games (each step the
+expert's action with probability ``beta(r)``), the expert labels every state visited, the states join the dataset as
+a new shard, and the policy is fitted again on the whole dataset. After every round the deterministic policy plays
+the held-out leaderboard games (``eval_games`` drawn from ``eval_seed``; env seeds the training never uses) and is
+kept as ``best_model.zip`` when its mean competition score is the best so far (ties: the later round, which has seen
+more data). ``final_model.zip`` is the best model, never simply the last round's.
+
+A run folder holds ``config.yaml``, ``dataset/`` (the expert data, one shard per round), ``checkpoints/`` (one per
+round, atomic: a run killed at any moment resumes from its last complete round with ``--resume``; shards a killed
+round appended after it are dropped), ``tb/`` (``imitation/*`` and ``eval/*`` scalars), ``eval.json``,
+``best_model.zip`` and ``final_model.zip``: what ``eval``, ``replay`` and ``build-submission`` accept unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from .. import features
+from ..atomic import atomic_write, check_writable_folder
+from ..checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
+from ..config import TrainConfig, save_config
+from ..envs import RealmEnv
+from ..evaluate import evaluate
+from ..game.rules import EpisodeConfig
+from ..policies import algorithm_class, warn_feature_version
+from ..train import build_model
+from .bc import fit
+from .collect import Collector
+from .dataset import ExpertDataset
+
+__all__ = ["imitate", "training_games"]
+
+SUPPORTED = ("ppo", "maskable_ppo")
+
+
+def _check_config(config: TrainConfig) -> None:
+    if config.algo.name not in SUPPORTED:
+        raise ValueError(f"algo.name = {config.algo.name!r}: sb3-realm imitate clones into {list(SUPPORTED)} "
+                         "(RecurrentPPO needs sequence cloning, not implemented yet)")
+    if config.env.frame_stack != 1:
+        raise ValueError(f"env.frame_stack = {config.env.frame_stack}: imitation datasets hold single frames; set "
+                         "env.frame_stack: 1")
+
+
+def training_games(config: TrainConfig, round_no: int, n: int) -> list[tuple[int, dict]]:
+    """``(env seed, usr_conf)`` of round ``round_no``'s training games: env seeds drawn from ``(seed, round)`` in
+    ``[2**20, 2**31)`` (so never 0..29, the games of ``sb3-realm eval --seed 0``) and never one of the held-out
+    evaluation's, treasure counts drawn from ``imitation.treasure_counts``."""
+    base = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+    counts = config.imitation.treasure_counts or [base.treasure_num]
+    held_out = {config.eval_seed * 1_000_003 + i for i in range(config.eval_games)}
+    rng = np.random.default_rng([config.seed, round_no, 1])
+    games = []
+    while len(games) < n:
+        seed = int(rng.integers(2**20, 2**31))
+        if seed in held_out:
+            continue
+        conf = {**base.to_usr_conf(), "treasure_random": 1, "treasure_num": int(rng.choice(counts)), "treasure_id": []}
+        games.append((seed, conf))
+    return games
+
+
+class _Run:
+    """The state of one imitation run (see the module docstring)."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, progress: bool) -> None:
+        self.config = config
+        self.im = config.imitation
+        self.run_dir = run_dir
+        self.progress = progress
+        self.env_kwargs = config.env.env_kwargs(usr_conf=False)
+        self.masked = config.algo.name == "maskable_ppo"
+        self.history: list[dict] = []
+        self.best_score = -np.inf
+        self.best_round = -1
+        self.oracle_score: float | None = None
+        self.elapsed = 0.0
+        self.updates = 0
+        self.round = -1  # last completed round
+        self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
+        # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
+        self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
+
+    # ------------------------------------------------------------------------------------------ model and data
+    def new_model(self):
+        return build_model(self.config, self.venv)
+
+    def load(self, ckpt: Path, state: dict):
+        warn_feature_version(ckpt / "model.zip")
+        model = algorithm_class(self.config.algo.name).load(ckpt / "model.zip", env=self.venv,
+                                                           device=self.config.device)
+        im = state["imitation"]
+        self.round, self.history = im["round"], im["history"]
+        self.best_score, self.best_round = im["best_score"], im["best_round"]
+        self.oracle_score, self.elapsed, self.updates = im["oracle_score"], im["elapsed"], im["updates"]
+        return model, im["shards"]
+
+    def _evaluate(self, spec: str) -> dict:
+        """The held-out games (leaderboard protocol from ``eval_seed``), played by ``spec``: the report's summary."""
+        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        report = evaluate(spec, "leaderboard", seed=self.config.eval_seed, games=self.config.eval_games,
+                          treasures=usr.treasure_num, max_step=usr.max_step, map_path=self.env_kwargs["map_path"],
+                          workers=self.im.workers, oracle_gap=False,
+                          env_kwargs={k: v for k, v in self.env_kwargs.items() if k != "map_path"})
+        return report.summary()
+
+    # ------------------------------------------------------------------------------------------ one round
+    def play_round(self, model, dataset: ExpertDataset, collector: Collector, round_no: int) -> None:
+        t0 = time.perf_counter()
+        im = self.im
+        with tempfile.TemporaryDirectory(prefix="sb3-realm-learner-") as tmp:
+            if round_no == 0:
+                games, learner, beta, source = im.expert_games, None, 1.0, "expert"
+            else:
+                learner = str(Path(tmp) / "learner.zip")
+                model.save(learner)
+                games, beta = im.dagger_games, im.beta(round_no)
+                source = f"dagger round {round_no} (beta {beta:g})"
+            rollouts = collector.run(self.env_kwargs, training_games(self.config, round_no, games), expert=im.expert,
+                                     learner=learner, beta=beta, seed=self.config.seed + round_no,
+                                     max_steps=im.dagger_max_steps if learner else 0)
+        dataset.append(rollouts.block, source)
+        collect_s = time.perf_counter() - t0
+        played = rollouts.games
+        data = dataset.all()  # the shards as they are in memory: no copy
+        log_every = max(1, len(data) // im.batch_size // 20)
+        base = self.updates
+
+        def on_update(update: int, loss: float, accuracy: float) -> None:
+            if update % log_every == 0:
+                self.logger.record("imitation/loss", loss)
+                self.logger.record("imitation/accuracy", accuracy)
+                self.logger.dump(base + update)
+
+        t1 = time.perf_counter()
+        stats = fit(model.policy, data, epochs=im.epochs if round_no == 0 else im.dagger_epochs,
+                    batch_size=im.batch_size, final_lr=im.final_lr,
+                    learning_rate=im.learning_rate if round_no == 0 else im.dagger_learning_rate,
+                    ent_weight=im.ent_weight, l2_weight=im.l2_weight, masked=self.masked,
+                    rng=np.random.default_rng([self.config.seed, round_no, 2]), on_update=on_update)
+        del data
+        fit_s = time.perf_counter() - t1
+        self.updates += stats.updates
+        model.num_timesteps = dataset.states  # env steps behind the model: the states it learnt from
+        t2 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="sb3-realm-eval-") as tmp:
+            path = Path(tmp) / "model.zip"
+            model.save(path)
+            summary = self._evaluate(str(path))
+            improved = summary["mean_score"] >= self.best_score
+            if improved:
+                self.best_score, self.best_round = summary["mean_score"], round_no
+                atomic_write(self.run_dir / "best_model.zip", lambda f: f.write(path.read_bytes()))
+        eval_s = time.perf_counter() - t2
+        self.elapsed += time.perf_counter() - t0
+        entry = {
+            "round": round_no, "source": source, "games_played": len(played), "states": dataset.states,
+            "new_states": len(rollouts.block), "learner_wins": int(sum(g["win"] for g in played)),
+            "games_cut": int(sum(g["cut"] for g in played)),
+            "learner_mean_score": float(np.mean([g["score"] for g in played])), "bc_loss": stats.loss,
+            "bc_accuracy": stats.accuracy, "bc_entropy": stats.entropy, "updates": self.updates,
+            "eval_mean_score": summary["mean_score"], "eval_wins": summary["wins"], "eval_games": summary["games"],
+            "eval_mean_steps": summary["mean_steps"], "eval_missed_treasure_games":
+                summary["games_with_missed_treasure"], "oracle_mean_score": self.oracle_score,
+            "best_round": self.best_round, "collect_s": round(collect_s, 2), "fit_s": round(fit_s, 2),
+            "eval_s": round(eval_s, 2), "wall_s": round(self.elapsed, 2),
+        }
+        self.history.append(entry)
+        for key, value in (("eval/mean_score", summary["mean_score"]), ("eval/win_rate", summary["win_rate"]),
+                           ("eval/mean_steps", summary["mean_steps"]), ("eval/best_mean_score", self.best_score),
+                           ("imitation/epoch_accuracy", stats.accuracy), ("imitation/dataset_states", dataset.states),
+                           ("imitation/wall_s", self.elapsed)):
+            self.logger.record(key, value)
+        if self.oracle_score is not None:
+            self.logger.record("eval/gap_to_oracle", self.oracle_score - summary["mean_score"])
+        self.logger.dump(self.updates)
+        self.round = round_no
+        save_checkpoint(model, self.run_dir / "checkpoints", algo=self.config.algo.name, extra={"imitation": {
+            "round": round_no, "shards": len(dataset.meta["shards"]), "history": self.history,
+            "best_score": self.best_score, "best_round": self.best_round, "oracle_score": self.oracle_score,
+            "elapsed": self.elapsed, "updates": self.updates}})
+        for old in list_checkpoints(self.run_dir / "checkpoints")[:-self.config.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+        text = json.dumps({"history": self.history, "best_round": self.best_round, "best_mean_score": self.best_score,
+                           "oracle_mean_score": self.oracle_score}, indent=2) + "\n"
+        atomic_write(self.run_dir / "eval.json", lambda f: f.write(text.encode("utf-8")))
+
+
+def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict] | None]:
+    """Validate everything and write nothing yet: the run folder and, when resuming, its last checkpoint."""
+    config.validate()
+    _check_config(config)
+    run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    if resume is None:
+        if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
+            raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
+                             "continue it or --out to start a new run elsewhere")
+        if (run_dir / "dataset" / "meta.json").exists():
+            raise ValueError(f"run directory {str(run_dir)!r} already holds a dataset; use --resume {run_dir} or "
+                             "--out to start a new run elsewhere")
+        if config.feature_version not in (None, features.FEATURE_VERSION):
+            raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
+                             f"features version {features.FEATURE_VERSION}: remove feature_version from the config")
+        config.feature_version = features.FEATURE_VERSION
+        return run_dir, None
+    found = latest_checkpoint(run_dir / "checkpoints")
+    if found is None:
+        raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'} (the "
+                         "first round never finished): start the run again with --out")
+    if "imitation" not in found[1]:
+        raise ValueError(f"--resume {str(run_dir)!r}: its checkpoints are not an imitation run's (resume a training "
+                         "run with sb3-realm train --resume)")
+    ExpertDataset.open(run_dir / "dataset")  # its index must be readable before anything is written
+    return run_dir, found
+
+
+def imitate(config: TrainConfig, resume: str | Path | None = None, progress: bool = False):
+    """Run (or resume) an imitation run; returns ``(model, run_dir)`` where ``model`` is the best model.
+
+    :param resume: a run folder to continue from its last complete round (its own config, with overrides such as
+        more ``imitation.rounds``).
+    :param progress: a progress bar over the rounds.
+    """
+    run_dir, found = _prepare(config, resume)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(config, run_dir / "config.yaml")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.torch_threads)
+    run = _Run(config, run_dir, progress)
+    try:
+        if found is not None:
+            model, shards = run.load(*found)
+            dataset = ExpertDataset.open(run_dir / "dataset")
+            dataset.truncate(shards)
+        else:
+            model = run.new_model()
+            dataset = ExpertDataset.create(run_dir / "dataset", expert=config.imitation.expert,
+                                           map_name=run.venv.envs[0].unwrapped.game_map.name)
+        dataset.check_compatible(model.observation_space, model.action_space.n,
+                                 getattr(model, "feature_version", "1"))
+        rounds = range(run.round + 1, config.imitation.rounds + 1)
+        bar = None
+        if progress and len(rounds):
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=config.imitation.rounds + 1, initial=run.round + 1, desc="imitate", unit="round")
+        with Collector(config.imitation.workers) as collector:
+            if run.oracle_score is None and config.imitation.expert == "oracle":
+                run.oracle_score = run._evaluate("oracle")["mean_score"]
+            for round_no in rounds:
+                run.play_round(model, dataset, collector, round_no)
+                if bar:
+                    last = run.history[-1]
+                    bar.set_postfix(score=f"{last['eval_mean_score']:.1f}", acc=f"{last['bc_accuracy']:.3f}",
+                                    states=last["states"])
+                    bar.update()
+        if bar:
+            bar.close()
+        best = run_dir / "best_model.zip"
+        atomic_write(run_dir / "final_model.zip", lambda f: f.write(best.read_bytes()))
+        final = algorithm_class(config.algo.name).load(run_dir / "final_model.zip", device=config.device)
+    finally:
+        torch.set_num_threads(threads)
+        run.venv.close()
+        run.logger.close()
+    return final, run_dir

@@ -1,0 +1,283 @@
+"""Imitation: expert datasets (round trip, shards, refusals), behaviour cloning (PPO, MaskablePPO with masks), DAgger
+(learner-visited states labelled by the expert), the imitate run (outputs, resume, errors) and its models in eval,
+replay and build-submission."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from sb3_realm import features
+from sb3_realm.config import load_config
+from sb3_realm.envs import RealmEnv
+from sb3_realm.imitation import Block, Collector, DatasetError, ExpertDataset, action_accuracy, fit, imitate
+from sb3_realm.imitation.dataset import decode_maps, encode_maps
+from sb3_realm.policies import algorithm_class
+from sb3_realm.train import build_model, make_vec_env
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "sb3_realm.cli"]
+SMALL_ENV = {"map_name": "small", "map_path": None, "rules": {}, "reward_weights": {}, "mask_wall_moves": False}
+FOVEA = ["algo.extractor=fovea", "algo.extractor_kwargs={features_dim: 64}", "algo.policy_kwargs={normalize_images: "
+         "false}", "algo.net_arch={pi: [64], vf: [32]}"]
+QUICK = ["env.map_name=small", "env.usr_conf={treasure_num: 2, max_step: 200}", "eval_games=3", "torch_threads=1",
+         "imitation.expert_games=8", "imitation.rounds=1", "imitation.dagger_games=4", "imitation.epochs=2",
+         "imitation.dagger_epochs=1", "imitation.workers=1", *FOVEA]
+
+
+def small_games(n: int, seed: int = 0, treasures: int = 2) -> list[tuple[int, dict]]:
+    return [(seed + i, {"treasure_random": 1, "treasure_num": treasures, "max_step": 200}) for i in range(n)]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Batch sizes here are small: one thread is fastest, and never spins against other processes for the cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def expert_block() -> Block:
+    with Collector(1) as collector:
+        return collector.run(SMALL_ENV, small_games(30)).block
+
+
+def small_model(algo: str = "ppo", extra: tuple = ()):
+    config = load_config(None, [f"algo.name={algo}", "env.map_name=small", "env.n_envs=1", *FOVEA, *extra])
+    return build_model(config, make_vec_env(config.env, seed=0))
+
+
+# ------------------------------------------------------------------------------------------ datasets
+def test_maps_round_trip_compactly(expert_block):
+    env = RealmEnv(map_name="small")
+    obs, _ = env.reset(seed=1)
+    maps = np.stack([obs["maps"]] * 3)
+    bits, memory = encode_maps(maps)
+    assert bits.shape == (3, 3, 326) and memory.shape == (3, 2601)
+    assert np.array_equal(decode_maps(bits, memory), maps)
+    # bytes a state: bits 978 + memory 2601 + vector 864 + action 1 + mask 16 + start 1 (the observation: 11,268)
+    assert expert_block.nbytes / len(expert_block) == 4461
+    bad = maps.copy()
+    bad[0, 0, 0, 0] = 7
+    with pytest.raises(DatasetError, match="only 0 and 255"):
+        encode_maps(bad)
+
+
+def test_dataset_round_trips_and_grows_by_shards(expert_block, tmp_path):
+    ds = ExpertDataset.create(tmp_path / "ds", expert="oracle", map_name="small")
+    half = len(expert_block) // 2
+    first = Block(*(getattr(expert_block, k)[:half] for k in ("bits", "memory", "vector", "actions", "masks",
+                                                              "starts")))
+    second = Block(*(getattr(expert_block, k)[half:] for k in ("bits", "memory", "vector", "actions", "masks",
+                                                               "starts")))
+    ds.append(first, "expert")
+    ds.append(second, "dagger round 1")
+    again = ExpertDataset.open(tmp_path / "ds")
+    assert again.states == len(expert_block) and [s["source"] for s in again.meta["shards"]] == ["expert",
+                                                                                                "dagger round 1"]
+    assert again.feature_version == features.FEATURE_VERSION
+    loaded = again.all()
+    assert len(loaded) == len(expert_block) and len(loaded.blocks) == 2
+    whole = Block.concatenate(loaded.blocks)
+    for name in ("bits", "memory", "vector", "actions", "masks", "starts"):
+        assert np.array_equal(getattr(whole, name), getattr(expert_block, name)), name
+    idx = np.array([0, 5, half - 1, half, len(expert_block) - 1])  # across the two shards
+    batch = loaded.gather(idx)
+    assert np.array_equal(batch.actions, expert_block.actions[idx])
+    obs = batch.observations()
+    assert obs["maps"].dtype == np.uint8 and obs["maps"].shape == (5, *features.MAP_SHAPE)
+    assert np.array_equal(obs["maps"], expert_block.observations(idx)["maps"])
+    again.truncate(1)
+    assert ExpertDataset.open(tmp_path / "ds").states == half and not (tmp_path / "ds" / "shard-00001.npz").exists()
+    assert not list((tmp_path / "ds").glob(".*.tmp"))
+
+
+def test_dataset_refuses_damage_and_mismatches(expert_block, tmp_path):
+    ds = ExpertDataset.create(tmp_path / "ds", expert="oracle", map_name="small")
+    ds.append(expert_block, "expert")
+    model = small_model()
+    ds.check_compatible(model.observation_space, model.action_space.n, features.FEATURE_VERSION)
+    with pytest.raises(DatasetError, match="features version 2, the model uses version 1"):
+        ds.check_compatible(model.observation_space, model.action_space.n, "1")
+    stacked = spaces.Dict({"maps": spaces.Box(0, 255, (8, 51, 51), np.uint8),
+                           "vector": spaces.Box(-1, 1, (432,), np.float32)})
+    with pytest.raises(DatasetError, match="observation layout"):
+        ds.check_compatible(stacked, 16, features.FEATURE_VERSION)
+    shard = tmp_path / "ds" / "shard-00000.npz"
+    shard.write_bytes(shard.read_bytes()[:1000])  # truncated
+    with pytest.raises(DatasetError, match="damaged or truncated"):
+        ExpertDataset.open(tmp_path / "ds").all()
+    with pytest.raises(DatasetError, match="no meta.json"):
+        ExpertDataset.open(tmp_path / "nothing")
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        ExpertDataset.create(tmp_path / "ds", expert="oracle", map_name="small")
+
+
+# ------------------------------------------------------------------------------------------ behaviour cloning
+def test_bc_lowers_the_loss_and_matches_the_expert(expert_block):
+    torch.manual_seed(0)
+    model = small_model()
+    before = action_accuracy(model.policy, expert_block)
+    losses = []
+    stats = fit(model.policy, expert_block, epochs=100, batch_size=64, learning_rate=3e-3,
+                on_update=lambda update, loss, acc: losses.append(loss))
+    after = action_accuracy(model.policy, expert_block)
+    assert np.mean(losses[-10:]) < 0.1 * np.mean(losses[:10])
+    assert after > 0.95 and after > before + 0.3, (before, after)
+    assert stats.updates == 100 * int(np.ceil(len(expert_block) / 64))
+    # the cloned model plays the expert's game: deterministic predict = the expert's action on most states
+    obs = expert_block.observations(np.arange(len(expert_block)))
+    actions, _ = model.predict(obs, deterministic=True)
+    assert np.mean(actions == expert_block.actions) > 0.9
+
+
+def test_maskable_ppo_clones_with_the_mask(expert_block):
+    torch.manual_seed(0)
+    model = small_model("maskable_ppo")
+    assert (~expert_block.masks).any()  # flashes are masked after the first one
+    fit(model.policy, expert_block, epochs=100, batch_size=64, learning_rate=3e-3, masked=True)
+    assert action_accuracy(model.policy, expert_block, masked=True) > 0.9
+    idx = np.flatnonzero(~expert_block.masks[:, 8])[:50]
+    obs = {k: torch.as_tensor(v) for k, v in expert_block.observations(idx).items()}
+    with torch.no_grad():
+        probs = model.policy.get_distribution(obs, action_masks=expert_block.masks[idx]).distribution.probs
+    assert float(probs[:, 8:].sum()) == 0.0  # masked actions have no probability, as in training
+
+
+# ------------------------------------------------------------------------------------------ DAgger
+def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
+    model = small_model()  # untrained: it wanders where the expert never goes
+    path = tmp_path / "learner.zip"
+    model.save(path)
+    with Collector(1) as collector:
+        learner = collector.run(SMALL_ENV, small_games(3, seed=100), learner=str(path), beta=0.0)
+        expert = collector.run(SMALL_ENV, small_games(3, seed=100))
+    assert all(g["expert_steps"] == 0 for g in learner.games)
+    assert all(g["expert_steps"] == g["steps"] for g in expert.games)
+    assert len(learner.block) > len(expert.block)  # the learner loses time; every visited state is labelled
+    # the labels are the expert's own answers in those states, not the learner's actions
+    env = RealmEnv(map_name="small")
+    assert learner.block.actions.max() < 16 and learner.block.starts.sum() == 3
+    vectors = {v.tobytes() for v in expert.block.vector}
+    assert sum(v.tobytes() not in vectors for v in learner.block.vector) > len(learner.block) // 2
+    del env
+
+
+def test_collection_runs_in_spawned_workers(monkeypatch):
+    monkeypatch.setenv("SB3_REALM_START_METHOD", "spawn")
+    with Collector(2) as collector:
+        parallel = collector.run(SMALL_ENV, small_games(4, seed=7))
+    with Collector(1) as collector:
+        serial = collector.run(SMALL_ENV, small_games(4, seed=7))
+    assert len(parallel.block) == len(serial.block)
+    assert sorted(g["seed"] for g in parallel.games) == [7, 8, 9, 10]
+
+
+# ------------------------------------------------------------------------------------------ the imitate run
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("imitate") / "run"
+    config = load_config(None, [*QUICK, f"out={json.dumps(str(out))}"])
+    model, run_dir = imitate(config)
+    return run_dir
+
+
+def test_imitate_writes_a_complete_run(run):
+    names = {p.name for p in run.iterdir()}
+    assert {"config.yaml", "dataset", "checkpoints", "tb", "eval.json", "best_model.zip", "final_model.zip"} <= names
+    report = json.loads((run / "eval.json").read_text(encoding="utf-8"))
+    history = report["history"]
+    assert [h["round"] for h in history] == [0, 1] and history[1]["states"] > history[0]["states"]
+    assert report["best_mean_score"] == max(h["eval_mean_score"] for h in history)
+    assert (run / "final_model.zip").read_bytes() == (run / "best_model.zip").read_bytes()
+    ds = ExpertDataset.open(run / "dataset")
+    assert [s["source"].split(" (")[0] for s in ds.meta["shards"]] == ["expert", "dagger round 1"]
+    assert any(p.name.startswith("events") for p in (run / "tb").rglob("*"))
+    model = algorithm_class("ppo").load(run / "final_model.zip")  # the plain SB3 class
+    assert model.feature_version == features.FEATURE_VERSION
+
+
+def test_a_cloned_model_works_in_eval_replay_and_build_submission(run, tmp_path):
+    from sb3_realm.evaluate import evaluate
+    from sb3_realm.export import build_submission
+    from sb3_realm.replay import replay
+    from sb3_realm.submission_play import check_submission
+
+    model = run / "final_model.zip"
+    report = evaluate(str(model), games=2, max_step=100, oracle_gap=False, env_kwargs={"map_name": "small"})
+    assert len(report.games) == 2
+    assert Path(replay(str(model), tmp_path / "ep.gif", usr_conf={"max_step": 50}, seed=1)["gif"]).is_file()
+    build_submission(model, tmp_path / "sub")
+    result = check_submission(tmp_path / "sub", model, games=2, min_states=200, max_step=100)
+    assert result["ok"] and result["identical_actions"]
+
+
+def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    ds = ExpertDataset.open(copy / "dataset")
+    ds.append(ds.shard(0), "a round killed before its checkpoint")  # must not survive the resume
+    out = subprocess.run([*CLI, "imitate", "--resume", str(copy), "--set", "imitation.rounds=2", "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((copy / "eval.json").read_text(encoding="utf-8"))
+    assert [h["round"] for h in report["history"]] == [0, 1, 2]
+    sources = [s["source"] for s in ExpertDataset.open(copy / "dataset").meta["shards"]]
+    assert len(sources) == 3 and sources[2].startswith("dagger round 2")
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["imitation.expert=nobody"], "imitation.expert = 'nobody' is neither 'oracle' nor an existing SB3 checkpoint"),
+    (["imitation.rounds=-1"], "imitation.rounds = -1 must be >= 0"),
+    (["imitation.treasure_counts=[3, 14]"], "each count must be an integer in 0..13"),
+    (["algo.name=recurrent_ppo"], "RecurrentPPO needs sequence cloning"),
+    (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
+])
+def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
+    out = tmp_path / "run"
+    res = subprocess.run([*CLI, "imitate", *[a for kv in QUICK for a in ("--set", kv)], "--out", str(out),
+                          *[a for kv in extra for a in ("--set", kv)]], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 2 and match in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert not out.exists()
+
+
+def test_unwritable_output_and_existing_runs(run, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    res = subprocess.run([*CLI, "imitate", *[a for kv in QUICK for a in ("--set", kv)], "--out",
+                          str(blocker / "run")], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 2 and str(blocker) in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
+    res = subprocess.run([*CLI, "imitate", *[a for kv in QUICK for a in ("--set", kv)], "--out", str(run)],
+                         capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 2 and "already has checkpoints" in res.stderr
+    res = subprocess.run([*CLI, "imitate", "--resume", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 2 and "no config.yaml there" in res.stderr
+
+
+@pytest.mark.slow
+def test_imitation_on_the_small_map_wins_its_games(tmp_path):
+    from sb3_realm.evaluate import evaluate
+
+    config = load_config(None, ["env.map_name=small", "env.usr_conf={treasure_num: 3, max_step: 300}",
+                                "eval_games=10", "torch_threads=2", "imitation.expert_games=100",
+                                "imitation.rounds=3", "imitation.dagger_games=40", f"out={json.dumps(str(tmp_path))}",
+                                *FOVEA])
+    _, run_dir = imitate(config)
+    report = evaluate(str(run_dir / "final_model.zip"), seed=777, games=20, treasures=3, max_step=300,
+                      env_kwargs={"map_name": "small"}, workers=2)
+    summary = report.summary()
+    assert summary["wins"] == 20 and summary["games_with_missed_treasure"] == 0
+    assert summary["mean_gap_to_oracle"] < 5.0
+    assert os.path.getsize(run_dir / "final_model.zip") > 0
