@@ -17,7 +17,7 @@ from .envs import RealmEnv
 from .nets import ACTIVATIONS
 from .policies import algorithm_class, warn_feature_version
 
-__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config"]
+__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run"]
 
 TEMPORAL = ("conv3d", "transformer")
 
@@ -111,6 +111,19 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
     return callbacks, curriculum, checkpoint
 
 
+def start_new_run(config: TrainConfig, run_dir: Path) -> None:
+    """Checks before a new run writes anything: ``run_dir`` holds no run's checkpoints yet, and the config carries no
+    other features version; then records the current version in ``config``."""
+    if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
+        raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
+                         "continue it or --out to start a new run elsewhere")
+    if config.feature_version not in (None, features.FEATURE_VERSION):
+        raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
+                         f"features version {features.FEATURE_VERSION}; a new run always uses the current one: "
+                         "remove feature_version from the config (it is copied from an older run's config.yaml)")
+    config.feature_version = features.FEATURE_VERSION
+
+
 def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None):
     """Train (or resume) a run; returns ``(model, run_dir)``.
 
@@ -120,15 +133,8 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     """
     config.validate()
     run_dir = Path(resume if resume is not None else config.out)
-    if resume is None and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
-        raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
-                         "continue it or --out to start a new run elsewhere")
     if resume is None:
-        if config.feature_version not in (None, features.FEATURE_VERSION):
-            raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
-                             f"features version {features.FEATURE_VERSION}; a new run always uses the current one: "
-                             "remove feature_version from the config (it is copied from an older run's config.yaml)")
-        config.feature_version = features.FEATURE_VERSION
+        start_new_run(config, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     save_config(config, run_dir / "config.yaml")
     torch.set_num_threads(config.torch_threads)

@@ -28,7 +28,6 @@ import torch
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from .. import features
 from ..atomic import atomic_write, check_writable_folder
 from ..checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
 from ..config import TrainConfig, save_config
@@ -36,7 +35,7 @@ from ..envs import RealmEnv
 from ..evaluate import evaluate
 from ..game.rules import EpisodeConfig
 from ..policies import algorithm_class, warn_feature_version
-from ..train import build_model
+from ..train import build_model, start_new_run
 from .bc import fit
 from .collect import Collector
 from .dataset import ExpertDataset
@@ -205,16 +204,10 @@ def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict] | Non
     _check_config(config)
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
     if resume is None:
-        if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
-            raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
-                             "continue it or --out to start a new run elsewhere")
+        start_new_run(config, run_dir)
         if (run_dir / "dataset" / "meta.json").exists():
             raise ValueError(f"run directory {str(run_dir)!r} already holds a dataset; use --resume {run_dir} or "
                              "--out to start a new run elsewhere")
-        if config.feature_version not in (None, features.FEATURE_VERSION):
-            raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
-                             f"features version {features.FEATURE_VERSION}: remove feature_version from the config")
-        config.feature_version = features.FEATURE_VERSION
         return run_dir, None
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
