@@ -20,7 +20,6 @@ import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from .atomic import atomic_write
 from .envs import RealmEnv
 from .game.rules import LEADERBOARD_CONF, EpisodeConfig
 from .policies import PolicySpec, warn_feature_version
+from .processes import mp_context
 
 __all__ = ["PROTOCOLS", "GameResult", "EvalReport", "protocol_configs", "play_game", "evaluate", "format_report",
            "write_json_atomic", "plot_scores"]
@@ -208,7 +208,7 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
                 bar.update()
     else:
         chunk = max(1, math.ceil(len(jobs) / (workers * 8)))
-        with ProcessPoolExecutor(workers, mp_context=get_context("forkserver"), initializer=_setup_worker,
+        with ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_setup_worker,
                                  initargs=init) as pool:
             for r in pool.map(_run_one, jobs, chunksize=chunk):
                 results.append(r)

@@ -273,7 +273,9 @@ def test_imitation_on_the_small_map_wins_its_games(tmp_path):
     config = load_config(None, ["env.map_name=small", "env.usr_conf={treasure_num: 3, max_step: 300}",
                                 "eval_games=10", "torch_threads=2", "imitation.expert_games=100",
                                 "imitation.rounds=3", "imitation.dagger_games=40", f"out={json.dumps(str(tmp_path))}",
-                                *FOVEA])
+                                # small data (about 25 states a game): many passes over it
+                                "imitation.epochs=100", "imitation.dagger_epochs=30",
+                                "imitation.dagger_learning_rate=0.001", *FOVEA])
     _, run_dir = imitate(config)
     report = evaluate(str(run_dir / "final_model.zip"), seed=777, games=20, treasures=3, max_step=300,
                       env_kwargs={"map_name": "small"}, workers=2)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..config import TrainConfig, config_from_dict, config_to_dict
+from ..processes import mp_context
 from .objective import objective
 from .space import KINDS, baseline_params, convert_params
 from .storage import make_storage, storage_kind
@@ -330,8 +330,9 @@ def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> d
 
 
 def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool) -> list[int | None]:
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])  # torch, SB3 and the package imported once, in the fork server
+    ctx = mp_context()
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])  # torch, SB3 and the package imported once, in the fork server
     procs = [ctx.Process(target=_worker_entry, args=(config, i), name=f"sb3-realm-worker-{i}")
              for i in range(workers)]
     bar = None

@@ -1,0 +1,35 @@
+"""The one chooser of the start method of every process the package starts."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from sb3_realm.evaluate import evaluate
+from sb3_realm.processes import START_METHOD_ENV, mp_context, start_method
+
+
+def test_default_is_forkserver_where_it_exists(monkeypatch):
+    monkeypatch.delenv(START_METHOD_ENV, raising=False)
+    expected = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    assert start_method() == expected and mp_context().get_start_method() == expected
+
+
+def test_override_and_bad_values(monkeypatch):
+    monkeypatch.setenv(START_METHOD_ENV, "spawn")
+    assert mp_context().get_start_method() == "spawn"
+    for bad in ("fork", "threads"):
+        monkeypatch.setenv(START_METHOD_ENV, bad)
+        with pytest.raises(ValueError, match=rf"{START_METHOD_ENV}='{bad}' is not a start method") as err:
+            start_method()
+        assert "['forkserver', 'spawn']" in str(err.value)
+
+
+def test_evaluation_workers_run_under_spawn(monkeypatch):
+    monkeypatch.setenv(START_METHOD_ENV, "spawn")
+    kw = {"games": 2, "max_step": 40, "oracle_gap": False, "env_kwargs": {"map_name": "small"}}
+    spawned = evaluate("random", workers=2, **kw)
+    serial = evaluate("random", workers=1, **kw)
+    assert [g.score for g in spawned.games] == [g.score for g in serial.games]
+    assert [g.steps for g in spawned.games] == [g.steps for g in serial.games]
