@@ -75,11 +75,10 @@ def training_games(config: TrainConfig, round_no: int, n: int) -> list[tuple[int
 class _Run:
     """The state of one imitation run (see the module docstring)."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path, progress: bool) -> None:
+    def __init__(self, config: TrainConfig, run_dir: Path) -> None:
         self.config = config
         self.im = config.imitation
         self.run_dir = run_dir
-        self.progress = progress
         self.env_kwargs = config.env.env_kwargs(usr_conf=False)
         self.masked = config.algo.name == "maskable_ppo"
         self.history: list[dict] = []
@@ -232,7 +231,7 @@ def imitate(config: TrainConfig, resume: str | Path | None = None, progress: boo
     save_config(config, run_dir / "config.yaml")
     threads = torch.get_num_threads()
     torch.set_num_threads(config.torch_threads)
-    run = _Run(config, run_dir, progress)
+    run = _Run(config, run_dir)
     try:
         if found is not None:
             model, shards = run.load(*found)
