@@ -16,6 +16,7 @@ from .config import EnvConfig, TrainConfig, load_config, save_config
 from .envs import RealmEnv
 from .nets import ACTIVATIONS
 from .policies import algorithm_class, warn_feature_version
+from .processes import start_method
 
 __all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run"]
 
@@ -31,7 +32,7 @@ def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None) -> VecEnv
     configured."""
     n = n_envs or env.n_envs
     fns = [functools.partial(_make_env, env.env_kwargs()) for _ in range(n)]
-    venv: VecEnv = SubprocVecEnv(fns) if env.vec_env == "subproc" else DummyVecEnv(fns)
+    venv: VecEnv = SubprocVecEnv(fns, start_method=start_method()) if env.vec_env == "subproc" else DummyVecEnv(fns)
     venv.seed(seed)
     if env.frame_stack > 1:
         venv = VecFrameStack(venv, n_stack=env.frame_stack)

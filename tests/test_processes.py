@@ -33,3 +33,18 @@ def test_evaluation_workers_run_under_spawn(monkeypatch):
     serial = evaluate("random", workers=1, **kw)
     assert [g.score for g in spawned.games] == [g.score for g in serial.games]
     assert [g.steps for g in spawned.games] == [g.steps for g in serial.games]
+
+
+def test_training_subproc_envs_use_the_chosen_method(monkeypatch):
+    from sb3_realm.config import load_config
+    from sb3_realm.train import make_vec_env
+
+    monkeypatch.setenv(START_METHOD_ENV, "spawn")
+    config = load_config("configs/tiny.yaml", ["env.vec_env=subproc", "env.n_envs=2"])
+    venv = make_vec_env(config.env, seed=0)
+    try:
+        assert type(venv.processes[0]).__name__ == "SpawnProcess"
+        obs = venv.reset()
+        assert obs["maps"].shape == (2, 4, 51, 51)
+    finally:
+        venv.close()
