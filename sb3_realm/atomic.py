@@ -1,15 +1,16 @@
-"""Atomic file writes: a temporary file in the same folder, flushed to disk, then renamed over the target, so a
-crash or a kill never leaves half a file."""
+"""Atomic file writes (a temporary file in the same folder, flushed to disk, then renamed over the target, so a
+crash or a kill never leaves half a file), file checksums and the writability check of output folders."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write", "check_writable_folder"]
+__all__ = ["atomic_write", "check_writable_folder", "sha256_file"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> Path:
@@ -45,3 +46,12 @@ def check_writable_folder(path: str | os.PathLike, what: str = "output folder") 
         raise ValueError(f"{what} {str(path)!r} is not writable (no write permission in {str(probe)!r}); choose "
                          "another path or fix its permissions")
     return path
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

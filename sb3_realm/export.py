@@ -14,7 +14,6 @@ frame-stacking extractors (``conv3d``, ``transformer``) and SB3's default ``Comb
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from pathlib import Path
 import torch
 
 from . import __version__, features, nets
+from .atomic import sha256_file
 from .submission import TEMPLATES
 
 __all__ = ["LAYOUTS", "ExportError", "ExportedPolicy", "build_submission", "read_model", "sha256_file"]
@@ -37,14 +37,6 @@ _ALGO_DIR_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 
 class ExportError(ValueError):
     """The model cannot be exported as asked (the message says why and what to do)."""
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass

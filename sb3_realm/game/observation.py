@@ -133,9 +133,6 @@ def _rel(row) -> RelativePosition:
     return RelativePosition(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
 
 
-_FLAT = 2601  # 51 x 51 window values per map
-
-
 def competition_observation(game: Game) -> tuple[Observation, EnvInfo]:
     """Build the competition's ``(obs, env_info)`` for the game's current state."""
     rel = game.relative().tolist()  # (18, 4): start, end, buff (null while taken), treasure slots 1..15

@@ -13,7 +13,6 @@ Compact storage (``Block``): the obstacle, treasure and end windows only hold 0 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import features
-from ..atomic import atomic_write
+from ..atomic import atomic_write, sha256_file
 
 __all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "LAYOUT", "FORMAT", "encode_maps", "decode_maps"]
 
@@ -117,14 +116,6 @@ class Block:
         return sum(getattr(self, name).nbytes for name in _ARRAYS)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class Blocks:
     """Several blocks read as one, without concatenating them (a dataset keeps one copy of its states in memory).
 
@@ -144,10 +135,6 @@ class Blocks:
         which = np.searchsorted(self.bounds, index, side="right") - 1  # (B,) block of each state
         parts = [self.blocks[k].take(index[which == k] - self.bounds[k]) for k in np.unique(which)]
         return parts[0] if len(parts) == 1 else Block.concatenate(parts)
-
-    @property
-    def actions(self) -> np.ndarray:
-        return np.concatenate([b.actions for b in self.blocks]) if self.blocks else np.zeros(0, np.uint8)
 
 
 class ExpertDataset:
@@ -245,7 +232,7 @@ class ExpertDataset:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         entry = {"file": name, "states": len(block), "episodes": block.episodes, "source": source,
-                 "sha256": _sha256(self.folder / name)}
+                 "sha256": sha256_file(self.folder / name)}
         self.meta["shards"].append(entry)
         self._write_meta()
         if self._blocks is not None:
@@ -270,7 +257,7 @@ class ExpertDataset:
         if not path.is_file():
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} is missing; restore it or remove "
                                "its entry from meta.json (or collect the data again)")
-        if _sha256(path) != entry["sha256"]:
+        if sha256_file(path) != entry["sha256"]:
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} is damaged or truncated (its "
                                "sha256 differs from meta.json); delete it and its entry, or collect the data again")
         with np.load(path, allow_pickle=False) as data:
