@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sb3_realm.config import load_config
-from sb3_realm.evaluate import evaluate, write_json_atomic
+from sb3_realm.evaluation import evaluate, write_json_atomic
 from sb3_realm.imitation import imitate
+from sb3_realm.training.config import load_config
 
 try:  # POSIX only: peak RSS
     import resource

@@ -29,8 +29,8 @@ def percentiles(samples: list[float]) -> dict:
 
 
 def train_model(config_path: str, out: Path) -> Path:
-    from sb3_realm.config import load_config
-    from sb3_realm.train import train
+    from sb3_realm.training.config import load_config
+    from sb3_realm.training.run import train
 
     config = load_config(config_path, ["total_timesteps=2048", f"out={json.dumps(str(out))}", "eval_freq=0",
                                        "progress_bar=false", "algo.hyperparams.n_steps=256",
@@ -47,10 +47,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
+    from sb3_realm.agents import SB3Policy
+    from sb3_realm.agents.submission import SubmissionPolicy, platform_obs
     from sb3_realm.envs import RealmEnv
     from sb3_realm.export import build_submission
-    from sb3_realm.policies import SB3Policy
-    from sb3_realm.submission_play import SubmissionPolicy, platform_obs
 
     with tempfile.TemporaryDirectory() as tmp:
         model_path = Path(args.model) if args.model else train_model(args.config, Path(tmp) / "run")

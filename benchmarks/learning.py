@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sb3_realm.config import load_config
+from sb3_realm.agents import ModelPolicy, play_episode
 from sb3_realm.envs import RealmEnv
-from sb3_realm.evaluate import write_json_atomic
-from sb3_realm.policies import play_model
-from sb3_realm.train import build_model, make_vec_env
+from sb3_realm.evaluation import write_json_atomic
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import build_model, make_vec_env
 
 
 def main() -> None:
@@ -46,8 +46,8 @@ def main() -> None:
     curve, start = [], time.perf_counter()
     while model.num_timesteps < args.steps:
         model.learn(args.chunk, reset_num_timesteps=False)
-        det = play_model(model, env, 0, deterministic=True)
-        games = [play_model(model, env, 1000 + i, deterministic=False) for i in range(args.episodes)]
+        det = play_episode(env, ModelPolicy(model), 0)
+        games = [play_episode(env, ModelPolicy(model, deterministic=False), 1000 + i) for i in range(args.episodes)]
         curve.append({"steps": int(model.num_timesteps), "wall_s": round(time.perf_counter() - start, 1),
                       "deterministic_score": det["score"], "deterministic_win": bool(det["win"]),
                       "deterministic_treasures": det["treasures"], "deterministic_steps": det["steps"],

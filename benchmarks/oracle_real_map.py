@@ -1,4 +1,4 @@
-"""The oracle (sb3_realm.game.oracle) on a map: every 9-treasure set of the leaderboard configuration (start 2, end 1,
+"""The oracle (sb3_realm.oracle) on a map: every 9-treasure set of the leaderboard configuration (start 2, end 1,
 max_step 2000: C(13, 9) = 715 sets) and the 30-game leaderboard protocol (9 random treasures per game drawn with
 ``np.random.default_rng(seed)``). Prints JSON: wins, treasures, steps, scores, the gap between the steps played and the
 steps the first plan predicted, flash/buff use, planning and acting time per episode.
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from sb3_realm.game import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
-from sb3_realm.game.oracle import OraclePolicy
+from sb3_realm.oracle import OraclePolicy
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"

@@ -17,9 +17,9 @@ import time
 
 import torch
 
-from sb3_realm.config import load_config
 from sb3_realm.envs import RealmEnv
-from sb3_realm.train import build_model, make_vec_env
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import build_model, make_vec_env
 
 
 def time_learn(model, steps: int) -> float:

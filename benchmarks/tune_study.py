@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from sb3_realm.config import load_config
 from sb3_realm.envs import RewardWeights
-from sb3_realm.evaluate import evaluate, write_json_atomic
-from sb3_realm.train import train
+from sb3_realm.evaluation import evaluate, write_json_atomic
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import train
 from sb3_realm.tuning import StudyConfig, convert_rewards, run_study
 
 

@@ -2,8 +2,8 @@
 
 from .envs import ENV_IDS, RealmEnv, RewardWeights, register_envs
 from .game import EpisodeConfig, Rules, default_map, load_map
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["ENV_IDS", "RealmEnv", "RewardWeights", "EpisodeConfig", "Rules", "default_map", "load_map",
            "register_envs", "__version__"]
 

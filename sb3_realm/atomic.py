@@ -13,8 +13,11 @@ from typing import IO
 __all__ = ["atomic_write", "check_writable_folder", "sha256_file"]
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> Path:
-    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``."""
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
+    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    :param mode: permissions of the file, less the process's umask (default: the temporary file's own, 0600).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -23,6 +26,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) 
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        if mode is not None:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, mode & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

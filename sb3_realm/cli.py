@@ -10,15 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
+from .arguments import json_dict
+from .envs import RealmEnv
+from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, write_json_atomic
+from .game.render import save_gif
+from .version import __version__
+
+# The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
+# Optuna (seconds), which `sb3-realm --help`, `demo`, `eval` and `replay` of a non-SB3 policy never need.
+
 __all__ = ["main", "run_demo"]
 
 
 def run_demo(out: str | Path = "runs/demo", map_path: str | None = None, seed: int = 0, usr_conf: dict | None = None,
              gif: bool = True) -> dict:
     """Play one episode of a random legal policy; write ``episode.gif`` and ``summary.json`` under ``out``."""
-    from .envs import RealmEnv
-    from .game.render import save_gif
-
     env = RealmEnv(map_path=map_path, render_mode="rgb_array" if gif else None)
     _, info = env.reset(seed=seed, options=usr_conf)
     rng = np.random.default_rng(seed)
@@ -41,22 +47,7 @@ def run_demo(out: str | Path = "runs/demo", map_path: str | None = None, seed: i
     return summary
 
 
-def json_dict(text: str) -> dict:
-    """argparse type of a JSON-object argument (``--usr-conf``, the tuning scripts' ``--enqueue``)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"treasure_num\": 3}}' or "
-                                         f"'{{\"treasure\": 2.0}}', got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from .evaluate import PROTOCOLS
-
     parser = argparse.ArgumentParser(prog="sb3-realm", description="Back to the Realm with Stable-Baselines3.")
     parser.add_argument("--version", action="version", version=f"sb3-realm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,8 +141,7 @@ def _treasure_sets(text: str) -> list[list[int]]:
 
 
 def _cmd_train(args) -> None:
-    from .config import load_config
-    from .train import resume_config, train
+    from .training import load_config, resume_config, train  # lazy: torch + SB3 (see the top)
 
     overrides = list(args.overrides)
     if args.map_path is not None:
@@ -168,8 +158,8 @@ def _cmd_train(args) -> None:
                              "--from-study (use --set or --total-steps to change it)")
         config = resume_config(args.resume, overrides)
     elif args.from_study is not None:
-        from .config import config_from_dict, config_to_dict
-        from .tuning import trial_config
+        from .training import config_from_dict, config_to_dict
+        from .tuning import trial_config  # lazy: Optuna (see the top)
 
         if args.config is not None:
             raise ValueError("--from-study rebuilds the config from the study; drop --config (use --set to change it)")
@@ -189,9 +179,8 @@ def _cmd_train(args) -> None:
 
 
 def _cmd_imitate(args) -> None:
-    from .config import load_config
-    from .imitation import imitate
-    from .train import resume_config
+    from .imitation import imitate  # lazy: torch + SB3 (see the top)
+    from .training import load_config, resume_config
 
     overrides = list(args.overrides)
     if args.map_path is not None:
@@ -215,7 +204,7 @@ def _cmd_imitate(args) -> None:
 
 
 def _cmd_build_submission(args) -> int:
-    from .export import build_submission
+    from .export import build_submission, check_submission  # lazy: torch + SB3 (see the top)
 
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
                                 ckpt_id=args.ckpt_id, make_zip=args.zip, force=args.force)
@@ -225,8 +214,6 @@ def _cmd_build_submission(args) -> int:
         result["zip"] = str(Path(args.out).with_name(Path(args.out).name + ".zip"))
     status = 0
     if args.check:
-        from .submission_play import check_submission
-
         report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
                                   seed=args.check_seed, max_step=args.check_max_step, min_states=args.check_states,
                                   progress=sys.stderr.isatty())
@@ -241,8 +228,6 @@ def _cmd_build_submission(args) -> int:
 
 
 def _cmd_eval(args) -> None:
-    from .evaluate import evaluate, format_report, plot_scores, write_json_atomic
-
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
@@ -285,8 +270,6 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "build-submission":
             return _cmd_build_submission(args)
         elif args.command == "replay":
-            from .replay import replay
-
             env_kwargs = {"mask_wall_moves": True} if args.mask_wall_moves else None
             print(json.dumps(replay(args.policy, args.out, map_path=args.map_path, usr_conf=args.usr_conf,
                                     seed=args.seed, env_kwargs=env_kwargs), indent=2))

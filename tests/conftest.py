@@ -1,4 +1,6 @@
-"""Shared fixtures. The competition map is read from ``--realm-map PATH``, else ``$SB3_REALM_REAL_MAP``, else
+"""Shared fixtures (the helpers that tests import are in ``tests/helpers.py``).
+
+The competition map is read from ``--realm-map PATH``, else ``$SB3_REALM_REAL_MAP``, else
 ``../shared/data/realm_map_1.json`` beside the checkout. Without it the ``realmap`` tests skip, except under CI
 (``CI=true``), where they fail: the fidelity checks must run there."""
 
@@ -7,10 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from sb3_realm.game import RealmMap
+from sb3_realm.game import RealmMap, load_map
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"
@@ -35,19 +36,4 @@ def real_map_path(request) -> Path:
 
 @pytest.fixture(scope="session")
 def real_map(real_map_path) -> RealmMap:
-    from sb3_realm.game import load_map
-
     return load_map(real_map_path)
-
-
-def open_map(size: int = 40, walls: list[tuple[slice, slice]] = (), grid_positions=None) -> RealmMap:
-    """A square room with a 2-cell wall border, optional wall blocks ``(z_slice, x_slice)`` and 16 positions given
-    in grid cells (default: a 4 x 4 lattice far from each other)."""
-    walk = np.zeros((size, size), dtype=bool)
-    walk[2:-2, 2:-2] = True
-    for zs, xs in walls:
-        walk[zs, xs] = False
-    if grid_positions is None:
-        lattice = [4 + 9 * i for i in range(4)]
-        grid_positions = [(gx, gz) for gz in lattice for gx in lattice]
-    return RealmMap(walkable=walk, positions_world=[RealmMap.grid_to_world(gx, gz) for gx, gz in grid_positions])

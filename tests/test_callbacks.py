@@ -16,10 +16,11 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import sb3_realm.callbacks as callbacks_module
-from sb3_realm.callbacks import CompetitionEvalCallback, CurriculumCallback, ModelPolicy, RealmMetricsCallback
+import sb3_realm.training.callbacks as callbacks_module
+from sb3_realm.agents import ModelPolicy
 from sb3_realm.envs import TERMS, RealmEnv
-from sb3_realm.evaluate import EvalReport, GameResult, protocol_configs
+from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
+from sb3_realm.training.callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
 
 SMALL = {"map_name": "small", "max_step": 24, "treasure_num": 2}
 TINY_NET = {"net_arch": [8]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from sb3_realm.config import apply_overrides, load_config, save_config
+from sb3_realm.training.config import apply_overrides, load_config, save_config
 
 
 def write(tmp_path, data) -> str:

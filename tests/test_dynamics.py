@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import open_map
+from helpers import open_map
 
 from sb3_realm.game import CELL_WIDTH, GRID_ORIGIN_X, EpisodeConfig, Game, RealmMap, Rules
 from sb3_realm.game.observation import competition_observation

@@ -146,8 +146,8 @@ def test_progress_term_is_potential_difference():
 def test_progress_rewards_a_pickup_and_the_end():
     """Taking a treasure never lowers the potential (the next treasure is farther, but one fewer is left), and the
     oracle's whole episode earns ``d0 + D * n0`` cells of progress."""
+    from sb3_realm.agents import OracleAdapter
     from sb3_realm.envs.rewards import potential
-    from sb3_realm.policies import OracleAdapter
 
     env = RealmEnv(map_name="small", treasure_num=3, max_step=300)
     oracle = OracleAdapter(env)

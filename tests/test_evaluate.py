@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import open_map
+from helpers import open_map
 from PIL import Image
 
-from sb3_realm.evaluate import evaluate, format_report, plot_scores, protocol_configs, write_json_atomic
-from sb3_realm.replay import replay
+from sb3_realm.evaluation import evaluate, format_report, plot_scores, protocol_configs, replay, write_json_atomic
 
 
 def test_protocols_draw_the_documented_sets():

@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 import torch
 from helpers import make_legacy_run
-
-from sb3_realm import features, nets
-from sb3_realm.config import load_config
-from sb3_realm.envs import RealmEnv
-from sb3_realm.export import ExportError, build_submission, sha256_file
 from sb3_realm.submission import PLATFORM_STUB
-from sb3_realm.submission_play import SubmissionPolicy, check_submission
-from sb3_realm.train import train
+
+from sb3_realm import features
+from sb3_realm.agents import SubmissionPolicy
+from sb3_realm.atomic import sha256_file
+from sb3_realm.envs import RealmEnv
+from sb3_realm.export import ExportError, build_submission, check_submission
+from sb3_realm.models import nets
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128", "algo.hyperparams.batch_size=256",
@@ -148,7 +150,7 @@ def test_guarded_process_cannot_import_sb3_realm(built):
 
 
 def test_eval_of_the_folder_matches_the_model(built, models):
-    from sb3_realm.evaluate import evaluate
+    from sb3_realm.evaluation import evaluate
 
     kw = {"map_path": None, "games": 4, "max_step": 150, "oracle_gap": False, "seed": 3}
     folder = evaluate(str(built["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
@@ -256,7 +258,7 @@ def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
 
     from sb3_realm.game import EpisodeConfig, small_map
     from sb3_realm.game.observation import CompetitionEnv, competition_observation
-    from sb3_realm.game.oracle import OraclePolicy
+    from sb3_realm.oracle import OraclePolicy
 
     policy = SubmissionPolicy(built["ppo"])
     package = policy.definition.__name__.rsplit(".", 2)[0]
@@ -283,7 +285,7 @@ def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
 
 # ------------------------------------------------------------------------------------------ errors
 def test_models_and_packages_record_the_feature_version(models, built):
-    from sb3_realm.policies import model_feature_version
+    from sb3_realm.models.saved import model_feature_version
 
     for name, path in models.items():
         assert model_feature_version(path) == features.FEATURE_VERSION
@@ -295,8 +297,8 @@ def test_models_and_packages_record_the_feature_version(models, built):
 def test_a_model_of_an_older_feature_version_is_refused_by_build_and_warned_by_eval(models, tmp_path):
     import shutil
 
-    from sb3_realm.evaluate import evaluate
-    from sb3_realm.policies import FeatureVersionWarning
+    from sb3_realm.evaluation import evaluate
+    from sb3_realm.models.saved import FeatureVersionWarning
 
     run = tmp_path / "old_run"
     shutil.copytree(models["ppo"].parent, run)
@@ -368,7 +370,7 @@ def test_existing_output_needs_force_and_is_left_untouched(models, tmp_path):
 
 
 def test_a_crash_mid_build_leaves_nothing(models, tmp_path, monkeypatch):
-    from sb3_realm import export
+    from sb3_realm.export import build as export
 
     def boom(*args, **kwargs):
         raise OSError("disk full")

@@ -15,9 +15,9 @@ from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-from sb3_realm import extractors
 from sb3_realm.envs import RealmEnv
-from sb3_realm.extractors import (
+from sb3_realm.models import extractors
+from sb3_realm.models.extractors import (
     EXTRACTORS,
     Conv3dExtractor,
     FoveaExtractor,
@@ -121,7 +121,7 @@ def test_fovea_sees_far_cells_only_as_block_averages():
 
 def test_fovea_cell_offset_gives_the_mlp_the_position_inside_the_cell():
     from sb3_realm.game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
-    from sb3_realm.nets import cell_offsets
+    from sb3_realm.models.nets import cell_offsets
 
     env = RealmEnv()
     env.reset(seed=0)
@@ -159,8 +159,8 @@ def test_maps_scale_inside_the_net_equals_sb3_normalisation(cls):
 
 
 def test_config_scales_the_maps_when_sb3_does_not():
-    from sb3_realm.config import load_config
-    from sb3_realm.train import build_model, make_vec_env
+    from sb3_realm.training.config import load_config
+    from sb3_realm.training.run import build_model, make_vec_env
 
     config = load_config("configs/ppo.yaml", ["env.n_envs=1", "env.map_name=small", "algo.hyperparams.batch_size=256"])
     venv = make_vec_env(config.env, 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_map
+from helpers import open_map
 
 from sb3_realm import features
 from sb3_realm.envs import RealmEnv

@@ -16,12 +16,12 @@ import torch
 from gymnasium import spaces
 
 from sb3_realm import features
-from sb3_realm.config import load_config
 from sb3_realm.envs import RealmEnv
 from sb3_realm.imitation import Block, Collector, DatasetError, ExpertDataset, action_accuracy, fit, imitate
 from sb3_realm.imitation.dataset import decode_maps, encode_maps
-from sb3_realm.policies import algorithm_class
-from sb3_realm.train import build_model, make_vec_env
+from sb3_realm.models.algorithms import algorithm_class
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import build_model, make_vec_env
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
@@ -208,10 +208,8 @@ def test_imitate_writes_a_complete_run(run):
 
 
 def test_a_cloned_model_works_in_eval_replay_and_build_submission(run, tmp_path):
-    from sb3_realm.evaluate import evaluate
-    from sb3_realm.export import build_submission
-    from sb3_realm.replay import replay
-    from sb3_realm.submission_play import check_submission
+    from sb3_realm.evaluation import evaluate, replay
+    from sb3_realm.export import build_submission, check_submission
 
     model = run / "final_model.zip"
     report = evaluate(str(model), games=2, max_step=100, oracle_gap=False, env_kwargs={"map_name": "small"})
@@ -268,7 +266,7 @@ def test_unwritable_output_and_existing_runs(run, tmp_path):
 
 @pytest.mark.slow
 def test_imitation_on_the_small_map_wins_its_games(tmp_path):
-    from sb3_realm.evaluate import evaluate
+    from sb3_realm.evaluation import evaluate
 
     config = load_config(None, ["env.map_name=small", "env.usr_conf={treasure_num: 3, max_step: 300}",
                                 "eval_games=10", "torch_threads=2", "imitation.expert_games=100",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sb3_realm.config import load_config
+from sb3_realm.agents import ModelPolicy, play_episode
 from sb3_realm.envs import RealmEnv
-from sb3_realm.policies import play_model
-from sb3_realm.train import build_model, make_vec_env
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import build_model, make_vec_env
 
 
 @pytest.mark.slow
@@ -21,7 +21,7 @@ def test_ppo_learns_the_small_map():
     env = RealmEnv(**config.env.env_kwargs())
 
     def sampled_wins() -> int:
-        return sum(play_model(model, env, seed, deterministic=False)["win"] for seed in range(10))
+        return sum(play_episode(env, ModelPolicy(model, deterministic=False), seed)["win"] for seed in range(10))
 
     before = sampled_wins()
     model.learn(98_304)

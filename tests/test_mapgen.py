@@ -1,4 +1,4 @@
-"""The shipped default map: it is what ``sb3_realm.game.mapgen`` generates, and it satisfies every design constraint.
+"""The shipped default map: it is what ``tools/mapgen.py`` generates, and it satisfies every design constraint.
 
 The constraint checks here are written independently of the generator's own helpers (plain lists and
 ``collections.deque``), so a bug in the generator's checker cannot hide a bad map.
@@ -14,8 +14,9 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from helpers import load_tool
 
-from sb3_realm.game import mapgen
+mapgen = load_tool("mapgen")
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MAP = REPO / "sb3_realm" / "game" / "data" / "default_map.json"

@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import open_map
+from helpers import open_map
 
 from sb3_realm.game import EpisodeConfig, Game, Rules, competition_observation, default_map, small_map
-from sb3_realm.game.oracle import LEG_ROUNDING, OraclePolicy, buff_steps, held_karp, oracle_action, plan_tour
-from sb3_realm.game.oracle_paths import path_tables, tour_table, tour_trace
+from sb3_realm.oracle import LEG_ROUNDING, OraclePolicy, buff_steps, held_karp, oracle_action, plan_tour
+from sb3_realm.oracle.paths import path_tables
+from sb3_realm.oracle.tour import tour_table, tour_trace
 
 FAR = [(4 + 3 * i, 36) for i in range(12)]  # spare positions in the top row of a 40 x 40 open map
 

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from sb3_realm import features
+from sb3_realm.agents import SB3Policy
 from sb3_realm.envs import RealmEnv
-from sb3_realm.evaluate import evaluate
-from sb3_realm.policies import SB3Policy, algorithm_class, detect_algorithm
+from sb3_realm.evaluation import evaluate
+from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
 
 ALGOS = {"ppo": "MultiInputPolicy", "maskable_ppo": "MultiInputPolicy", "recurrent_ppo": "MultiInputLstmPolicy"}
 
@@ -87,9 +88,9 @@ def test_frame_stacked_checkpoint_matches_vec_frame_stack(tmp_path):
     obs, _ = env.reset(seed=5)
     policy.reset(env)
     for _ in range(25):
-        ours = policy._stacked(obs)
+        ours = policy.model_input(obs)  # (1, ...) batch, stacked
         for key in ours:
-            assert np.array_equal(ours[key], stacked[key][0])
+            assert np.array_equal(ours[key][0], stacked[key][0])
         action, _ = model.predict(stacked, deterministic=True)
         stacked, _, done, _ = venv.step(action)
         obs, _, te, tr, _ = env.step(int(action[0]))

@@ -6,7 +6,7 @@ import multiprocessing
 
 import pytest
 
-from sb3_realm.evaluate import evaluate
+from sb3_realm.evaluation import evaluate
 from sb3_realm.processes import START_METHOD_ENV, mp_context, start_method
 
 
@@ -36,8 +36,8 @@ def test_evaluation_workers_run_under_spawn(monkeypatch):
 
 
 def test_training_subproc_envs_use_the_chosen_method(monkeypatch):
-    from sb3_realm.config import load_config
-    from sb3_realm.train import make_vec_env
+    from sb3_realm.training.config import load_config
+    from sb3_realm.training.run import make_vec_env
 
     monkeypatch.setenv(START_METHOD_ENV, "spawn")
     config = load_config("configs/tiny.yaml", ["env.vec_env=subproc", "env.n_envs=2"])

@@ -15,10 +15,11 @@ import yaml
 from helpers import make_legacy_run
 
 from sb3_realm import features
-from sb3_realm.checkpoints import latest_checkpoint, list_checkpoints
-from sb3_realm.config import load_config
-from sb3_realm.policies import FeatureVersionWarning, algorithm_class, model_feature_version
-from sb3_realm.train import resume_config, train
+from sb3_realm.models.algorithms import algorithm_class
+from sb3_realm.models.saved import FeatureVersionWarning, model_feature_version
+from sb3_realm.training.checkpoints import latest_checkpoint, list_checkpoints
+from sb3_realm.training.config import load_config
+from sb3_realm.training.run import resume_config, train
 
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
 TINY = ["--config", "configs/tiny.yaml", "--no-progress"]

@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from sb3_realm import features
-from sb3_realm.config import config_to_dict, load_config
 from sb3_realm.envs import RewardWeights
-from sb3_realm.policies import algorithm_class
+from sb3_realm.models.algorithms import algorithm_class
+from sb3_realm.training.config import config_to_dict, load_config
 from sb3_realm.tuning import (
     baseline_params,
     convert_hparams,

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .. import features
+from ..features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, action_mask, encode
 from ..game.core import Game
 from ..game.maps import RealmMap, default_map, load_map, small_map
 from ..game.observation import EnvInfo, Observation, competition_observation
@@ -77,10 +77,10 @@ class RealmEnv(gym.Env):
         self.game = Game(self.game_map, self.rules)
         self._spacing = progress_spacing(self.game_map)
         self.observation_space = spaces.Dict({
-            "maps": spaces.Box(0, 255, features.MAP_SHAPE, dtype=np.uint8),
-            "vector": spaces.Box(-1.0, 1.0, (features.VECTOR_SIZE,), dtype=np.float32),
+            "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
+            "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
         })
-        self.action_space = spaces.Discrete(features.N_ACTIONS)
+        self.action_space = spaces.Discrete(N_ACTIONS)
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
 
@@ -139,7 +139,7 @@ class RealmEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """(16,) bool legal actions for MaskablePPO."""
-        return features.action_mask(self.game.talent_ready(), self.game.window[0], self.mask_wall_moves)
+        return action_mask(self.game.talent_ready(), self.game.window[0], self.mask_wall_moves)
 
     def raw_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The features module's raw ``(scalars, relative, maps)`` straight from the game state."""
@@ -168,4 +168,4 @@ class RealmEnv(gym.Env):
         }
 
     def _obs(self) -> dict[str, np.ndarray]:
-        return features.encode(*self.raw_arrays())
+        return encode(*self.raw_arrays())

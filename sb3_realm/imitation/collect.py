@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..agents import SB3Policy, load_policy
 from ..envs import RealmEnv
-from ..policies import SB3Policy, load_policy
 from ..processes import mp_context
 from .dataset import Block
 

@@ -29,13 +29,14 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
-from ..checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
-from ..config import TrainConfig, save_config
 from ..envs import RealmEnv
-from ..evaluate import evaluate
+from ..evaluation import evaluate
 from ..game.rules import EpisodeConfig
-from ..policies import algorithm_class, warn_feature_version
-from ..train import build_model, start_new_run
+from ..models.algorithms import algorithm_class
+from ..models.saved import warn_feature_version
+from ..training.checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
+from ..training.config import TrainConfig, save_config
+from ..training.run import build_model, start_new_run
 from .bc import fit
 from .collect import Collector
 from .dataset import ExpertDataset

@@ -18,10 +18,13 @@ import numpy as np
 import optuna
 import torch
 
-from ..callbacks import CompetitionEvalCallback, ModelPolicy
-from ..config import TrainConfig, config_to_dict
-from ..evaluate import evaluate, protocol_configs
+from ..agents import ModelPolicy
+from ..evaluation import evaluate, protocol_configs
 from ..game.rules import EpisodeConfig
+from ..training.callbacks import CompetitionEvalCallback
+from ..training.config import TrainConfig, config_to_dict
+from ..training.run import train
+from .space import convert_params, sample_params
 
 __all__ = ["TrialEvalCallback", "eval_configs", "objective", "trial_dir"]
 
@@ -147,9 +150,6 @@ def objective(trial: optuna.Trial, study) -> float:
     on). ``user_attrs["config"]`` holds the full training config of the trial (as ``--from-study`` rebuilds it),
     ``user_attrs["worker"]`` the ``host:pid`` that ran it.
     """
-    from ..train import train
-    from .space import convert_params, sample_params
-
     base = study.base
     try:
         params = sample_params(study.kind, trial, base, curriculum=study.curriculum)

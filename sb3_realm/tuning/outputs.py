@@ -15,8 +15,9 @@ from pathlib import Path
 import optuna
 
 from ..atomic import atomic_write
-from ..config import save_config
+from ..training.config import save_config
 from .space import convert_params
+from .trials import study_counts
 
 __all__ = ["write_outputs", "PLOTS"]
 
@@ -41,8 +42,6 @@ def write_outputs(study: optuna.Study, config) -> dict:
     """Write the outputs of ``study`` (a :class:`~sb3_realm.tuning.study.StudyConfig`'s) under ``config.out``;
     returns the summary also written to ``study.json``. A plot that cannot be drawn yet (e.g. importances before
     two complete trials) is listed under ``skipped`` with the reason."""
-    from .study import study_counts
-
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     counts = study_counts(study)

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli import json_dict
+from ..arguments import json_dict
+from ..training.config import config_from_dict, load_config
+from .study import PRUNERS, StudyConfig, load_study, run_study
 
 __all__ = ["build_parser", "study_config_from_args", "main"]
 
@@ -20,8 +22,6 @@ DESCRIPTIONS = {
 
 
 def build_parser(kind: str) -> argparse.ArgumentParser:
-    from .study import PRUNERS
-
     p = argparse.ArgumentParser(prog=f"tune_{kind}.py", description=DESCRIPTIONS[kind])
     p.add_argument("--config", default=None,
                    help="base training config (YAML, see configs/); needed to create a study, optional to join one "
@@ -61,9 +61,6 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
 
 
 def _base_config(args, storage: str):
-    from ..config import config_from_dict, load_config
-    from .study import load_study
-
     overrides = list(args.overrides)
     if args.map_path is not None:
         overrides.append(f"env.map_path={json.dumps(args.map_path)}")
@@ -84,8 +81,6 @@ def _base_config(args, storage: str):
 
 def study_config_from_args(kind: str, args):
     """The :class:`~sb3_realm.tuning.study.StudyConfig` of parsed arguments."""
-    from .study import StudyConfig
-
     out = args.out or f"runs/study-{args.study_name}"
     storage = args.storage or f"sqlite:///{Path(out) / 'study.db'}"
     base = _base_config(args, storage)
@@ -98,8 +93,6 @@ def study_config_from_args(kind: str, args):
 
 def main(kind: str, argv: list[str] | None = None) -> int:
     """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input."""
-    from .study import run_study
-
     args = build_parser(kind).parse_args(argv)
     try:
         config = study_config_from_args(kind, args)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import copy
 import inspect
 
-from ..config import TrainConfig
+import optuna
+
 from ..envs.rewards import TERMS, RewardWeights
 from ..game.rules import EpisodeConfig
+from ..models.algorithms import algorithm_class
+from ..training.config import TrainConfig
 
 __all__ = ["KINDS", "REWARD_RANGES", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
            "sample_maskable_ppo_hparams", "sample_recurrent_ppo_hparams", "convert_hparams", "sample_params",
@@ -167,8 +170,6 @@ def convert_hparams(params: dict, base: TrainConfig) -> TrainConfig:
 
 
 def _algo_default(algo: str, key: str):
-    from ..policies import algorithm_class
-
     return inspect.signature(algorithm_class(algo).__init__).parameters[key].default
 
 
@@ -221,8 +222,6 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
 
 def _inside(params: dict, base: TrainConfig) -> bool:
     """Whether every value lies in the distribution the sampler would use for it (checked on a scratch trial)."""
-    import optuna
-
     study = optuna.create_study()
     trial = study.ask()
     HPARAM_SAMPLERS[base.algo.name](trial, base)

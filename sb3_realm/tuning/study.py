@@ -21,18 +21,19 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from ..config import TrainConfig, config_from_dict, config_to_dict
 from ..processes import mp_context
+from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
+from .outputs import write_outputs
 from .space import KINDS, baseline_params, convert_params
 from .storage import make_storage, storage_kind
+from .trials import SURPLUS_KEY, is_killed, is_surplus, study_counts
 
 __all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", "study_counts", "run_worker",
            "run_study", "trial_config"]
 
 PRUNERS = ("median", "wilcoxon", "halving", "none")
 META_KEY = "sb3_realm"
-SURPLUS_KEY = "surplus"
 
 
 @dataclass
@@ -171,25 +172,6 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
     return study
 
 
-def study_counts(study: optuna.Study) -> dict[str, int]:
-    """Trials by state; ``finished`` = complete + pruned + failed by the objective (not ``killed`` with a dead
-    worker, not ``surplus``: started past the budget by a worker that raced another)."""
-    trials = study.get_trials(deepcopy=False)
-    counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
-    counts["surplus"] = sum(_surplus(t) for t in trials)
-    counts["killed"] = sum(_killed(t) for t in trials)
-    counts["finished"] = counts["complete"] + counts["pruned"] + counts["fail"] - counts["killed"] - counts["surplus"]
-    return counts
-
-
-def _surplus(t: optuna.trial.FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and SURPLUS_KEY in t.user_attrs
-
-
-def _killed(t: optuna.trial.FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and "fail_reason" not in t.user_attrs and not _surplus(t)
-
-
 class _Surplus(Exception):
     """A trial started past the study's budget (two workers each took the last free slot)."""
 
@@ -198,7 +180,7 @@ def _check_budget(trial: optuna.Trial, n_trials: int) -> None:
     """Raise :class:`_Surplus` when ``n_trials`` trials that count are numbered before ``trial``. Trial numbers are
     handed out in order by the storage, so of two racing workers exactly the later trial steps back."""
     trials = trial.study.get_trials(deepcopy=False)
-    earlier = sum(t.number < trial.number and not (_killed(t) or _surplus(t)) for t in trials)
+    earlier = sum(t.number < trial.number and not (is_killed(t) or is_surplus(t)) for t in trials)
     if earlier < n_trials:
         return
     trial.set_user_attr(SURPLUS_KEY, f"{earlier} trials before it already fill n_trials={n_trials}")
@@ -302,8 +284,6 @@ def _worker_entry(config: StudyConfig, worker: int) -> None:
 def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> dict:
     """Create or join the study, run ``workers`` worker processes on this host (1 = in this process), then write the
     study folder's outputs (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary."""
-    from .outputs import write_outputs
-
     config.validate()
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")

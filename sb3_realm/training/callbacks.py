@@ -17,19 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image as PILImage
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Image
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize, VecTransposeImage
-from stable_baselines3.common.vec_env.stacked_observations import StackedObservations
 
-from .atomic import atomic_write
-from .envs import RealmEnv
-from .evaluate import evaluate
-from .game.rules import USR_CONF_KEYS, EpisodeConfig
-from .replay import plot_route, record_episode
+from ..agents import ModelPolicy
+from ..atomic import atomic_write
+from ..evaluation import evaluate, plot_route, record_episode
+from ..game.rules import USR_CONF_KEYS, EpisodeConfig
 
-__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ModelPolicy", "PHASE_KEYS",
-           "SUCCESS_METRICS"]
+__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "PHASE_KEYS", "SUCCESS_METRICS"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
@@ -85,88 +82,21 @@ class RealmMetricsCallback(BaseCallback):
             self.logger.record(f"realm/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
 
 
-class ModelPolicy:
-    """An in-memory SB3 model as an evaluation policy (``name``, ``reset(env)``, ``act(env, obs)``): deterministic,
-    with ``env.action_masks()`` for MaskablePPO and the LSTM state for RecurrentPPO. The observation goes through the
-    training VecEnv's own ``VecFrameStack`` / ``VecNormalize`` / ``VecTransposeImage`` wrappers (their current
-    statistics, never updated), so the model sees what it sees in training.
-
-    :param model: the SB3 / sb3-contrib model.
-    :param venv: the training VecEnv whose observation wrappers to replay, or None for none.
-    :param name: the policy name in reports.
-    """
-
-    def __init__(self, model, venv: VecEnv | None = None, name: str = "model") -> None:
-        from sb3_contrib import MaskablePPO, RecurrentPPO
-
-        self.model, self.name = model, name
-        self.masked = isinstance(model, MaskablePPO)
-        self.recurrent = isinstance(model, RecurrentPPO)
-        chain: list[VecEnvWrapper] = []
-        while isinstance(venv, VecEnvWrapper):
-            if not isinstance(venv, (VecFrameStack, VecNormalize, VecTransposeImage)) and \
-                    venv.observation_space != venv.venv.observation_space:
-                raise ValueError(f"{type(venv).__name__} changes the observation and cannot be replayed for "
-                                 "evaluation; supported observation wrappers: VecFrameStack, VecNormalize, "
-                                 "VecTransposeImage")
-            chain.append(venv)
-            venv = venv.venv
-        self.wrappers = chain[::-1]  # innermost first, the order the observation passes them
-        self.reset(None)
-
-    def reset(self, env: RealmEnv | None) -> None:
-        self._state, self._start, self._first = None, np.ones((1,), dtype=bool), True
-        self._stacks = {id(w): StackedObservations(1, w.stacked_obs.n_stack, w.venv.observation_space,
-                                                   self._order(w.stacked_obs))
-                        for w in self.wrappers if isinstance(w, VecFrameStack)}
-
-    @classmethod
-    def _order(cls, stack: StackedObservations):
-        if hasattr(stack, "sub_stacked_observations"):
-            return {k: cls._order(s) for k, s in stack.sub_stacked_observations.items()}
-        return "first" if stack.channels_first else "last"
-
-    def model_input(self, obs: dict[str, np.ndarray] | np.ndarray):
-        """The raw env observation as the model's batched (1, ...) input."""
-        batch = {k: v[None] for k, v in obs.items()} if isinstance(obs, dict) else obs[None]
-        for w in self.wrappers:
-            if isinstance(w, VecFrameStack):
-                stack = self._stacks[id(w)]
-                batch = stack.reset(batch) if self._first else stack.update(batch, np.zeros(1, dtype=bool), [{}])[0]
-            elif isinstance(w, VecNormalize):
-                batch = w.normalize_obs(batch)
-            elif isinstance(w, VecTransposeImage):
-                batch = w.transpose_observations(batch)
-        self._first = False
-        return batch
-
-    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
-        batch = self.model_input(obs)
-        if self.masked:
-            action, _ = self.model.predict(batch, deterministic=True, action_masks=env.action_masks()[None])
-        elif self.recurrent:
-            action, self._state = self.model.predict(batch, state=self._state, episode_start=self._start,
-                                                     deterministic=True)
-            self._start = np.zeros((1,), dtype=bool)
-        else:
-            action, _ = self.model.predict(batch, deterministic=True)
-        return int(np.asarray(action).reshape(-1)[0])
-
-
 class CompetitionEvalCallback(BaseCallback):
     """Every ``eval_freq`` calls (one call = one step of the VecEnv, i.e. ``n_envs`` env steps, as in SB3's
     ``EvalCallback``), play the held-out games ``configs`` deterministically with
-    :func:`~sb3_realm.evaluate.evaluate` and keep the model with the best mean competition score (not shaped reward).
+    :func:`~sb3_realm.evaluation.evaluate` and keep the model with the best mean competition score (not shaped reward).
 
     Logs ``eval/score``, ``eval/win_rate``, ``eval/treasures``, ``eval/steps`` and ``eval/best_score``; every
     ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
     model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
-    normalises observations with its current statistics (see :class:`ModelPolicy`) and saves them beside the best
+    normalises observations with its current statistics (see :class:`~sb3_realm.agents.ModelPolicy`) and saves them
+    beside the best
     model as ``vecnormalize.pkl``. An existing ``json_path`` is continued (resume): its best score counts while
     ``best_model_path`` exists.
 
     :param eval_freq: evaluate every ``eval_freq`` callback calls.
-    :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluate.protocol_configs`: start 2,
+    :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs`: start 2,
         end 1, fixed ``treasure_id`` and one ``max_step`` (evaluation runs the ``custom`` protocol on their sets).
     :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
     :param map_path: map JSON of the evaluation env; None = a built-in map (``env_kwargs["map_name"]``).
@@ -174,7 +104,7 @@ class CompetitionEvalCallback(BaseCallback):
         ``mask_wall_moves``, ...).
     :param json_path: append each evaluation's summary to this JSON list (rewritten atomically); None = no file.
     :param replay_every: log a route image every this many evaluations; 0 = never.
-    :param seed: evaluation seed passed to :func:`~sb3_realm.evaluate.evaluate`.
+    :param seed: evaluation seed passed to :func:`~sb3_realm.evaluation.evaluate`.
     :param verbose: 1 prints each evaluation.
     """
 
@@ -266,9 +196,7 @@ class CompetitionEvalCallback(BaseCallback):
             atomic_write(self.vecnormalize_path, lambda f: pickle.dump(vec_normalize, f))
 
     def route_image(self, policy: ModelPolicy) -> np.ndarray:
-        """(H, W, 3) uint8 route plot (:func:`~sb3_realm.replay.plot_route`) of the first game."""
-        from PIL import Image as PILImage
-
+        """(H, W, 3) uint8 route plot (:func:`~sb3_realm.evaluation.plot_route`) of the first game."""
         ep, env = record_episode(policy, map_path=self.map_path, usr_conf=self.configs[0], seed=self.seed,
                                  frames=False, env_kwargs=self.env_kwargs)
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,4 +1,5 @@
-"""Training runs: envs, model, callbacks, checkpoints and resume, from a :class:`~sb3_realm.config.TrainConfig`."""
+"""Training runs: envs, model, callbacks, checkpoints and resume, from a
+:class:`~sb3_realm.training.config.TrainConfig`."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
-from . import features
-from .atomic import atomic_write
-from .checkpoints import CheckpointCallback, latest_checkpoint, load_vecnormalize
-from .config import EnvConfig, TrainConfig, load_config, save_config
-from .envs import RealmEnv
-from .nets import ACTIVATIONS
-from .policies import algorithm_class, warn_feature_version
-from .processes import start_method
+from .. import features
+from ..atomic import atomic_write
+from ..envs import RealmEnv
+from ..evaluation import protocol_configs
+from ..game.rules import EpisodeConfig
+from ..models.algorithms import algorithm
+from ..models.extractors import EXTRACTORS
+from ..models.nets import ACTIVATIONS
+from ..models.saved import warn_feature_version
+from ..processes import start_method
+from .callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
+from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
+from .config import EnvConfig, TrainConfig, _schedule, load_config, save_config
 
 __all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run"]
-
-TEMPORAL = ("conv3d", "transformer")
 
 
 def _make_env(env_kwargs: dict) -> Monitor:
@@ -42,7 +46,7 @@ def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None) -> VecEnv
 
 
 def policy_name(config: TrainConfig) -> str:
-    return "MultiInputLstmPolicy" if config.algo.name == "recurrent_ppo" else "MultiInputPolicy"
+    return algorithm(config.algo.name).policy
 
 
 def policy_kwargs(config: TrainConfig) -> dict:
@@ -50,12 +54,10 @@ def policy_kwargs(config: TrainConfig) -> dict:
     algo = config.algo
     kwargs = dict(algo.policy_kwargs)
     if algo.extractor != "default":
-        from .extractors import EXTRACTORS
-
         if algo.extractor not in EXTRACTORS:
             raise ValueError(f"algo.extractor = {algo.extractor!r}; choose one of {sorted(EXTRACTORS)} or 'default'")
         ex_kwargs = dict(algo.extractor_kwargs)
-        if algo.extractor in TEMPORAL:
+        if EXTRACTORS[algo.extractor].needs_frame_stack:
             if config.env.frame_stack < 2:
                 raise ValueError(f"algo.extractor = {algo.extractor!r} needs stacked frames: set env.frame_stack >= 2")
             ex_kwargs.setdefault("n_frames", config.env.frame_stack)
@@ -71,10 +73,8 @@ def policy_kwargs(config: TrainConfig) -> dict:
 
 def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
     """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
-    from .config import _schedule
-
     hyperparams = {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
-    model = algorithm_class(config.algo.name)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
+    model = algorithm(config.algo.name).cls(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
                                               seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
                                               verbose=0, **hyperparams)
     model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
@@ -90,10 +90,6 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
 
 
 def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
-    from .callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
-    from .evaluate import protocol_configs
-    from .game.rules import EpisodeConfig
-
     curriculum = CurriculumCallback(config.curriculum) if config.curriculum else None
     callbacks = [RealmMetricsCallback(window=config.log_window)]
     if curriculum is not None:
@@ -106,7 +102,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
         callbacks.append(CompetitionEvalCallback(
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json"))
-    checkpoint = CheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
+    checkpoint = RunCheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
                                     keep_last=config.keep_checkpoints, curriculum=curriculum, algo=config.algo.name)
     callbacks.append(checkpoint)
     return callbacks, curriculum, checkpoint
@@ -140,7 +136,7 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     save_config(config, run_dir / "config.yaml")
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
-    algo_cls = algorithm_class(config.algo.name)
+    algo_cls = algorithm(config.algo.name).cls
     found = latest_checkpoint(run_dir / "checkpoints") if resume is not None else None
     if resume is not None and found is None:
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")

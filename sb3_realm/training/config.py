@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import types
 import typing
@@ -17,14 +18,15 @@ from typing import Any
 
 import yaml
 
-from .atomic import atomic_write
-from .envs.rewards import RewardWeights
-from .game.rules import EpisodeConfig, Rules
+from ..atomic import atomic_write
+from ..envs.rewards import RewardWeights
+from ..game.rules import EpisodeConfig, Rules
+from ..models.algorithms import ALGORITHMS, algorithm_class
+from ..models.nets import ACTIVATIONS
 
 __all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "TrainConfig", "load_config", "apply_overrides",
            "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
 
-ALGORITHMS = ("ppo", "maskable_ppo", "recurrent_ppo")
 
 
 @dataclass
@@ -99,18 +101,12 @@ class AlgoConfig:
     def validate(self) -> None:
         if self.name not in ALGORITHMS:
             raise ValueError(f"algo.name = {self.name!r}; choose one of {list(ALGORITHMS)}")
-        from .nets import ACTIVATIONS
-
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"algo.activation = {self.activation!r}; choose one of {list(ACTIVATIONS)}")
         for key in ("features_extractor_class", "features_extractor_kwargs", "net_arch", "activation_fn"):
             if key in self.policy_kwargs:
                 raise ValueError(f"algo.policy_kwargs.{key}: set it with algo.extractor / algo.extractor_kwargs / "
                                  "algo.net_arch / algo.activation instead (data, never code)")
-        import inspect
-
-        from .policies import algorithm_class
-
         params = inspect.signature(algorithm_class(self.name).__init__).parameters
         reserved = {"self", "policy", "env", "policy_kwargs", "seed", "device", "tensorboard_log", "verbose",
                     "_init_setup_model"}

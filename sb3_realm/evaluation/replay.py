@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_write
-from .envs import RealmEnv
-from .game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
-from .game.render import save_gif
-from .policies import PolicySpec
+from ..agents import PolicySpec, play_episode
+from ..atomic import atomic_write
+from ..envs import RealmEnv
+from ..game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
+from ..game.render import save_gif
 
 __all__ = ["Episode", "record_episode", "plot_route", "replay"]
 
@@ -37,25 +37,22 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
     ``reset(env)`` and ``act(env, obs)``) and record it."""
     env = RealmEnv(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
     pol = PolicySpec(policy, seed=seed).build(env) if isinstance(policy, str) else policy
-    obs, reset_info = env.reset(seed=seed, options=usr_conf)
-    pol.reset(env)
-    ep = Episode(usr_conf=reset_info["usr_conf"], treasure_ids=reset_info["treasure_ids"])
-    g = env.game
-    ep.route.append((g.x, g.z))
-    if frames:
-        ep.frames.append(env.render())
-    done = False
-    while not done:
-        obs, _, terminated, truncated, info = env.step(pol.act(env, obs))
-        done = terminated or truncated
+    ep = Episode()
+
+    def record(env: RealmEnv, info: dict, done: bool) -> None:
+        g = env.game
+        if g.step_no == 0:  # just reset: the episode's configuration and start
+            ep.usr_conf, ep.treasure_ids = info["usr_conf"], info["treasure_ids"]
+        else:
+            if g.events.flash:
+                ep.flashes.append((g.step_no, not g.events.flash_failed))
+            if g.events.buff:
+                ep.buff_steps.append(g.step_no)
         ep.route.append((g.x, g.z))
-        if g.events.flash:
-            ep.flashes.append((g.step_no, not g.events.flash_failed))
-        if g.events.buff:
-            ep.buff_steps.append(g.step_no)
-        if frames and (g.step_no % frame_every == 0 or done):
+        if frames and (g.step_no == 0 or g.step_no % frame_every == 0 or done):
             ep.frames.append(env.render())
-    ep.info = info
+
+    ep.info = play_episode(env, pol, seed, usr_conf, observe=record)
     return ep, env
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
-__all__ = ["CheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
+__all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
 
 PREFIX = "step_"
 
@@ -105,7 +105,7 @@ def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict] | None:
     return None
 
 
-class CheckpointCallback(BaseCallback):
+class RunCheckpointCallback(BaseCallback):
     """Save a resumable checkpoint every ``save_freq`` env steps and keep the last ``keep_last``.
 
     :param save_freq: env steps (summed over all envs) between checkpoints.

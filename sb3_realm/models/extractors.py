@@ -18,8 +18,11 @@ Frame stacking: ``VecFrameStack(venv, n_stack=T)`` stacks the channel-first uint
 ``4 * k .. 4 * k + 3`` are frame ``k``, frame ``T - 1`` is the newest; at an episode start the missing frames are
 zeros (``stacked_observations.py``). :func:`split_frames` undoes that.
 
+Each extractor class says what it needs and allows: ``needs_frame_stack`` (the config must stack frames and passes
+``n_frames``) and ``exportable`` (``build-submission`` can rebuild it).
+
 ``forward`` uses torch only (no SB3 call). The single-frame extractors (realm, fovea) hold a
-:mod:`sb3_realm.nets` module as ``net``; ``build-submission`` copies that torch-only module into the submission.
+:mod:`sb3_realm.models.nets` module as ``net``; ``build-submission`` copies that torch-only module into the submission.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from .features import MAP_SHAPE, VECTOR_SIZE
+from ..features import MAP_SHAPE, VECTOR_SIZE
 from .nets import NETS, activation_name, conv2d_stack, n_flatten, per_layer
 
 __all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor",
@@ -104,8 +107,9 @@ def _n_flatten(net: nn.Module, shape: tuple[int, ...], who: str, space: gym.Spac
 
 
 class NetExtractor(BaseFeaturesExtractor):
-    """An SB3 extractor around a torch-only :mod:`sb3_realm.nets` module (``net``): what ``build-submission`` can
-    export. ``net_name`` is the module's name in :data:`sb3_realm.nets.NETS`, ``net_kwargs`` its arguments as data.
+    """An SB3 extractor around a torch-only :mod:`sb3_realm.models.nets` module (``net``): what ``build-submission`` can
+    export. ``net_name`` is the module's name in :data:`sb3_realm.models.nets.NETS`, ``net_kwargs`` its arguments as
+    data.
 
     :param observation_space: ``Dict(maps=Box (C, H, W), vector=Box (N,))``.
     :param features_dim: size of the output features.
@@ -114,6 +118,8 @@ class NetExtractor(BaseFeaturesExtractor):
     """
 
     net_name: str
+    needs_frame_stack = False  # one frame (or frames stacked as channels); the training config reads this
+    exportable = True  # build-submission rebuilds ``net`` from sb3_realm.models.nets
 
     def __init__(self, observation_space: gym.Space, features_dim: int, activation_fn: type[nn.Module],
                  **net_kwargs) -> None:
@@ -222,6 +228,9 @@ class Conv3dExtractor(BaseFeaturesExtractor):
     :param activation_fn: activation after each layer.
     :param maps_scale: see :class:`RealmExtractor`.
     """
+
+    needs_frame_stack = True  # n_frames defaults to env.frame_stack, which must be >= 2
+    exportable = False  # no torch-only net in sb3_realm.models.nets: build-submission refuses it
 
     def __init__(self, observation_space: gym.Space, n_frames: int = 4, features_dim: int = 256,
                  cnn_channels: Sequence[int] = (16, 32, 32), temporal_kernel: int = 2, mlp_hidden: int = 128,
@@ -358,6 +367,9 @@ class TransformerExtractor(BaseFeaturesExtractor):
     :param strides: stride of every conv layer, or one per layer; None: 3, 2, 1, ...
     :param maps_scale: see :class:`RealmExtractor`.
     """
+
+    needs_frame_stack = True  # n_frames defaults to env.frame_stack, which must be >= 2
+    exportable = False  # no torch-only net in sb3_realm.models.nets: build-submission refuses it
 
     def __init__(self, observation_space: gym.Space, n_frames: int = 4, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, features_dim: int | None = None, cnn_channels: Sequence[int] = (16, 32, 32),

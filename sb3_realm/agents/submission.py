@@ -1,14 +1,10 @@
-"""Play a built submission folder: in a guarded subprocess for the parity proof, or in-process for ``sb3-realm eval``.
+"""A built submission folder as a player: in a guarded subprocess (for the parity proof of
+:mod:`sb3_realm.export.check`), or in this process as a policy of the common interface (``sb3-realm eval DIR``).
 
-- :class:`SubmissionProcess`: the submission's agent in a fresh Python process (``submission/harness.py``) whose
-  import path holds only the folder and the ``kaiwu_agent`` stand-in, and where sb3_realm, stable_baselines3,
-  sb3_contrib and gymnasium cannot be imported; it answers competition observations with actions.
-- :func:`check_submission`: the proof behind ``build-submission --check``: the simulator feeds both the submission
-  (competition-shaped observations, ``env_info`` None right after a reset, as the platform's loop does) and the SB3
-  model (``model.predict(deterministic=True)`` on the training env's observation) the same states; every action
-  must be identical, over the leaderboard games and more games until ``min_states`` states; then the SB3 model plays
-  the leaderboard games on its own and the scores must be identical too.
-- :class:`SubmissionPolicy`: a submission folder as an evaluation policy (``sb3-realm eval DIR``).
+- :class:`SubmissionProcess`: the submission's agent in a fresh Python process (``sb3_realm.submission``'s
+  ``harness.py``) whose import path holds only the folder and the ``kaiwu_agent`` stand-in, and where sb3_realm,
+  stable_baselines3, sb3_contrib and gymnasium cannot be imported; it answers competition observations with actions.
+- :class:`SubmissionPolicy`: a submission folder as a policy (``reset(env)``, ``act(env, obs)``).
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import dataclasses
 import importlib
 import importlib.util
 import io
-import itertools
 import json
 import os
 import struct
@@ -28,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .envs import RealmEnv
-from .game import protocol
-from .submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
+from ..envs import RealmEnv
+from ..game import protocol
+from ..submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "check_submission", "platform_obs", "read_manifest", "MAP_KEYS"]
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "platform_obs", "read_manifest", "env_kwargs_of", "MAP_KEYS"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 
@@ -141,7 +136,7 @@ def platform_obs(env: RealmEnv):
     return comp, None if env.game.step_no == 0 else env_info
 
 
-def _env_kwargs(manifest: dict, map_path: str | None) -> dict:
+def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
     """RealmEnv arguments as in training (map unless ``map_path`` is given, rules, action-mask option)."""
     env_cfg = (manifest.get("training_config") or {}).get("env") or {}
     if map_path is None:
@@ -153,73 +148,21 @@ def _env_kwargs(manifest: dict, map_path: str | None) -> dict:
             "mask_wall_moves": bool(manifest["spec"]["mask_wall_moves"])}
 
 
-def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
-                     games: int = 30, seed: int = 0, treasures: int = 9, max_step: int = 2000,
-                     min_states: int = 10_000, progress: bool = False) -> dict:
-    """Prove that the submission in ``folder`` acts exactly like the SB3 model ``model_path`` (module docstring).
-
-    :return: a report; ``ok`` is True when every action and every leaderboard score is identical.
-    """
-    import torch
-
-    _, manifest = read_manifest(folder)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # batch-1 inference; more threads only wait on each other (and on the submission)
+def _import_platform_stand_in() -> None:
+    """Make ``kaiwu_agent`` importable for a submission loaded in this process: the platform's own when it is
+    installed, else the stand-in, loaded by file location into ``sys.modules`` (its submodules resolve through the
+    package's own path), so the caller's ``sys.path`` is never edited."""
+    if "kaiwu_agent" in sys.modules or importlib.util.find_spec("kaiwu_agent") is not None:
+        return
+    init = PLATFORM_STUB / "kaiwu_agent" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("kaiwu_agent", init, submodule_search_locations=[str(init.parent)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["kaiwu_agent"] = package
     try:
-        return _check(folder, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
-    from .evaluate import play_game, protocol_configs
-    from .policies import SB3Policy
-
-    env_kwargs = _env_kwargs(manifest, map_path)
-    env = RealmEnv(**env_kwargs)
-    reference = SB3Policy(model_path)
-    leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step)
-    extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step)[0]
-             for k, t in enumerate(itertools.cycle(range(1, 14))))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=min_states, desc="check", unit="state")
-    states, n_mismatch, mismatches, sub_scores, index = 0, 0, [], [], 0
-    with SubmissionProcess(folder) as sub:
-        for conf in itertools.chain(leaderboard, extra):
-            if index >= len(leaderboard) and states >= min_states:
-                break
-            obs, _ = env.reset(seed=seed * 1_000_003 + index, options=conf)
-            reference.reset(env)
-            done, info = False, {}
-            while not done:
-                action = sub.act(*platform_obs(env))
-                expected = reference.act(env, obs)
-                if action != expected:
-                    n_mismatch += 1
-                    if len(mismatches) < 20:
-                        mismatches.append({"game": index, "step": int(env.game.step_no), "submission": action,
-                                           "sb3": expected})
-                states += 1
-                if bar:
-                    bar.update()
-                obs, _, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
-            if index < len(leaderboard):
-                sub_scores.append(float(info["score"]))
-            index += 1
-    if bar:
-        bar.close()
-    sb3_scores = [float(play_game(env, reference, conf, seed * 1_000_003 + i)["score"])  # the SB3 model alone
-                  for i, conf in enumerate(leaderboard)]
-    identical = n_mismatch == 0 and sub_scores == sb3_scores
-    return {"ok": identical, "states": states, "games": index, "leaderboard_games": len(leaderboard),
-            "identical_actions": n_mismatch == 0, "mismatched_states": n_mismatch, "first_mismatches": mismatches,
-            "identical_scores": sub_scores == sb3_scores, "submission_scores": sub_scores, "sb3_scores": sb3_scores,
-            "mean_score": float(np.mean(sub_scores)), "torch_threads": sub.hello["torch_threads"],
-            "imported_top_level_modules": sub.hello["modules"], "map": env.game_map.name, "algo": reference.algo}
+        spec.loader.exec_module(package)
+    except BaseException:
+        del sys.modules["kaiwu_agent"]
+        raise
 
 
 class SubmissionPolicy:
@@ -231,8 +174,7 @@ class SubmissionPolicy:
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder).resolve()
         app, self.manifest = read_manifest(self.folder)
-        if importlib.util.find_spec("kaiwu_agent") is None:
-            sys.path.append(str(PLATFORM_STUB))
+        _import_platform_stand_in()
         SubmissionPolicy._count += 1
         name = f"_sb3_realm_submission_{SubmissionPolicy._count}"
         algo_dir = self.folder / app["algo"]
@@ -247,7 +189,7 @@ class SubmissionPolicy:
         self.agent.load_model(path=str(model_dir if model_dir.is_absolute() else self.folder / model_dir),
                               id=str(app["eval_model_id"]))
         self.name = self.folder.name
-        self.env_kwargs = _env_kwargs(self.manifest, None)
+        self.env_kwargs = env_kwargs_of(self.manifest, None)
 
     def reset(self, env: RealmEnv) -> None:
         pass  # the agent restarts its state from the observation (episode start)

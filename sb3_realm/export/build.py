@@ -1,14 +1,15 @@
 """``sb3-realm build-submission``: a trained SB3 checkpoint -> the competition's 2024 agent package.
 
 The package holds the templates of :mod:`sb3_realm.submission` (agent, feature processing, model, config, a minimal
-training workflow), the package's :mod:`sb3_realm.features` and :mod:`sb3_realm.nets` copied verbatim, the policy's
+training workflow), the package's :mod:`sb3_realm.features` and :mod:`sb3_realm.models.nets` copied verbatim, the
+policy's
 weights as a plain CPU ``state_dict`` (``ckpt/model.ckpt-<id>.pkl``), ``conf/configure_app.toml`` and a manifest
 (source model, training config, feature version, sha256 of every file). It is built in a temporary folder and
 renamed into place, so a crash never leaves a half-written package.
 
-Supported: PPO, MaskablePPO and RecurrentPPO (its actor LSTM) with the single-frame extractors ``realm`` and
-``fovea`` (their network is the torch-only :mod:`sb3_realm.nets` module). Not supported (a clear error): the
-frame-stacking extractors (``conv3d``, ``transformer``) and SB3's default ``CombinedExtractor``.
+Supported: PPO, MaskablePPO and RecurrentPPO (its actor LSTM) with the extractors whose class says ``exportable``
+(``realm`` and ``fovea``: their network is the torch-only :mod:`sb3_realm.models.nets` module). Not supported (a
+clear error): the frame-stacking extractors (``conv3d``, ``transformer``) and SB3's default ``CombinedExtractor``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ from pathlib import Path
 
 import torch
 
-from . import __version__, features, nets
-from .atomic import sha256_file
-from .submission import TEMPLATES
+from .. import features
+from ..atomic import sha256_file
+from ..models import nets
+from ..models.algorithms import algorithm, detect_algorithm
+from ..models.saved import feature_version_mismatch, run_config
+from ..submission import TEMPLATES
+from ..version import __version__
 
-__all__ = ["LAYOUTS", "ExportError", "ExportedPolicy", "build_submission", "read_model", "sha256_file"]
+__all__ = ["LAYOUTS", "ExportError", "ExportedPolicy", "build_submission", "read_model"]
 
 LAYOUTS = tuple(TEMPLATES)
 _ALGO_DIR_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -67,9 +72,6 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     Raises :class:`ExportError` for a missing or corrupt file and for an algorithm or extractor the exporter does
     not support.
     """
-    from .extractors import NetExtractor
-    from .policies import algorithm_class, detect_algorithm, feature_version_mismatch, run_config
-
     path = Path(model_path)
     if not path.is_file():
         raise ExportError(f"model file {str(path)!r} does not exist; pass the .zip a training run saved "
@@ -83,13 +85,13 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
         raise ExportError(f"{mismatch}; build-submission refuses it, because a submission must act on what the "
                           "platform shows as the model did in training")
     try:
-        model = algorithm_class(algo).load(path, device="cpu")
+        model = algorithm(algo).cls.load(path, device="cpu")
     except Exception as exc:  # noqa: BLE001 - any failure to load means a corrupt or foreign file
         raise ExportError(f"cannot load {str(path)!r} as a {algo} checkpoint ({type(exc).__name__}: {exc}); is "
                           "the file complete and saved by this version of sb3-realm / SB3?") from exc
     policy = model.policy
     extractor = policy.pi_features_extractor
-    if not isinstance(extractor, NetExtractor):
+    if not getattr(type(extractor), "exportable", False):
         raise ExportError(f"{str(path)!r} uses the features extractor {type(extractor).__name__}; build-submission "
                           f"exports {sorted(nets.NETS)} (algo.extractor in the config). The frame-stacking "
                           "extractors (conv3d, transformer) and SB3's default CombinedExtractor are not supported")
@@ -104,7 +106,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     prefix = "pi_features_extractor.net." if not policy.share_features_extractor else "features_extractor.net."
     mapping = {prefix: "net.", "mlp_extractor.policy_net.": "policy_net.", "action_net.": "action_net."}
     lstm = None
-    if algo == "recurrent_ppo":
+    if algorithm(algo).recurrent:
         lstm_actor = policy.lstm_actor
         lstm = {"hidden_size": int(lstm_actor.hidden_size), "num_layers": int(lstm_actor.num_layers)}
         mapping["lstm_actor."] = "lstm."
@@ -117,7 +119,7 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     spec = {
         "algo": algo, "net": extractor.net_name, "net_kwargs": extractor.net_kwargs,
         "maps_shape": list(maps_shape), "vector_size": features.VECTOR_SIZE, "n_actions": features.N_ACTIONS,
-        "normalize_images": bool(policy.normalize_images), "masked": algo == "maskable_ppo",
+        "normalize_images": bool(policy.normalize_images), "masked": algorithm(algo).maskable,
         "activation": nets.activation_name(policy.activation_fn), "pi_layers": _pi_layers(policy), "lstm": lstm,
         "mask_wall_moves": bool(env_cfg.get("mask_wall_moves", False)), "gamma": float(model.gamma),
         "learning_rate": float(lr), "feature_version": features.FEATURE_VERSION,

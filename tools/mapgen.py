@@ -1,4 +1,5 @@
 """Deterministic generator of sb3_realm's own default 128 x 128 map (``sb3_realm/game/data/default_map.json``).
+A build tool beside the package, not part of it: it uses the package's BFS, cell width and atomic writer.
 
 The map is original: it is generated from a seed by the procedure below and never reads or copies the competition's
 map. It only aims for the same *character*: about a quarter of the grid walkable, walls in aligned 2 x 2-cell
@@ -24,8 +25,8 @@ Procedure (all randomness from ``np.random.default_rng``):
 
 Command line::
 
-    python -m sb3_realm.game.mapgen --out sb3_realm/game/data/default_map.json [--seed 2026]
-    python -m sb3_realm.game.mapgen --check sb3_realm/game/data/default_map.json [--seed 2026]
+    python tools/mapgen.py --out sb3_realm/game/data/default_map.json [--seed 2026]
+    python tools/mapgen.py --check sb3_realm/game/data/default_map.json [--seed 2026]
 """
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from sb3_realm.atomic import atomic_write
+from sb3_realm.game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, UNREACHABLE, bfs_distances
 
 __all__ = [
     "DEFAULT_SEED",
@@ -57,9 +59,8 @@ DEFAULT_SEED = 2026
 GRID = 128  # cells per side
 BLOCK = 2  # walls come in aligned BLOCK x BLOCK cell blocks
 NB = GRID // BLOCK  # blocks per side
-CELL_WIDTH = 500  # world units per cell
-CENTRE_X0 = -2000  # world x of the centre of cell gx = 0 (gx = (x + 2250) // 500)
-CENTRE_Z0 = -5000  # world z of the centre of cell gz = 0 (gz = (z + 5250) // 500)
+CENTRE_X0 = GRID_ORIGIN_X + CELL_WIDTH // 2  # world x of the centre of cell gx = 0 (-2000)
+CENTRE_Z0 = GRID_ORIGIN_Z + CELL_WIDTH // 2  # world z of the centre of cell gz = 0 (-5000)
 N_POSITIONS = 16  # 0 speed buff, 1 end, 2 start, 3..15 treasure slots
 BUFF, END, START = 0, 1, 2
 MAX_ATTEMPTS = 400
@@ -99,32 +100,10 @@ class MapGenerationError(RuntimeError):
 
 
 def bfs_grid(walk: np.ndarray, source: tuple[int, int]) -> np.ndarray:
-    """4-neighbour BFS distances in cells from ``source = (gx, gz)`` over ``walk[gz, gx]``; -1 where unreachable."""
-    h, w = walk.shape
-    flat = walk.ravel().tolist()
-    dist = [-1] * (h * w)
-    s = source[1] * w + source[0]
-    if not flat[s]:
-        return np.full((h, w), -1, dtype=np.int32)
-    dist[s] = 0
-    queue = deque([s])
-    while queue:
-        i = queue.popleft()
-        nd = dist[i] + 1
-        x = i % w
-        if x > 0 and flat[i - 1] and dist[i - 1] < 0:
-            dist[i - 1] = nd
-            queue.append(i - 1)
-        if x < w - 1 and flat[i + 1] and dist[i + 1] < 0:
-            dist[i + 1] = nd
-            queue.append(i + 1)
-        if i >= w and flat[i - w] and dist[i - w] < 0:
-            dist[i - w] = nd
-            queue.append(i - w)
-        if i + w < h * w and flat[i + w] and dist[i + w] < 0:
-            dist[i + w] = nd
-            queue.append(i + w)
-    return np.asarray(dist, dtype=np.int32).reshape(h, w)
+    """4-neighbour BFS distances in cells from ``source = (gx, gz)`` over ``walk[gz, gx]``; -1 where unreachable
+    (the package's :func:`~sb3_realm.game.maps.bfs_distances` with one source)."""
+    dist = bfs_distances(np.asarray(walk, dtype=bool), [(int(source[0]), int(source[1]))])[0]
+    return np.where(dist == UNREACHABLE, -1, dist).astype(np.int32)
 
 
 def _clear_cells(walk: np.ndarray, clearance: int) -> np.ndarray:
@@ -508,26 +487,12 @@ def map_to_json(data: dict) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")), mode=0o666)  # the usual permissions, less the umask
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sb3_realm.game.mapgen --out PATH | --check PATH [--seed N]``."""
-    parser = argparse.ArgumentParser(prog="python -m sb3_realm.game.mapgen", description=__doc__.splitlines()[0])
+    """``python tools/mapgen.py --out PATH | --check PATH [--seed N]``."""
+    parser = argparse.ArgumentParser(prog="python tools/mapgen.py", description=__doc__.splitlines()[0])
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, help="write the generated map JSON here (atomically)")
     target.add_argument("--check", type=Path, help="exit 1 if this file differs from the generated map")
@@ -545,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         print(
             f"{args.check}: cannot read it as JSON ({exc}); regenerate it with "
-            f"python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}",
+            f"python tools/mapgen.py --out {args.check} --seed {args.seed}",
             file=sys.stderr,
         )
         return 1
@@ -553,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys = sorted(k for k in set(on_disk) | set(data) if on_disk.get(k) != data.get(k))
         print(
             f"{args.check} differs from the map generated with seed {args.seed} (keys: {', '.join(keys)}); "
-            f"regenerate it with python -m sb3_realm.game.mapgen --out {args.check} --seed {args.seed}",
+            f"regenerate it with python tools/mapgen.py --out {args.check} --seed {args.seed}",
             file=sys.stderr,
         )
         return 1

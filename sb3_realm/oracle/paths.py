@@ -1,4 +1,4 @@
-"""Shortest paths for the oracle planner (numpy + standard library only).
+"""Distance fields for the oracle planner (numpy + standard library only).
 
 The hero moves in 8 directions, so travel lengths are octile lengths. Paths are computed by Dijkstra on the
 8-connected cell graph (500 per orthogonal edge, 500·√2 per diagonal edge; a diagonal edge that passes a wall corner,
@@ -19,8 +19,7 @@ The flash: ``arrive_flash`` values a flash from every cell centre (best of the 8
 cell, valued at the landing cell) followed by the walk to an entry; ``leg_flash`` = walk + flash + walk between two
 entries (a min-plus product over the cells).
 
-Also here: the Held–Karp core (:func:`tour_table`, :func:`tour_trace`, the plain :func:`held_karp`) and
-:func:`buff_steps`.
+The Held–Karp programme over these tables is in :mod:`sb3_realm.oracle.tour`.
 """
 
 from __future__ import annotations
@@ -32,12 +31,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .core import DIRECTIONS, flash_landing, simulate_move
-from .maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
-from .rules import Rules
+from ..game.core import DIRECTIONS
+from ..game.maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
+from ..game.rules import Rules
 
-__all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "octile", "simulate_move",
-           "flash_landing", "tour_table", "tour_trace", "held_karp", "buff_steps", "INF"]
+__all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "octile", "INF"]
 
 INF = math.inf
 _R2M1 = math.sqrt(2.0) - 1.0
@@ -323,99 +321,3 @@ def path_tables(game_map: RealmMap, rules: Rules, end: int, use_buff: bool = Tru
 
 
 # ------------------------------------------------------------------------------------------------ Held–Karp
-def _layers(n: int) -> list[np.ndarray]:
-    masks = np.arange(1 << n)
-    pc = np.zeros(1 << n, dtype=np.int64)
-    for i in range(n):
-        pc += (masks >> i) & 1
-    return [masks[pc == p] for p in range(n + 1)]
-
-
-def tour_table(start: np.ndarray, legs: np.ndarray, start_f: np.ndarray | None,
-               legs_f: np.ndarray | None) -> np.ndarray:
-    """Held–Karp over ``(visited set, last node, entry, flashes used)``, vectorised over the sets of each size.
-
-    :param start: (n, K) cost from the start to entry ``e`` of node ``i`` (``inf`` pads missing entries).
-    :param legs: (n, K, n, K) ``legs[i, e, j, e']`` cost from entry ``e`` of ``i`` to entry ``e'`` of ``j``.
-    :param start_f: like ``start`` but with the one flash used on that leg (``None``: no flash).
-    :param legs_f: like ``legs`` with the flash (``None``: no flash).
-    :return: ``g[mask, i, e, u]`` (2**n, n, K, 2): least cost from the start through exactly the nodes of ``mask``,
-        ending at entry ``e`` of node ``i`` with ``u`` flashes used.
-    """
-    n, k = start.shape
-    g = np.full((1 << n, n, k, 2), INF, dtype=legs.dtype)
-    for i in range(n):
-        g[1 << i, i, :, 0] = start[i]
-        if start_f is not None:
-            g[1 << i, i, :, 1] = start_f[i]
-    layers = _layers(n)
-    for p in range(1, n):
-        for j in range(n):
-            sel = layers[p][(layers[p] >> j) & 1 == 0]  # the sets of size p without j
-            out = np.full((2, len(sel), k), INF, dtype=legs.dtype)
-            for i in range(n):  # only the sets that hold i can end at i
-                rows = np.flatnonzero((sel >> i) & 1)
-                if not len(rows):
-                    continue
-                cur = g[sel[rows], i]  # (m, K, 2)
-                lij = legs[i, :, j, :]
-                out[0, rows] = np.minimum(out[0, rows], (cur[:, :, 0, None] + lij).min(axis=1))
-                if legs_f is not None:
-                    w1 = np.minimum((cur[:, :, 1, None] + lij).min(axis=1),
-                                    (cur[:, :, 0, None] + legs_f[i, :, j, :]).min(axis=1))
-                    out[1, rows] = np.minimum(out[1, rows], w1)
-            tgt = sel | (1 << j)
-            g[tgt, j, :, 0] = out[0]
-            if legs_f is not None:
-                g[tgt, j, :, 1] = out[1]
-    return g
-
-
-def tour_trace(g: np.ndarray, legs: np.ndarray, legs_f: np.ndarray | None, mask: int, i: int, e: int,
-               u: int) -> list[tuple[int, int, bool]]:
-    """The tour of state ``g[mask, i, e, u]`` of :func:`tour_table`, first node first, as
-    ``(node, entry, flash on the leg into it)`` (recomputes each argmin, so no parent table is stored)."""
-    seq = []
-    while True:
-        prev = mask & ~(1 << i)
-        if prev == 0:
-            seq.append((i, e, u == 1))
-            return seq[::-1]
-        cand = g[prev, :, :, u] + legs[:, :, i, e]
-        flashed = False
-        if u == 1 and legs_f is not None:
-            cf = g[prev, :, :, 0] + legs_f[:, :, i, e]
-            if cf.min() < cand.min():
-                cand, flashed = cf, True
-        kk, ee = np.unravel_index(int(np.argmin(cand)), cand.shape)
-        seq.append((i, e, flashed))
-        mask, i, e, u = prev, int(kk), int(ee), (0 if flashed else u)
-
-
-def held_karp(start: np.ndarray, legs: np.ndarray, end: np.ndarray) -> tuple[float, list[int]]:
-    """Plain Held–Karp: the cheapest path start -> every node once -> end.
-
-    :param start: (n,) cost from the start to each node.
-    :param legs: (n, n) cost between nodes.
-    :param end: (n,) cost from each node to the end.
-    :return: ``(cost, order)``.
-    """
-    start, legs, end = (np.asarray(a, dtype=np.float64) for a in (start, legs, end))
-    n = len(start)
-    if n == 0:
-        return 0.0, []
-    g = tour_table(start[:, None], legs[:, None, :, None], None, None)
-    tot = g[-1, :, 0, 0] + end
-    i = int(np.argmin(tot))
-    seq = tour_trace(g, legs[:, None, :, None], None, (1 << n) - 1, i, 0, 0)
-    return float(tot[i]), [node for node, _, _ in seq]
-
-
-def buff_steps(distance: float, rules: Rules, remaining: int | None = None) -> float:
-    """Steps to cover ``distance`` when the next ``remaining`` (default ``rules.buff_duration``) run at the buff's
-    speed."""
-    r = rules.buff_duration if remaining is None else remaining
-    fast = rules.buff_speed * r
-    if distance <= fast:
-        return distance / rules.buff_speed
-    return r + (distance - fast) / rules.move_speed

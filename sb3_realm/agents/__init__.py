@@ -1,0 +1,11 @@
+"""Agents: one policy interface (``name``, ``reset(env)``, ``act(env, obs) -> int``) and one episode loop
+(:func:`play_episode`) for a random policy, the oracle, an SB3 checkpoint or live model, and a submission folder."""
+
+from .base import Policy, RandomPolicy, play_episode
+from .load import PolicySpec, load_policy
+from .oracle import OracleAdapter
+from .sb3 import ModelPolicy, SB3Policy
+from .submission import SubmissionPolicy, SubmissionProcess
+
+__all__ = ["Policy", "RandomPolicy", "OracleAdapter", "ModelPolicy", "SB3Policy", "SubmissionPolicy",
+           "SubmissionProcess", "PolicySpec", "load_policy", "play_episode"]

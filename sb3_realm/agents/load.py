@@ -1,0 +1,49 @@
+"""A policy by name: ``"random"``, ``"oracle"``, the path of an SB3 checkpoint (``.zip`` of PPO, MaskablePPO or
+RecurrentPPO) or a submission folder built by ``sb3-realm build-submission``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..envs import RealmEnv
+from .base import Policy, RandomPolicy
+from .oracle import OracleAdapter
+from .sb3 import SB3Policy
+from .submission import SubmissionPolicy
+
+__all__ = ["PolicySpec", "load_policy"]
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What to play, in a form that crosses process boundaries: ``"random"``, ``"oracle"`` or a checkpoint path.
+
+    :param kind: the policy string given by the user.
+    :param seed: seed of the random policy.
+    :param use_flash: the oracle may flash.
+    :param use_buff: the oracle may take the buff.
+    """
+
+    kind: str
+    seed: int = 0
+    use_flash: bool = True
+    use_buff: bool = True
+
+    def build(self, env: RealmEnv) -> Policy:
+        return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff)
+
+
+def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True) -> Policy:
+    """Build the policy named by ``spec`` for ``env``; a bad spec raises ``ValueError`` saying what is accepted."""
+    if spec == "random":
+        return RandomPolicy(seed)
+    if spec == "oracle":
+        return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff)
+    path = Path(spec)
+    if path.is_dir():
+        return SubmissionPolicy(path)  # a folder built by build-submission (ValueError if it is not one)
+    if not path.is_file():
+        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', an existing SB3 checkpoint file "
+                         "(.zip saved by model.save) nor a submission folder (built by build-submission)")
+    return SB3Policy(path)

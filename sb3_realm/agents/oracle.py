@@ -1,0 +1,29 @@
+"""The oracle planner's expert as a policy of the common interface."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..envs import RealmEnv
+from ..oracle import OraclePolicy
+
+__all__ = ["OracleAdapter"]
+
+
+class OracleAdapter:
+    """The oracle planner's expert policy, acting from the competition-shaped observation."""
+
+    name = "oracle"
+
+    def __init__(self, env: RealmEnv, use_flash: bool = True, use_buff: bool = True) -> None:
+        self.oracle = OraclePolicy(env.game_map, env.rules, use_flash=use_flash, use_buff=use_buff)
+
+    def reset(self, env: RealmEnv) -> None:
+        self.oracle.reset(env.game.config)
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        return int(self.oracle.act(*env.competition_obs()))
+
+    @property
+    def planned_steps(self) -> int | None:
+        return self.oracle.planned_steps

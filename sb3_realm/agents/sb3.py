@@ -1,0 +1,145 @@
+"""SB3 / sb3-contrib models as policies: a live model (:class:`ModelPolicy`, e.g. during training) or a checkpoint
+file (:class:`SB3Policy`). One place handles action masks (MaskablePPO), the LSTM state (RecurrentPPO) and frame
+stacking (as ``VecFrameStack``: oldest first, zeros after a reset)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..envs import RealmEnv
+from ..models.algorithms import ALGORITHMS, Algorithm, algorithm, detect_algorithm
+from ..models.saved import run_frame_stack
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env.stacked_observations import StackedObservations
+
+__all__ = ["ModelPolicy", "SB3Policy"]
+
+
+def _vec_env():
+    """SB3's ``vec_env`` module, imported on first use rather than at the top: SB3 loads torch, and the agents layer
+    also serves the random, oracle and submission players and ``sb3-realm --help``, which start without it."""
+    from stable_baselines3.common import vec_env
+
+    return vec_env
+
+
+def _stacked_observations(n_envs: int, n_stack: int, space, order):
+    from stable_baselines3.common.vec_env.stacked_observations import StackedObservations  # lazy: see _vec_env
+
+    return StackedObservations(n_envs, n_stack, space, order)
+
+
+def _algorithm_of(model) -> Algorithm | None:
+    """The registry entry whose class ``model`` is an instance of (None for a foreign class: plain ``predict``)."""
+    for entry in ALGORITHMS.values():
+        if isinstance(model, entry.cls):
+            return entry
+    return None
+
+
+class ModelPolicy:
+    """An in-memory SB3 model as a policy (``name``, ``reset(env)``, ``act(env, obs)``): deterministic by default, with
+    ``env.action_masks()`` for MaskablePPO and the LSTM state for RecurrentPPO. The observation goes through the
+    training VecEnv's own ``VecFrameStack`` / ``VecNormalize`` / ``VecTransposeImage`` wrappers (their current
+    statistics, never updated), so the model sees what it sees in training; without a VecEnv, ``frame_stack`` frames
+    are stacked as ``VecFrameStack`` does.
+
+    :param model: the SB3 / sb3-contrib model.
+    :param venv: the training VecEnv whose observation wrappers to replay, or None for none.
+    :param name: the policy name in reports.
+    :param frame_stack: frames the model expects when there is no ``venv`` to replay.
+    :param deterministic: play the most likely action (else sample from the policy).
+    """
+
+    def __init__(self, model, venv: VecEnv | None = None, name: str = "model", frame_stack: int = 1,
+                 deterministic: bool = True) -> None:
+        self.model, self.name, self.frame_stack = model, name, int(frame_stack)
+        self.deterministic = bool(deterministic)
+        entry = _algorithm_of(model)
+        self.masked = entry is not None and entry.maskable
+        self.recurrent = entry is not None and entry.recurrent
+        vec = _vec_env()
+        chain: list = []
+        while isinstance(venv, vec.VecEnvWrapper):
+            if not isinstance(venv, (vec.VecFrameStack, vec.VecNormalize, vec.VecTransposeImage)) and \
+                    venv.observation_space != venv.venv.observation_space:
+                raise ValueError(f"{type(venv).__name__} changes the observation and cannot be replayed for "
+                                 "evaluation; supported observation wrappers: VecFrameStack, VecNormalize, "
+                                 "VecTransposeImage")
+            chain.append(venv)
+            venv = venv.venv
+        self.wrappers = chain[::-1]  # innermost first, the order the observation passes them
+        self._own_stack: StackedObservations | None = None
+        self.reset(None)
+
+    def reset(self, env: RealmEnv | None) -> None:
+        self._state, self._start, self._first = None, np.ones((1,), dtype=bool), True
+        vec = _vec_env()
+        self._stacks = {id(w): _stacked_observations(1, w.stacked_obs.n_stack, w.venv.observation_space,
+                                                     self._order(w.stacked_obs))
+                        for w in self.wrappers if isinstance(w, vec.VecFrameStack)}
+        if self.frame_stack > 1 and env is not None:  # no VecEnv to replay: stack as a default VecFrameStack does
+            self._own_stack = _stacked_observations(1, self.frame_stack, env.observation_space, None)
+
+    @classmethod
+    def _order(cls, stack: StackedObservations):
+        if hasattr(stack, "sub_stacked_observations"):
+            return {k: cls._order(s) for k, s in stack.sub_stacked_observations.items()}
+        return "first" if stack.channels_first else "last"
+
+    @staticmethod
+    def _stack(stack: StackedObservations, batch, first: bool):
+        return stack.reset(batch) if first else stack.update(batch, np.zeros(1, dtype=bool), [{}])[0]
+
+    def model_input(self, obs: dict[str, np.ndarray] | np.ndarray):
+        """The raw env observation as the model's batched (1, ...) input."""
+        batch = {k: v[None] for k, v in obs.items()} if isinstance(obs, dict) else obs[None]
+        if self.frame_stack > 1 and not self.wrappers:
+            if self._own_stack is None:
+                raise ValueError(f"{self.name}: call reset(env) before act: the frame stack is sized from the env")
+            batch = self._stack(self._own_stack, batch, self._first)
+        vec = _vec_env()
+        for w in self.wrappers:
+            if isinstance(w, vec.VecFrameStack):
+                batch = self._stack(self._stacks[id(w)], batch, self._first)
+            elif isinstance(w, vec.VecNormalize):
+                batch = w.normalize_obs(batch)
+            elif isinstance(w, vec.VecTransposeImage):
+                batch = w.transpose_observations(batch)
+        self._first = False
+        return batch
+
+    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+        batch = self.model_input(obs)
+        if self.masked:
+            action, _ = self.model.predict(batch, deterministic=self.deterministic,
+                                           action_masks=env.action_masks()[None])
+        elif self.recurrent:
+            action, self._state = self.model.predict(batch, state=self._state, episode_start=self._start,
+                                                     deterministic=self.deterministic)
+            self._start = np.zeros((1,), dtype=bool)
+        else:
+            action, _ = self.model.predict(batch, deterministic=self.deterministic)
+        return int(np.asarray(action).reshape(-1)[0])
+
+
+class SB3Policy(ModelPolicy):
+    """A trained SB3 / sb3-contrib checkpoint (``.zip``) as a deterministic policy.
+
+    :param path: the checkpoint.
+    :param algo: its algorithm name; default: read from the checkpoint.
+    :param device: torch device of the model.
+    :param frame_stack: frames the model expects; default: read from the run's ``config.yaml``.
+    """
+
+    def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu",
+                 frame_stack: int | None = None) -> None:
+        self.path = Path(path)
+        self.algo = algo or detect_algorithm(self.path)
+        model = algorithm(self.algo).cls.load(self.path, device=device)
+        super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path))

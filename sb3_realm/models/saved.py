@@ -1,0 +1,64 @@
+"""What a saved SB3 checkpoint says about itself: its training run's config, its features version and frame stack."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import yaml
+
+from .. import features
+from .algorithms import read_sb3_data
+
+__all__ = ["LEGACY_FEATURE_VERSION", "run_config", "run_frame_stack", "model_feature_version",
+           "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
+
+LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
+
+
+def run_config(path: Path) -> dict | None:
+    """The ``config.yaml`` of the training run a checkpoint belongs to (in the checkpoint's folder, or two levels up
+    for ``checkpoints/step_*/model.zip``), as plain data; None when there is none."""
+    for folder in (path.parent, path.parent.parent.parent):
+        cfg = folder / "config.yaml"
+        if cfg.is_file():
+            return yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+    return None
+
+
+def run_frame_stack(path: Path) -> int:
+    """``env.frame_stack`` of the checkpoint's training run (1 when there is no run config)."""
+    return int(((run_config(path) or {}).get("env") or {}).get("frame_stack", 1) or 1)
+
+
+def model_feature_version(path: str | Path) -> str:
+    """The features version an SB3 checkpoint was trained on: recorded in the checkpoint itself (``feature_version``
+    in its data, set by :func:`sb3_realm.training.run.build_model`), else in its run's ``config.yaml``, else
+    ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded)."""
+    path = Path(path)
+    version = read_sb3_data(path).get("feature_version") or (run_config(path) or {}).get("feature_version")
+    return str(version) if version else LEGACY_FEATURE_VERSION
+
+
+def feature_version_mismatch(path: str | Path) -> str | None:
+    """None when the checkpoint was trained on the current features, else a sentence saying what differs and to
+    retrain."""
+    found = model_feature_version(path)
+    if found == features.FEATURE_VERSION:
+        return None
+    return (f"{str(path)!r} was trained on features version {found}, and this sb3_realm computes version "
+            f"{features.FEATURE_VERSION} (version 2: buff_pos is null while the buff is taken, as on the platform); "
+            "the model sees inputs it was not trained on: retrain it (sb3-realm train) with this version. (A model "
+            "that records no version counts as version 1; if you trained it on this version with your own SB3 code, "
+            "set model.feature_version = sb3_realm.features.FEATURE_VERSION before model.save)")
+
+
+class FeatureVersionWarning(UserWarning):
+    """A model trained on another features version is being evaluated or resumed."""
+
+
+def warn_feature_version(path: str | Path) -> None:
+    """Warn (:class:`FeatureVersionWarning`) when the checkpoint's features version is not the current one."""
+    message = feature_version_mismatch(path)
+    if message is not None:
+        warnings.warn(message, FeatureVersionWarning, stacklevel=2)
