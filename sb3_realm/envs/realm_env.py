@@ -13,6 +13,7 @@ from ..features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, action_mask, encode
 from ..game.core import Game
 from ..game.maps import RealmMap, default_map, load_map, small_map
 from ..game.observation import EnvInfo, Observation, competition_observation
+from ..game.render import render_frame
 from ..game.rules import EpisodeConfig, Rules
 from .rewards import TERMS, RewardWeights, potential, progress_spacing, reward_terms
 
@@ -115,8 +116,6 @@ class RealmEnv(gym.Env):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
-        from ..game.render import render_frame  # lazy: not needed for training
-
         return render_frame(self.game)
 
     # ------------------------------------------------------------------------------------------ extras
