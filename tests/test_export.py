@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -14,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 from helpers import make_legacy_run
-from sb3_realm.submission import PLATFORM_STUB
 
 from sb3_realm import features
 from sb3_realm.agents import SubmissionPolicy
@@ -22,6 +22,7 @@ from sb3_realm.atomic import sha256_file
 from sb3_realm.envs import RealmEnv
 from sb3_realm.export import ExportError, build_submission, check_submission
 from sb3_realm.models import nets
+from sb3_realm.submission import PLATFORM_STUB
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import train
 
@@ -176,7 +177,9 @@ def test_cli_build_check_and_eval(models, tmp_path):
 # ------------------------------------------------------------------------------------------ the agent
 def test_recurrent_state_restarts_at_each_episode(built):
     env = RealmEnv(map_name="small", max_step=40, treasure_num=3)
+    path_before = list(sys.path)
     policy = SubmissionPolicy(built["recurrent_ppo"])
+    assert sys.path == path_before  # the platform stand-in is loaded without editing the caller's import path
 
     def play(p, seed):
         env.reset(seed=seed)
@@ -405,17 +408,33 @@ def test_reset_observation_without_env_info_matches(real_map_path):
 
 
 def test_wheel_ships_the_templates_and_harness(tmp_path):
-    """build-submission must work from an installed wheel: the templates are package data."""
+    """build-submission must work from an installed wheel: the top-level submission/ folder is installed as
+    sb3_realm.submission, its templates and harness as package data (never a top-level module named submission)."""
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                           str(tmp_path), str(ROOT)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     (wheel,) = tmp_path.glob("sb3_realm-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-    template = Path(__file__).resolve().parents[1] / "sb3_realm" / "submission"
-    for path in template.rglob("*.py"):
-        assert path.relative_to(template.parents[1]).as_posix() in names
-    assert "sb3_realm/features.py" in names and "sb3_realm/nets.py" in names
+    template = ROOT / "submission"
+    sources = [p for p in template.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(sources) >= 10
+    for path in sources:
+        assert f"sb3_realm/submission/{path.relative_to(template).as_posix()}" in names
+    assert "sb3_realm/features.py" in names and "sb3_realm/models/nets.py" in names
+    assert not [n for n in names if n.split("/")[0] in ("submission", "tools", "tests")]
+    # installed from the wheel (ahead of the editable install on the path), the package finds its templates
+    site = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                          str(wheel)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    probe = ("import sb3_realm.submission as s; print(s.__file__); print(all(p.is_dir() for p in s.TEMPLATES.values()) "
+             "and s.HARNESS.is_file() and s.PLATFORM_STUB.is_dir())")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(site)})
+    assert out.returncode == 0, out.stderr
+    installed_at, ok = out.stdout.split()
+    assert Path(installed_at).is_relative_to(site) and ok == "True"
 
 
 @pytest.mark.slow

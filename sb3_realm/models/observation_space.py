@@ -1,0 +1,52 @@
+"""The Realm observation space as the extractors see it: its two Boxes checked (a ValueError shows a wrong space),
+and ``VecFrameStack``'s stacked frames split back into per-frame tensors."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import torch as th
+from gymnasium import spaces
+
+from ..features import MAP_SHAPE, VECTOR_SIZE
+
+__all__ = ["realm_spaces", "check_stacked", "split_frames"]
+
+_EXPECTED = "Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as RealmEnv gives"
+
+
+def realm_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spaces.Box]:
+    """The ``maps`` and ``vector`` Boxes of a Realm observation space, or a ValueError that shows the space."""
+    ok = (isinstance(observation_space, spaces.Dict) and set(observation_space.spaces) == {"maps", "vector"}
+          and isinstance(observation_space["maps"], spaces.Box) and len(observation_space["maps"].shape) == 3
+          and isinstance(observation_space["vector"], spaces.Box) and len(observation_space["vector"].shape) == 1)
+    if not ok:
+        raise ValueError(f"{who} needs the observation space {_EXPECTED}; got {observation_space}. Use it with "
+                         "RealmEnv (optionally under VecFrameStack) and the 'MultiInputPolicy'.")
+    return observation_space["maps"], observation_space["vector"]
+
+
+def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tuple[spaces.Box, spaces.Box]:
+    """Like :func:`realm_spaces`, and the sizes must be ``n_frames`` Realm frames stacked by ``VecFrameStack``."""
+    maps, vector = realm_spaces(observation_space, who)
+    if not isinstance(n_frames, int) or n_frames < 1:
+        raise ValueError(f"{who}: n_frames = {n_frames!r} must be an int >= 1 (the VecFrameStack n_stack)")
+    frame_c, frame_v = MAP_SHAPE[0], VECTOR_SIZE
+    if maps.shape[0] != n_frames * frame_c or vector.shape[0] != n_frames * frame_v:
+        raise ValueError(
+            f"{who}(n_frames={n_frames}) expects {n_frames} stacked frames: maps ({n_frames * frame_c}, H, W) and "
+            f"vector ({n_frames * frame_v},), i.e. multiples of one frame's {frame_c} channels and {frame_v} "
+            f"values; got maps {maps.shape}, vector {vector.shape} in {observation_space}. Wrap the VecEnv with "
+            f"VecFrameStack(venv, n_stack={n_frames}) (config: env.frame_stack) or set n_frames to its n_stack.")
+    return maps, vector
+
+
+def split_frames(maps: th.Tensor, vector: th.Tensor, n_frames: int) -> tuple[th.Tensor, th.Tensor]:
+    """``VecFrameStack`` tensors -> per-frame tensors, oldest frame first.
+
+    :param maps: (B, T * C, H, W) stacked maps.
+    :param vector: (B, T * N) stacked vectors.
+    :param n_frames: T.
+    :return: maps (B, T, C, H, W) and vector (B, T, N); index ``T - 1`` is the newest frame.
+    """
+    b, tc, h, w = maps.shape
+    return maps.reshape(b, n_frames, tc // n_frames, h, w), vector.reshape(b, n_frames, -1)
