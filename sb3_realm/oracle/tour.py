@@ -174,31 +174,34 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
         def buffed_steps(d: np.ndarray) -> np.ndarray:
             return np.where(d <= fast, d / rules.buff_speed, rules.buff_duration + (d - fast) / v0)
 
-        nb = len(buff_ent)
-        a0, a1, b0, b1 = (np.full((full + 1, nb), INF) for _ in range(4))  # b*: indexed by the set left to visit
+        n_buff = len(buff_ent)
+        # cost start -> visited set -> buff entry (to_*) and buff entry -> set left to visit -> end (from_*, indexed
+        # by the set left), without / with the flash (*_f)
+        to_buff, to_buff_f, from_buff, from_buff_f = (np.full((full + 1, n_buff), INF) for _ in range(4))
         r = tour_table(e_n, legs.transpose(2, 3, 0, 1), ef_n, legs_f.transpose(2, 3, 0, 1) if flash else None)
         for i in range(n):
-            to_b, from_b = leg[idx[i][:, None], buff_ent], leg[buff_ent[:, None], idx[i]].T  # (K, B) each
+            legs_to_buff, legs_from_buff = leg[idx[i][:, None], buff_ent], leg[buff_ent[:, None], idx[i]].T  # (K, B)
             gi, ri = g[:, i], r[:, i]  # (M, K, 2)
-            a0 = np.minimum(a0, (gi[:, :, 0, None] + to_b).min(axis=1))
-            a1 = np.minimum(a1, (gi[:, :, 1, None] + to_b).min(axis=1))
-            b0 = np.minimum(b0, (ri[:, :, 0, None] + from_b).min(axis=1))
-            b1 = np.minimum(b1, (ri[:, :, 1, None] + from_b).min(axis=1))
+            to_buff = np.minimum(to_buff, (gi[:, :, 0, None] + legs_to_buff).min(axis=1))
+            to_buff_f = np.minimum(to_buff_f, (gi[:, :, 1, None] + legs_to_buff).min(axis=1))
+            from_buff = np.minimum(from_buff, (ri[:, :, 0, None] + legs_from_buff).min(axis=1))
+            from_buff_f = np.minimum(from_buff_f, (ri[:, :, 1, None] + legs_from_buff).min(axis=1))
             if flash:
-                a1 = np.minimum(a1, (gi[:, :, 0, None] + leg_f[idx[i][:, None], buff_ent]).min(axis=1))
-                b1 = np.minimum(b1, (ri[:, :, 0, None] + leg_f[buff_ent[:, None], idx[i]].T).min(axis=1))
-        a0[0], b0[0] = start_walk[buff_ent], to_set(buff_ent, end_ent, leg)
+                flash_to_buff, flash_from_buff = leg_f[idx[i][:, None], buff_ent], leg_f[buff_ent[:, None], idx[i]].T
+                to_buff_f = np.minimum(to_buff_f, (gi[:, :, 0, None] + flash_to_buff).min(axis=1))
+                from_buff_f = np.minimum(from_buff_f, (ri[:, :, 0, None] + flash_from_buff).min(axis=1))
+        to_buff[0], from_buff[0] = start_walk[buff_ent], to_set(buff_ent, end_ent, leg)
         if flash:
-            a1[0], b1[0] = start_flash[buff_ent], to_set(buff_ent, end_ent, leg_f)
+            to_buff_f[0], from_buff_f[0] = start_flash[buff_ent], to_set(buff_ent, end_ent, leg_f)
         comp = full ^ np.arange(full + 1)
-        t0 = a0 / v0 + buffed_steps(np.minimum(b0[comp], b1[comp]))
-        t1 = a1 / v0 + buffed_steps(b0[comp])
-        tot = np.minimum(t0, t1)
+        steps_flash_after = to_buff / v0 + buffed_steps(np.minimum(from_buff[comp], from_buff_f[comp]))
+        steps_flash_before = to_buff_f / v0 + buffed_steps(from_buff[comp])
+        tot = np.minimum(steps_flash_after, steps_flash_before)
         mask, b = np.unravel_index(int(np.argmin(tot)), tot.shape)
         if tot[mask, b] < best_cost:
-            ua = int(t1[mask, b] < t0[mask, b])
-            ub = 0 if ua else int(b1[full ^ mask, b] < b0[full ^ mask, b])
-            best_cost, best = float(tot[mask, b]), (int(mask), int(buff_ent[b]), ua, ub)
+            flash_before = int(steps_flash_before[mask, b] < steps_flash_after[mask, b])
+            flash_after = 0 if flash_before else int(from_buff_f[full ^ mask, b] < from_buff[full ^ mask, b])
+            best_cost, best = float(tot[mask, b]), (int(mask), int(buff_ent[b]), flash_before, flash_after)
     margin = max(2.0, 0.03 * best_cost) + LEG_ROUNDING * (n + 2) if math.isfinite(best_cost) else 0.0
     if not best_cost <= (INF if steps_left is None else steps_left) - margin:
         # the whole tour does not fit: the best-scoring set of treasures (no buff)
@@ -220,22 +223,22 @@ def _reconstruct(problem: _Problem, end: int, g: np.ndarray, r: np.ndarray | Non
     """Turn the DP's optimum ``(visited set before the buff / the end, buff entry or None, flashes before,
     flashes after)`` back into a route of ``(pos id, entry index or None, flash on the leg into it)``."""
     idx, nodes, leg, leg_f = problem.idx, problem.nodes, problem.leg, problem.leg_f
-    mask, bi, ua, ub = best
+    mask, bi, flash_before, flash_after = best
     route: list[tuple[int, int | None, bool]] = []
     first = (end, None) if bi is None else (BUFF_ID, bi)
     if mask:
         target = e_n if bi is None else leg[idx, bi]
         target_f = ef_n if bi is None else (leg_f[idx, bi] if leg_f is not None else None)
-        i, e, flashes_used, flash_last = _pick(g[mask], target, target_f, ua)
+        i, e, flashes_used, flash_last = _pick(g[mask], target, target_f, flash_before)
         route += [(nodes[m], int(idx[m, ee]), f) for m, ee, f in tour_trace(g, legs, legs_f, mask, i, e, flashes_used)]
         route.append((*first, flash_last))
     else:
-        route.append((*first, ua == 1))
+        route.append((*first, flash_before == 1))
     if bi is not None:
         left = ((1 << len(nodes)) - 1) ^ mask
         if left:
             from_buff_f = leg_f[bi, idx] if leg_f is not None else None
-            j, e, flashes_used, flash_last = _pick(r[left], leg[bi, idx], from_buff_f, ub)
+            j, e, flashes_used, flash_last = _pick(r[left], leg[bi, idx], from_buff_f, flash_after)
             legs_t = legs.transpose(2, 3, 0, 1)
             legs_ft = legs_f.transpose(2, 3, 0, 1) if legs_f is not None else None
             # j first; flag = flash on the leg out of it
@@ -245,7 +248,7 @@ def _reconstruct(problem: _Problem, end: int, g: np.ndarray, r: np.ndarray | Non
                 route.append((nodes[rev[t][0]], int(idx[rev[t][0], rev[t][1]]), rev[t - 1][2]))
             route.append((end, None, rev[-1][2]))
         else:
-            route.append((end, None, ub == 1))
+            route.append((end, None, flash_after == 1))
     return _make_plan(problem, route, cost)
 
 
