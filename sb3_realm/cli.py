@@ -8,43 +8,14 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from .arguments import json_dict
-from .envs import RealmEnv
-from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, write_json_atomic
-from .game.render import save_gif
+from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
 # Optuna (seconds), which `sb3-realm --help`, `demo`, `eval` and `replay` of a non-SB3 policy never need.
 
-__all__ = ["main", "run_demo"]
-
-
-def run_demo(out: str | Path = "runs/demo", map_path: str | None = None, seed: int = 0, usr_conf: dict | None = None,
-             gif: bool = True) -> dict:
-    """Play one episode of a random legal policy; write ``episode.gif`` and ``summary.json`` under ``out``."""
-    env = RealmEnv(map_path=map_path, render_mode="rgb_array" if gif else None)
-    _, info = env.reset(seed=seed, options=usr_conf)
-    rng = np.random.default_rng(seed)
-    frames = [env.render()] if gif else []
-    terminated = truncated = False
-    step_info: dict = {}
-    while not (terminated or truncated):
-        legal = np.flatnonzero(env.action_masks())
-        _, _, terminated, truncated, step_info = env.step(int(rng.choice(legal)))
-        if gif and (env.game.step_no % 4 == 0 or terminated or truncated):
-            frames.append(env.render())
-    summary = {k: step_info[k] for k in ("score", "win", "treasures", "treasures_missed", "steps", "flash_used",
-                                         "buff_used", "bumps")}
-    summary.update(map=env.game_map.name, seed=seed, treasure_ids=info["treasure_ids"], usr_conf=info["usr_conf"])
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if gif:
-        summary["gif"] = str(save_gif(frames, out / "episode.gif", fps=env.metadata["render_fps"]))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return summary
+__all__ = ["main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,18 +27,24 @@ class Policy(Protocol):
 
 @dataclass
 class RandomPolicy:
-    """Uniformly random legal actions (seeded per episode by the evaluator)."""
+    """Uniformly random legal actions.
+
+    :param seed: seed of the stream.
+    :param reseed: draw a fresh stream for each episode from the env's own seeded generator (what the evaluator
+        does: results independent of the order of the games); False plays one stream from ``seed`` (the demo).
+    """
 
     seed: int = 0
     name: str = "random"
+    reseed: bool = True
     rng: np.random.Generator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
 
     def reset(self, env: RealmEnv) -> None:
-        # a fresh stream per episode, derived from the env's own seeded generator: order-independent results
-        self.rng = np.random.default_rng(int(env.np_random.integers(2**63)))
+        if self.reseed:
+            self.rng = np.random.default_rng(int(env.np_random.integers(2**63)))
 
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
         return int(self.rng.choice(np.flatnonzero(env.action_masks())))

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..agents import PolicySpec, play_episode
+from ..agents import PolicySpec, RandomPolicy, play_episode
 from ..atomic import atomic_write
 from ..envs import RealmEnv
 from ..game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 from ..game.render import save_gif
 
-__all__ = ["Episode", "record_episode", "plot_route", "replay"]
+__all__ = ["Episode", "record_episode", "plot_route", "replay", "run_demo"]
 
 
 @dataclass
@@ -123,3 +124,30 @@ def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, 
     png = plot_route(ep, env, route_png or Path(out).with_suffix(".png"))
     keys = ("score", "win", "treasures", "treasures_missed", "steps", "flash_used", "buff_used")
     return {**{k: ep.info[k] for k in keys}, "treasure_ids": ep.treasure_ids, "gif": str(gif), "png": str(png)}
+
+
+def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, seed: int = 0,
+             usr_conf: dict | None = None, gif: bool = True) -> dict:
+    """Play one episode of a random legal policy (one stream from ``seed``); write ``episode.gif`` (every 4th step)
+    and ``summary.json`` under ``out``; returns the summary (``sb3-realm demo``)."""
+    env = RealmEnv(map_path=map_path, render_mode="rgb_array" if gif else None)
+    frames: list[np.ndarray] = []
+    reset_info: dict = {}
+
+    def record(env: RealmEnv, info: dict, done: bool) -> None:
+        if env.game.step_no == 0:
+            reset_info.update(info)
+        if gif and (env.game.step_no % 4 == 0 or done):
+            frames.append(env.render())
+
+    final = play_episode(env, RandomPolicy(seed, reseed=False), seed, usr_conf, observe=record)
+    summary = {k: final[k] for k in ("score", "win", "treasures", "treasures_missed", "steps", "flash_used",
+                                     "buff_used", "bumps")}
+    summary.update(map=env.game_map.name, seed=seed, treasure_ids=reset_info["treasure_ids"],
+                   usr_conf=reset_info["usr_conf"])
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if gif:
+        summary["gif"] = str(save_gif(frames, out / "episode.gif", fps=env.metadata["render_fps"]))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
