@@ -19,7 +19,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ..agents import PolicySpec, play_episode
 from ..envs import RealmEnv
@@ -130,6 +129,8 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
     jobs = list(enumerate(configs))
     bar = None
     if progress:
+        from tqdm.auto import tqdm  # lazy: only with progress=True; it costs `sb3-realm --help` 30 ms
+
         bar = tqdm(total=len(jobs), desc=f"eval {protocol}", unit="game")
     results: list[GameResult] = []
     if workers == 1:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import yaml
-
 from .. import features
 from .algorithms import read_sb3_data
 
@@ -19,6 +17,8 @@ LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained
 def run_config(path: Path) -> dict | None:
     """The ``config.yaml`` of the training run a checkpoint belongs to (in the checkpoint's folder, or two levels up
     for ``checkpoints/step_*/model.zip``), as plain data; None when there is none."""
+    import yaml  # lazy: only checkpoints read it; at the top it costs `sb3-realm --help` 15 ms
+
     for folder in (path.parent, path.parent.parent.parent):
         cfg = folder / "config.yaml"
         if cfg.is_file():
