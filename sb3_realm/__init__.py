@@ -1,10 +1,44 @@
 """sb3_realm: train, evaluate, tune and package Stable-Baselines3 agents for "Back to the Realm"."""
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
 from .envs import ENV_IDS, RealmEnv, RewardWeights, register_envs
 from .game import EpisodeConfig, Rules, default_map, load_map
 from .version import __version__
 
 __all__ = ["ENV_IDS", "RealmEnv", "RewardWeights", "EpisodeConfig", "Rules", "default_map", "load_map",
            "register_envs", "__version__"]
+
+# Checkpoints saved before the package was reshaped into layers name their features extractor by its old module
+# (SB3 cloudpickles ``policy_kwargs``: ``sb3_realm.extractors.FoveaExtractor``). Those names resolve to the modules
+# that hold the same classes now, imported only when such a checkpoint is loaded (they load torch).
+MOVED_MODULES = {"sb3_realm.extractors": "sb3_realm.models.extractors", "sb3_realm.nets": "sb3_realm.models.nets"}
+
+
+class _MovedModuleLoader(importlib.abc.Loader):
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec):
+        module = importlib.import_module(self.target)  # the module itself: its classes stay the same objects
+        self._own = (module.__spec__, module.__loader__)
+        return module
+
+    def exec_module(self, module) -> None:
+        module.__spec__, module.__loader__ = self._own  # executed under its own name; keep its own spec
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _MovedModuleLoader(MOVED_MODULES[fullname]))
+
+
+if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())
 
 register_envs()

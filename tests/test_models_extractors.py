@@ -374,3 +374,44 @@ def test_learns_a_few_hundred_steps(name, algo, policy, tmp_path):
     loaded = algo.load(tmp_path / "model.zip")
     obs = venv.reset()
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+
+
+class _OldName:
+    """Stands for a class in a pickle whose reference is then rewritten to a module name of before the reshape."""
+
+
+def test_checkpoints_saved_before_the_reshape_still_load(tmp_path):
+    """A checkpoint whose ``policy_kwargs`` name ``sb3_realm.extractors.FoveaExtractor`` (the module before the
+    package was reshaped into layers) loads with plain ``PPO.load`` in a fresh interpreter, to the same class."""
+    import base64
+    import json
+    import pickle
+    import subprocess
+    import sys
+    import zipfile
+
+    model = PPO("MultiInputPolicy", make_env(), n_steps=16, batch_size=16,
+                policy_kwargs={"features_extractor_class": FoveaExtractor,
+                               "features_extractor_kwargs": {"features_dim": 32}})
+    new = tmp_path / "new.zip"
+    model.save(new)
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
+        for item in src.infolist():
+            raw = src.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(raw)
+                kwargs = {**model.policy_kwargs, "features_extractor_class": _OldName}
+                text = pickle.dumps(kwargs, protocol=0)  # text pickle: class references are "c<module>\n<name>\n"
+                here = f"c{_OldName.__module__}\n_OldName\n".encode()
+                assert here in text
+                text = text.replace(here, b"csb3_realm.extractors\nFoveaExtractor\n")
+                data["policy_kwargs"][":serialized:"] = base64.b64encode(text).decode()
+                raw = json.dumps(data).encode()
+            dst.writestr(item, raw)
+    code = ("import sys; from stable_baselines3 import PPO; m = PPO.load(sys.argv[1]); "
+            "import sb3_realm.models.extractors as e; "
+            "assert type(m.policy.features_extractor) is e.FoveaExtractor; "
+            "assert e.__spec__.name == 'sb3_realm.models.extractors'; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code, str(old)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
