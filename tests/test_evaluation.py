@@ -122,3 +122,9 @@ def test_replay_writes_gif_and_route_png(tmp_path):
     with Image.open(out["png"]) as png:
         assert png.format == "PNG"
         assert len(np.unique(np.asarray(png.convert("RGB")).reshape(-1, 3), axis=0)) > 20
+
+
+@pytest.mark.parametrize("protocol", ["leaderboard", "exhaustive", "fixed"])
+def test_treasure_sets_without_the_custom_protocol_are_refused(protocol):
+    with pytest.raises(ValueError, match=rf"only by the custom protocol, not by '{protocol}': add --protocol custom"):
+        protocol_configs(protocol, custom=[[3, 4]])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 import yaml
 
 from sb3_realm.training.config import apply_overrides, load_config, save_config
@@ -39,6 +40,21 @@ def test_shipped_configs_load(name):
         ({"env": {"vec_env": "ray"}}, r"env.vec_env = 'ray'"),
         ({"env": "small"}, r"env must be a mapping"),
         ({"total_timesteps": 0}, r"total_timesteps = 0 must be >= 1"),
+        ({"algo": {"hyperparams": {"gamma": 1.5}}}, r"gamma = 1.5 is out of range: it must be a number in \[0, 1\]"),
+        ({"algo": {"hyperparams": {"gae_lambda": -0.1}}}, r"gae_lambda = -0.1 is out of range"),
+        ({"algo": {"hyperparams": {"clip_range": 0}}}, r"clip_range = 0 is out of range: it must be a number > 0"),
+        ({"algo": {"hyperparams": {"clip_range": "lin_-0.2"}}}, r"clip_range = 'lin_-0.2' is out of range"),
+        ({"algo": {"hyperparams": {"learning_rate": 0.0}}}, r"learning_rate = 0.0 is out of range"),
+        ({"algo": {"hyperparams": {"ent_coef": -0.01}}}, r"ent_coef = -0.01 is out of range: it must be a number >= 0"),
+        ({"algo": {"hyperparams": {"n_epochs": 0}}}, r"n_epochs = 0 is out of range: it must be an integer >= 1"),
+        ({"algo": {"hyperparams": {"n_steps": 0}}}, r"n_steps = 0 is out of range"),
+        ({"algo": {"hyperparams": {"n_steps": 64.5}}}, r"n_steps = 64.5 is out of range: it must be an integer"),
+        ({"algo": {"hyperparams": {"batch_size": 1}}}, r"batch_size = 1 is out of range: it must be an integer >= 2"),
+        ({"algo": {"hyperparams": {"max_grad_norm": -1}}}, r"max_grad_norm = -1 is out of range"),
+        ({"env": {"n_envs": 2}, "algo": {"hyperparams": {"n_steps": 16, "batch_size": 64}}},
+         r"batch_size = 64 is larger than a rollout \(n_steps 16 x env.n_envs 2 = 32\); set batch_size <= 32"),
+        ({"env": {"n_envs": 1}, "algo": {"hyperparams": {"n_steps": 1, "batch_size": 2}}}, r"holds one step"),
+        ({"device": "gpu0"}, r"device = 'gpu0' is not a torch device"),
     ],
 )
 def test_invalid_configs(tmp_path, data, match):
@@ -73,3 +89,14 @@ def test_saved_config_round_trips(tmp_path):
     path = save_config(config, tmp_path / "run" / "config.yaml")
     assert load_config(path) == config
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["config.yaml"]
+
+
+def test_null_clip_range_vf_and_target_kl_are_valid(tmp_path):
+    config = load_config(write(tmp_path, {"algo": {"hyperparams": {"clip_range_vf": None, "target_kl": None}}}))
+    assert config.algo.hyperparams["target_kl"] is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_cuda_device_without_cuda_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"device = 'cuda', but this machine has no CUDA GPU.*set device: cpu"):
+        load_config(write(tmp_path, {"device": "cuda"}))

@@ -343,3 +343,18 @@ def test_postgresql_study_with_two_workers(tmp_path, postgres_url):
     assert number == summary["best"]["number"]
     assert _but_out(config_to_dict(config)) == _but_out(yaml.safe_load((out / "best.yaml").read_text()))
     assert _but_out(config_to_dict(config)) == _but_out(trials[number].user_attrs["config"])
+
+
+def test_enqueued_params_with_unknown_keys_are_refused(tmp_path):
+    base = load_config("configs/tiny.yaml")
+    kwargs = {"storage": f"sqlite:///{tmp_path}/s.db", "out": str(tmp_path)}
+    with pytest.raises(ValueError, match=r"--enqueue \{'treasur': 2.0\}: unknown keys \['treasur'\]; the parameters "
+                                         r"of this rewards study are \['treasure', 'end', "):
+        StudyConfig("rewards", base, "s", enqueue=[{"treasur": 2.0}], **kwargs).validate()
+    with pytest.raises(ValueError, match=r"unknown keys \['gamma'\]; the parameters of this hparams study are "
+                                         r"\['learning_rate', .*'one_minus_gamma'"):
+        StudyConfig("hparams", base, "s", enqueue=[{"gamma": 0.99}], **kwargs).validate()
+    with pytest.raises(ValueError, match=r"--enqueue \[1, 2\]: not a dict"):
+        StudyConfig("rewards", base, "s", enqueue=[[1, 2]], **kwargs).validate()
+    StudyConfig("rewards", base, "s", enqueue=[{"treasure": 2.0}], **kwargs).validate()  # partial dicts are fine
+    StudyConfig("rewards", base, "s", enqueue=[{"curriculum_treasures": 1}], curriculum=True, **kwargs).validate()

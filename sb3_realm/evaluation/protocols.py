@@ -38,6 +38,9 @@ def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None,
     """The ``usr_conf`` dicts of a protocol (all with fixed treasure ids, start 2, end 1)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}")
+    if custom and protocol != "custom":
+        raise ValueError(f"treasure sets (--sets) are played only by the custom protocol, not by {protocol!r}: add "
+                         "--protocol custom, or drop --sets")
     n = 9 if treasures is None else treasures
     if not isinstance(n, int) or not 0 <= n <= len(SLOTS):
         raise ValueError(f"--treasures {n!r} is out of range; allowed 0..{len(SLOTS)}")

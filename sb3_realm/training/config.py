@@ -119,6 +119,40 @@ class AlgoConfig:
                 raise ValueError(f"algo.hyperparams.{key} = {value!r} must be a number, not a string")
             if isinstance(value, str):
                 _schedule(value, key)  # "lin_3e-4" style schedules are data too
+            _check_range(key, value)
+
+
+# Valid values of the numeric hyperparameters: SB3 asserts a few of them deep inside the first rollout and accepts the
+# rest silently (gamma = 1.5 trains). key -> (test, what the valid values are).
+def _positive(v) -> bool:
+    return v > 0
+
+
+HYPERPARAM_RANGES = {
+    "learning_rate": (_positive, "a number > 0 (or 'lin_<number>' with a number > 0)"),
+    "clip_range": (_positive, "a number > 0 (or 'lin_<number>' with a number > 0)"),
+    "clip_range_vf": (_positive, "a number > 0, or null for no value clipping"),
+    "target_kl": (_positive, "a number > 0, or null for no early stop"),
+    "gamma": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "gae_lambda": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "ent_coef": (lambda v: v >= 0, "a number >= 0"),
+    "vf_coef": (lambda v: v >= 0, "a number >= 0"),
+    "max_grad_norm": (_positive, "a number > 0"),
+    "n_steps": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+    "batch_size": (lambda v: isinstance(v, int) and v >= 2, "an integer >= 2"),
+    "n_epochs": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+    "sde_sample_freq": (lambda v: isinstance(v, int) and v >= -1, "an integer >= -1 (-1: only at rollout start)"),
+    "stats_window_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+}
+
+
+def _check_range(key: str, value) -> None:
+    if key not in HYPERPARAM_RANGES or value is None and key in ("clip_range_vf", "target_kl"):
+        return
+    test, valid = HYPERPARAM_RANGES[key]
+    number = float(value[4:]) if isinstance(value, str) else value  # "lin_<x>": x, already parsed by _schedule
+    if isinstance(number, bool) or not isinstance(number, int | float) or not test(number):
+        raise ValueError(f"algo.hyperparams.{key} = {value!r} is out of range: it must be {valid}")
 
 
 def _schedule(value: str, key: str):
@@ -263,7 +297,37 @@ class TrainConfig:
         self.env.validate()
         self.algo.validate()
         self.imitation.validate()
+        self._check_rollout()
+        self._check_device()
         return self
+
+    def _check_rollout(self) -> None:
+        """A minibatch must fit in a rollout (SB3 only warns, then trains on truncated minibatches)."""
+        params = inspect.signature(algorithm_class(self.algo.name).__init__).parameters
+        hp = self.algo.hyperparams
+        n_steps = hp.get("n_steps", params["n_steps"].default)
+        batch_size = hp.get("batch_size", params["batch_size"].default)
+        rollout = n_steps * self.env.n_envs
+        if rollout < 2:
+            raise ValueError(f"a rollout of algo.hyperparams.n_steps = {n_steps} x env.n_envs = {self.env.n_envs} "
+                             "holds one step; PPO needs at least 2: raise n_steps")
+        if batch_size > rollout:
+            raise ValueError(f"algo.hyperparams.batch_size = {batch_size} is larger than a rollout (n_steps "
+                             f"{n_steps} x env.n_envs {self.env.n_envs} = {rollout}); set batch_size <= {rollout} "
+                             "(a divisor of it) or raise n_steps")
+
+    def _check_device(self) -> None:
+        import torch  # loaded already by validate()'s algorithm_class (SB3); here so that importing configs stays light
+
+        try:
+            device = torch.device(self.device) if self.device != "auto" else None
+        except (RuntimeError, ValueError):
+            raise ValueError(f"device = {self.device!r} is not a torch device; use cpu, cuda, cuda:0 or auto") \
+                from None
+        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device = {self.device!r}, but this machine has no CUDA GPU that torch "
+                             f"{torch.__version__} can use; set device: cpu (or auto, which picks the GPU where there "
+                             "is one)")
 
 
 # ---------------------------------------------------------------------------------------------- dict <-> dataclass

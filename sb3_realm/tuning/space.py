@@ -185,6 +185,32 @@ def sample_params(kind: str, trial, base: TrainConfig, curriculum: bool = False)
     raise ValueError(f"study kind {kind!r}; choose one of {list(KINDS)}")
 
 
+class _NameRecorder:
+    """A stand-in for an Optuna trial that records the names a sampler asks for (and answers its lowest value)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def suggest_float(self, name, low, high, **kwargs):
+        self.names.append(name)
+        return low
+
+    def suggest_int(self, name, low, high, **kwargs):
+        self.names.append(name)
+        return low
+
+    def suggest_categorical(self, name, choices):
+        self.names.append(name)
+        return choices[0]
+
+
+def param_names(kind: str, base: TrainConfig, curriculum: bool = False) -> list[str]:
+    """The names of the parameters a study of ``kind`` samples (what ``--enqueue`` dicts may hold)."""
+    recorder = _NameRecorder()
+    sample_params(kind, recorder, base, curriculum=curriculum)
+    return recorder.names
+
+
 def convert_params(kind: str, params: dict, base: TrainConfig) -> TrainConfig:
     """The training config of a trial's ``params`` (``convert_rewards`` or ``convert_hparams``)."""
     if kind == "rewards":

@@ -25,7 +25,7 @@ from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
 from .outputs import write_outputs
-from .space import KINDS, baseline_params, convert_params
+from .space import KINDS, baseline_params, convert_params, param_names
 from .storage import make_storage, storage_kind
 from .trials import SURPLUS_KEY, is_killed, is_surplus, study_counts
 
@@ -92,6 +92,12 @@ class StudyConfig:
                              f"{self.heartbeat_interval} s, or live trials would be failed as stale")
         storage_kind(self.storage)
         self.base.validate()
+        names = param_names(self.kind, self.base, self.curriculum)
+        for params in self.enqueue:
+            unknown = sorted(set(params) - set(names)) if isinstance(params, dict) else None
+            if unknown is None or unknown:
+                raise ValueError(f"--enqueue {params!r}: " + (f"unknown keys {unknown}; " if unknown else "not a "
+                                 "dict; ") + f"the parameters of this {self.kind} study are {names}")
         return self
 
     def make_storage(self, create: bool = True):
