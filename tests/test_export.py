@@ -367,8 +367,14 @@ def test_existing_output_needs_force_and_is_left_untouched(models, tmp_path):
     with pytest.raises(ExportError, match="--force"):
         build_submission(models["ppo"], out)
     assert (out / "keep.txt").read_text() == "mine"
+    with pytest.raises(ExportError, match="not a package built by sb3-realm"):  # --force: only its own packages
+        build_submission(models["ppo"], out, force=True)
+    assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()
+    out.rmdir()
+    build_submission(models["ppo"], out)
     build_submission(models["ppo"], out, force=True)
-    assert not (out / "keep.txt").exists() and (out / "diy" / "manifest.json").is_file()
+    assert (out / "diy" / "manifest.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]  # no temporary or backup folder left
 
 
@@ -464,3 +470,35 @@ def test_build_submission_from_an_installed_wheel(models, tmp_path):
                           "--check-max-step", "100"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["check"]["ok"]
+
+
+def test_force_never_removes_work_it_did_not_write(models, tmp_path):
+    """--force replaces a package build-submission wrote (bytecode caches included), never a run folder holding
+    the source model, a folder with other files, or an unrelated <out>.zip; --zip alone never overwrites."""
+    run = models["ppo"].parent
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(ExportError, match="holds the model being packaged"):
+        build_submission(models["ppo"], run, force=True)
+    assert sorted(p.name for p in run.iterdir()) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep", encoding="utf-8")
+    with pytest.raises(ExportError, match="not a package built by sb3-realm"):
+        build_submission(models["ppo"], mine, force=True)
+    assert (mine / "notes.txt").read_text(encoding="utf-8") == "keep"
+    out = tmp_path / "sub"
+    build_submission(models["ppo"], out, make_zip=True)
+    (out / "diy" / "__pycache__").mkdir()
+    (out / "diy" / "__pycache__" / "agent.cpython-311.pyc").write_bytes(b"x")
+    build_submission(models["ppo"], out, make_zip=True, force=True)  # a rebuild over its own package and zip
+    (out / "diy" / "mine.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(ExportError, match=r"holds files build-submission did not write \(diy/mine.py\)"):
+        build_submission(models["ppo"], out, force=True)
+    assert (out / "diy" / "mine.py").exists()
+    other = tmp_path / "other"
+    (tmp_path / "other.zip").write_bytes(b"my archive")
+    with pytest.raises(ExportError, match=r"other.zip' already exists; pass --force"):
+        build_submission(models["ppo"], other, make_zip=True)
+    with pytest.raises(ExportError, match="not a package archive written by build-submission"):
+        build_submission(models["ppo"], other, make_zip=True, force=True)
+    assert (tmp_path / "other.zip").read_bytes() == b"my archive" and not other.exists()

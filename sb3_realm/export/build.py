@@ -178,6 +178,50 @@ def _zip_folder(folder: Path, target: Path) -> None:
             os.unlink(tmp)
 
 
+def _check_replaceable(out: Path, model_path: Path) -> None:
+    """``--force`` replaces only a package this command wrote: never a folder holding the source model or any file
+    that is not in the package's manifest (Python's bytecode caches aside)."""
+    if model_path.exists() and model_path.resolve().is_relative_to(out.resolve()):
+        raise ExportError(f"--out {str(out)!r} holds the model being packaged ({str(model_path)!r}); --force would "
+                          "delete it: choose another --out, e.g. runs/NAME/submission")
+    if not out.is_dir():
+        raise ExportError(f"--out {str(out)!r} exists and is not a folder; --force replaces only a package folder "
+                          "that build-submission wrote: choose another --out")
+    manifest = None
+    try:
+        conf = (out / "conf" / "configure_app.toml").read_text(encoding="utf-8")
+        algo = next(line.split("=", 1)[1].strip().strip('"') for line in conf.splitlines()
+                    if line.strip().startswith("algo"))
+        manifest = json.loads((out / algo / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    if not isinstance(manifest, dict) or manifest.get("format") != "sb3-realm submission":
+        raise ExportError(f"--force would replace {str(out)!r}, which is not a package built by sb3-realm "
+                          "build-submission (no manifest): it is left alone; choose another --out")
+    listed = set(manifest.get("files", {})) | {f"{manifest.get('algo_dir')}/manifest.json"}
+    extra = sorted(q.relative_to(out).as_posix() for q in out.rglob("*") if q.is_file()
+                   and "__pycache__" not in q.parts and q.suffix != ".pyc"
+                   and q.relative_to(out).as_posix() not in listed)
+    if extra:
+        raise ExportError(f"--force would replace {str(out)!r}, which holds files build-submission did not write "
+                          f"({', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}): move them away or choose "
+                          "another --out")
+
+
+def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
+    """``--zip`` replaces ``<out>.zip`` only with ``--force`` and only when it is a package archive."""
+    if not force:
+        raise ExportError(f"{str(zip_path)!r} already exists; pass --force to replace it (with --zip)")
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            ours = "conf/configure_app.toml" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        ours = False
+    if not ours:
+        raise ExportError(f"--zip would replace {str(zip_path)!r}, which is not a package archive written by "
+                          "build-submission: it is left alone; move it away or choose another --out")
+
+
 def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str = "kaiwu2024",
                      algo_dir: str = "diy", ckpt_id: str | int | None = None, make_zip: bool = False,
                      force: bool = False) -> dict:
@@ -196,6 +240,11 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(f"--algo-dir {algo_dir!r} must be a Python identifier (letters, digits, _), e.g. diy")
     if out.exists() and not force:
         raise ExportError(f"output folder {str(out)!r} already exists; pass --force to replace it")
+    if out.exists():
+        _check_replaceable(out, Path(model_path))
+    zip_path = out.with_name(out.name + ".zip")
+    if make_zip and zip_path.exists():
+        _check_zip_replaceable(zip_path, force)
     exported = read_model(model_path)
     ckpt = str(exported.num_timesteps if ckpt_id is None else ckpt_id)
     if not ckpt or not set(ckpt) <= _ALGO_DIR_CHARS | set("-."):
