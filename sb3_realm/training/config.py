@@ -98,6 +98,10 @@ class AlgoConfig:
     activation: str = "tanh"
     policy_kwargs: dict = field(default_factory=dict)
 
+    def hyperparam(self, key: str):
+        """The value of hyperparameter ``key`` in force: the config's, else the algorithm's own default."""
+        return self.hyperparams.get(key, inspect.signature(algorithm_class(self.name).__init__).parameters[key].default)
+
     def validate(self) -> None:
         if self.name not in ALGORITHMS:
             raise ValueError(f"algo.name = {self.name!r}; choose one of {list(ALGORITHMS)}")
@@ -150,7 +154,7 @@ def _check_range(key: str, value) -> None:
     if key not in HYPERPARAM_RANGES or value is None and key in ("clip_range_vf", "target_kl"):
         return
     test, valid = HYPERPARAM_RANGES[key]
-    number = float(value[4:]) if isinstance(value, str) else value  # "lin_<x>": x, already parsed by _schedule
+    number = _schedule(value, key)(1.0) if isinstance(value, str) else value  # "lin_<x>": its start value x
     if isinstance(number, bool) or not isinstance(number, int | float) or not test(number):
         raise ValueError(f"algo.hyperparams.{key} = {value!r} is out of range: it must be {valid}")
 
@@ -303,10 +307,7 @@ class TrainConfig:
 
     def _check_rollout(self) -> None:
         """A minibatch must fit in a rollout (SB3 only warns, then trains on truncated minibatches)."""
-        params = inspect.signature(algorithm_class(self.algo.name).__init__).parameters
-        hp = self.algo.hyperparams
-        n_steps = hp.get("n_steps", params["n_steps"].default)
-        batch_size = hp.get("batch_size", params["batch_size"].default)
+        n_steps, batch_size = self.algo.hyperparam("n_steps"), self.algo.hyperparam("batch_size")
         rollout = n_steps * self.env.n_envs
         if rollout < 2:
             raise ValueError(f"a rollout of algo.hyperparams.n_steps = {n_steps} x env.n_envs = {self.env.n_envs} "

@@ -10,13 +10,11 @@ and ``one_minus_gamma`` (log scale) instead of ``batch_size`` and ``gamma``.
 from __future__ import annotations
 
 import copy
-import inspect
 
 import optuna
 
 from ..envs.rewards import TERMS, RewardWeights
 from ..game.rules import EpisodeConfig
-from ..models.algorithms import algorithm_class
 from ..training.config import TrainConfig
 
 __all__ = ["KINDS", "REWARD_RANGES", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
@@ -150,7 +148,7 @@ def convert_hparams(params: dict, base: TrainConfig) -> TrainConfig:
     if "n_steps" in params:
         hp["n_steps"] = int(params["n_steps"])
     if "n_minibatches" in params:
-        n_steps = int(hp.get("n_steps", _algo_default(config.algo.name, "n_steps")))
+        n_steps = int(hp.get("n_steps", config.algo.hyperparam("n_steps")))
         rollout = n_steps * config.env.n_envs  # env steps per rollout, all envs together
         if rollout % int(params["n_minibatches"]):
             raise ValueError(f"n_minibatches = {params['n_minibatches']} does not divide the rollout of {rollout} "
@@ -167,10 +165,6 @@ def convert_hparams(params: dict, base: TrainConfig) -> TrainConfig:
     if "lstm_hidden_size" in params:
         config.algo.policy_kwargs = {**config.algo.policy_kwargs, "lstm_hidden_size": int(params["lstm_hidden_size"])}
     return config.validate()
-
-
-def _algo_default(algo: str, key: str):
-    return inspect.signature(algorithm_class(algo).__init__).parameters[key].default
 
 
 # ---------------------------------------------------------------------------------------------- by kind
@@ -228,11 +222,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
         if curriculum:
             params.update(curriculum_treasures=_full_treasures(base), curriculum_fraction=0.0)
         return params
-    name = base.algo.name
-
-    def get(key):
-        return base.algo.hyperparams.get(key, _algo_default(name, key))
-
+    get = base.algo.hyperparam
     n_steps, batch = int(get("n_steps")), int(get("batch_size"))
     rollout = n_steps * base.env.n_envs
     arch = next((k for k, v in NET_ARCHS.items() if v == base.algo.net_arch), None)
@@ -241,7 +231,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
               "one_minus_gamma": 1.0 - float(get("gamma")), "gae_lambda": get("gae_lambda"),
               "clip_range": get("clip_range"), "ent_coef": get("ent_coef"), "vf_coef": get("vf_coef"),
               "max_grad_norm": get("max_grad_norm"), "net_arch": arch, "activation": base.algo.activation}
-    if name == "recurrent_ppo":
+    if base.algo.name == "recurrent_ppo":
         params["lstm_hidden_size"] = base.algo.policy_kwargs.get("lstm_hidden_size", 256)
     return params if _inside(params, base) else None
 
