@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from .. import features
+from ..agents.submission import read_manifest
 from ..atomic import sha256_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
@@ -187,14 +188,10 @@ def _check_replaceable(out: Path, model_path: Path) -> None:
     if not out.is_dir():
         raise ExportError(f"--out {str(out)!r} exists and is not a folder; --force replaces only a package folder "
                           "that build-submission wrote: choose another --out")
-    manifest = None
     try:
-        conf = (out / "conf" / "configure_app.toml").read_text(encoding="utf-8")
-        algo = next(line.split("=", 1)[1].strip().strip('"') for line in conf.splitlines()
-                    if line.strip().startswith("algo"))
-        manifest = json.loads((out / algo / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, StopIteration, ValueError):
-        pass
+        manifest = read_manifest(out)[1]
+    except (OSError, ValueError):  # ValueError: no conf or manifest, or one that does not parse
+        manifest = None
     if not isinstance(manifest, dict) or manifest.get("format") != "sb3-realm submission":
         raise ExportError(f"--force would replace {str(out)!r}, which is not a package built by sb3-realm "
                           "build-submission (no manifest): it is left alone; choose another --out")
