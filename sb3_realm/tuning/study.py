@@ -94,10 +94,13 @@ class StudyConfig:
         self.base.validate()
         names = param_names(self.kind, self.base, self.curriculum)
         for params in self.enqueue:
-            unknown = sorted(set(params) - set(names)) if isinstance(params, dict) else None
-            if unknown is None or unknown:
-                raise ValueError(f"--enqueue {params!r}: " + (f"unknown keys {unknown}; " if unknown else "not a "
-                                 "dict; ") + f"the parameters of this {self.kind} study are {names}")
+            if not isinstance(params, dict):
+                raise ValueError(f"--enqueue {params!r}: not a dict; the parameters of this {self.kind} study are "
+                                 f"{names}")
+            unknown = sorted(set(params) - set(names))
+            if unknown:
+                raise ValueError(f"--enqueue {params!r}: unknown keys {unknown}; the parameters of this {self.kind} "
+                                 f"study are {names}")
         return self
 
     def make_storage(self, create: bool = True):
