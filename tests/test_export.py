@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -158,6 +159,27 @@ def test_eval_of_the_folder_matches_the_model(built, models):
     model = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
     assert [g.score for g in folder.games] == [g.score for g in model.games]
     assert [g.steps for g in folder.games] == [g.steps for g in model.games]
+
+
+def test_eval_refuses_a_package_changed_after_the_build(built, tmp_path):
+    """``eval DIR`` verifies every file against the manifest before playing: bytecode caches are not part of a
+    package; a changed, missing or extra file is named."""
+    folder = tmp_path / "sub"
+    shutil.copytree(built["ppo"], folder)
+    (folder / "diy" / "feature" / "__pycache__").mkdir(exist_ok=True)
+    (folder / "diy" / "feature" / "__pycache__" / "features.cpython-311.pyc").write_bytes(b"x")
+    SubmissionPolicy(folder)  # as built (caches aside): it loads
+    features_py = folder / "diy" / "feature" / "features.py"
+    features_py.write_text(features_py.read_text(encoding="utf-8") + "\nSCALE = 2\n", encoding="utf-8")
+    (folder / "diy" / "extra.py").write_text("x = 1\n", encoding="utf-8")
+    (folder / "diy" / "model" / "spec.json").unlink()
+    with pytest.raises(ValueError, match=r"not as build-submission wrote it \(changed diy/feature/features.py; "
+                                         r"missing diy/model/spec.json; extra diy/extra.py\).*Rebuild it"):
+        SubmissionPolicy(folder)
+    out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(folder), "--games", "1",
+                          "--no-oracle"], capture_output=True, text=True)
+    assert out.returncode == 2 and "changed diy/feature/features.py" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_cli_build_check_and_eval(models, tmp_path):

@@ -259,7 +259,7 @@ def test_unwritable_output_and_existing_runs(run, tmp_path):
     assert res.returncode == 2 and str(blocker) in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
     res = subprocess.run([*CLI, "imitate", *[a for kv in QUICK for a in ("--set", kv)], "--out", str(run)],
                          capture_output=True, text=True, cwd=REPO)
-    assert res.returncode == 2 and "already has checkpoints" in res.stderr
+    assert res.returncode == 2 and "already holds a run" in res.stderr
     res = subprocess.run([*CLI, "imitate", "--resume", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 2 and "no config.yaml there" in res.stderr
 

@@ -36,7 +36,7 @@ def test_train_python_api_writes_a_complete_run(tmp_path):
     ckpts = list_checkpoints(run_dir / "checkpoints")
     assert [p.name for p in ckpts] == ["step_000000000512", "step_000000001024"]  # keep_checkpoints: 2
     assert not list((run_dir / "checkpoints").glob(".tmp-*"))
-    with pytest.raises(ValueError, match="already has checkpoints; use --resume"):
+    with pytest.raises(ValueError, match=r"already holds a run \(config.yaml, .*checkpoints/\); .*use --resume"):
         train(config)
 
 
@@ -127,3 +127,48 @@ def test_resume_warning_is_one_line_from_the_cli(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "sb3-realm train: warning: " in out.stderr and "features version 1" in out.stderr
     assert "FeatureVersionWarning" not in out.stderr
+
+
+def test_a_new_run_never_writes_over_a_run_or_into_the_current_folder(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="out = '' names no folder"):
+        load_config("configs/tiny.yaml", ["out=''"])
+    tiny = Path("configs/tiny.yaml").resolve()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "final_model.zip").write_bytes(b"my model")
+    (tmp_path / "config.yaml").write_text("mine: 1\n", encoding="utf-8")
+    config = load_config(tiny, ["out=.", "total_timesteps=512", "eval_freq=0"])
+    with pytest.raises(ValueError, match=r"'\.' already holds a run \(config.yaml, final_model.zip\)"):
+        train(config)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "final_model.zip"]
+    assert (tmp_path / "final_model.zip").read_bytes() == b"my model"
+    assert (tmp_path / "config.yaml").read_text(encoding="utf-8") == "mine: 1\n"
+
+
+def _snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def test_resume_applies_new_hyperparameters_and_refuses_a_new_network_leaving_the_run_as_it_was(tmp_path):
+    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
+                                               "checkpoint_freq=512", "eval_freq=0", "progress_bar=false"])
+    _, run_dir = train(config)
+    before = _snapshot(run_dir)
+    for override in ("algo.net_arch={pi: [8], vf: [8]}", "algo.extractor=default", "algo.activation=relu",
+                     "algo.extractor_kwargs={features_dim: 32}", "env.frame_stack=2", "algo.name=maskable_ppo"):
+        key = override.split("=")[0]
+        with pytest.raises(ValueError, match=f"cannot change {key} .*the run was left as it was"):
+            train(resume_config(run_dir, ["total_timesteps=1024", override]), resume=run_dir)
+        assert _snapshot(run_dir) == before, override
+    out = subprocess.run([*CLI, "train", "--resume", str(run_dir), "--set", "env.frame_stack=2", "--no-progress"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "cannot change env.frame_stack" in out.stderr and "Traceback" not in out.stderr
+    assert _snapshot(run_dir) == before
+    model, _ = train(resume_config(run_dir, ["total_timesteps=1024", "algo.hyperparams.learning_rate=0.000123",
+                                             "algo.hyperparams.n_epochs=1"]), resume=run_dir)
+    assert model.num_timesteps == 1024 and model.n_epochs == 1
+    assert model.lr_schedule(0.5) == pytest.approx(0.000123)
+    assert model.policy.optimizer.param_groups[0]["lr"] == pytest.approx(0.000123)  # what the updates used
+    recorded = load_config(run_dir / "config.yaml").algo.hyperparams
+    assert recorded["learning_rate"] == 0.000123 and recorded["n_epochs"] == 1
+    saved = algorithm_class("ppo").load(run_dir / "final_model.zip")
+    assert saved.n_epochs == 1 and saved.learning_rate == pytest.approx(0.000123)

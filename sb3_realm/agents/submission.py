@@ -23,11 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import sha256_file
 from ..envs import RealmEnv
 from ..game import protocol
 from ..submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "platform_obs", "read_manifest", "env_kwargs_of", "MAP_KEYS"]
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "platform_obs", "read_manifest", "env_kwargs_of", "MAP_KEYS",
+           "package_differences", "verify_package"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 
@@ -45,6 +47,34 @@ def read_manifest(folder: str | os.PathLike) -> tuple[dict, dict]:
     if not manifest_path.is_file():
         raise ValueError(f"{str(folder)!r}: no manifest at {manifest_path}; was it built by sb3-realm?")
     return app, json.loads(manifest_path.read_text(encoding="utf-8"))
+
+
+def _bytecode(rel: Path) -> bool:
+    return "__pycache__" in rel.parts or rel.suffix == ".pyc"
+
+
+def package_differences(folder: str | os.PathLike, manifest: dict) -> dict[str, list[str]]:
+    """How a built package differs from its manifest: ``changed`` (sha256 differs), ``missing`` and ``extra`` files
+    (relative POSIX paths; Python's bytecode caches and the manifest itself are not part of a package)."""
+    folder = Path(folder)
+    listed: dict = manifest.get("files", {}) if isinstance(manifest.get("files"), dict) else {}
+    own = f"{manifest.get('algo_dir')}/manifest.json"
+    present = {q.relative_to(folder).as_posix() for q in folder.rglob("*")
+               if q.is_file() and not _bytecode(q.relative_to(folder))}
+    return {"changed": sorted(f for f in listed if f in present and sha256_file(folder / f) != listed[f]),
+            "missing": sorted(f for f in listed if f not in present),
+            "extra": sorted(present - set(listed) - {own})}
+
+
+def verify_package(folder: str | os.PathLike, manifest: dict) -> None:
+    """Raise ``ValueError`` naming every file of ``folder`` that is not as its manifest records it."""
+    diff = package_differences(folder, manifest)
+    parts = [f"{what} {', '.join(files[:5])}{', ...' if len(files) > 5 else ''}" for what, files in diff.items()
+             if files]
+    if parts:
+        raise ValueError(f"the package {str(folder)!r} is not as build-submission wrote it ({'; '.join(parts)}): it "
+                         "would not play the model it records. Rebuild it with sb3-realm build-submission MODEL.zip "
+                         "--out DIR --force, or evaluate the model itself")
 
 
 def _plain(value):
@@ -174,6 +204,7 @@ class SubmissionPolicy:
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder).resolve()
         app, self.manifest = read_manifest(self.folder)
+        verify_package(self.folder, self.manifest)
         _import_platform_stand_in()
         SubmissionPolicy._count += 1
         name = f"_sb3_realm_submission_{SubmissionPolicy._count}"

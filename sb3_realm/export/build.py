@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from .. import features
-from ..agents.submission import read_manifest
+from ..agents.submission import package_differences, read_manifest
 from ..atomic import sha256_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
@@ -195,10 +195,7 @@ def _check_replaceable(out: Path, model_path: Path) -> None:
     if not isinstance(manifest, dict) or manifest.get("format") != "sb3-realm submission":
         raise ExportError(f"--force would replace {str(out)!r}, which is not a package built by sb3-realm "
                           "build-submission (no manifest): it is left alone; choose another --out")
-    listed = set(manifest.get("files", {})) | {f"{manifest.get('algo_dir')}/manifest.json"}
-    extra = sorted(q.relative_to(out).as_posix() for q in out.rglob("*") if q.is_file()
-                   and "__pycache__" not in q.parts and q.suffix != ".pyc"
-                   and q.relative_to(out).as_posix() not in listed)
+    extra = package_differences(out, manifest)["extra"]
     if extra:
         raise ExportError(f"--force would replace {str(out)!r}, which holds files build-submission did not write "
                           f"({', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}): move them away or choose "

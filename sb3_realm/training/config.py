@@ -181,6 +181,8 @@ class ImitationConfig:
     :param rounds: DAgger rounds after the first fit: the learner plays ``dagger_games`` games, the expert labels
         every state it visits, the dataset grows and the policy is fitted again.
     :param dagger_games: games per DAgger round.
+    :param screen_games: 0, or games the deterministic learner plays first in each DAgger round (batched, fast): the
+        ones it loses are among the round's ``dagger_games`` (all of them if they fit), the rest drawn at random.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param beta_rampdown: rounds over which ``beta``, the probability that a step plays the expert's action rather
@@ -204,6 +206,7 @@ class ImitationConfig:
     expert_games: int = 200
     rounds: int = 4
     dagger_games: int = 60
+    screen_games: int = 0
     dagger_max_steps: int = 800
     beta_rampdown: int = 1
     epochs: int = 8
@@ -221,7 +224,7 @@ class ImitationConfig:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
-        for name in ("rounds", "beta_rampdown", "dagger_max_steps"):
+        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "screen_games"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
         for name in ("learning_rate", "dagger_learning_rate"):
@@ -298,6 +301,9 @@ class TrainConfig:
                 raise ValueError(f"{name} = {getattr(self, name)} must be >= 1")
         if self.eval_freq < 0:
             raise ValueError(f"eval_freq = {self.eval_freq} must be >= 0 (0 = no evaluation)")
+        if not isinstance(self.out, str) or not self.out.strip():
+            raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
+                             "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         self.env.validate()
         self.algo.validate()
         self.imitation.validate()

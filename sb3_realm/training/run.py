@@ -11,7 +11,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from .. import features
-from ..atomic import atomic_write
+from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
 from ..evaluation import protocol_configs
 from ..game.rules import EpisodeConfig
@@ -22,9 +22,10 @@ from ..models.saved import warn_feature_version
 from ..processes import start_method
 from .callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
 from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
-from .config import EnvConfig, TrainConfig, _schedule, load_config, save_config
+from .config import EnvConfig, TrainConfig, _schedule, config_to_dict, load_config, save_config
 
-__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run"]
+__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run",
+           "resume_changes", "RUN_FILES", "FIXED_ON_RESUME"]
 
 
 def _make_env(env_kwargs: dict) -> Monitor:
@@ -108,12 +109,24 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
     return callbacks, curriculum, checkpoint
 
 
+#: files a run writes at its top level: a new run never starts in a folder that holds one
+RUN_FILES = ("config.yaml", "final_model.zip", "best_model.zip", "eval.json")
+#: config keys a resumed run cannot change: they define the saved network and the observation it reads
+FIXED_ON_RESUME = ("algo.name", "algo.extractor", "algo.extractor_kwargs", "algo.net_arch", "algo.activation",
+                   "algo.policy_kwargs", "env.frame_stack", "env.normalize_reward", "feature_version")
+
+
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
-    """Checks before a new run writes anything: ``run_dir`` holds no run's checkpoints yet, and the config carries no
-    other features version; then records the current version in ``config``."""
+    """Checks before a new run writes anything: ``run_dir`` holds no run yet (no checkpoints, none of
+    :data:`RUN_FILES`), and the config carries no other features version; then records the current version in
+    ``config``."""
+    taken = [name for name in RUN_FILES if (run_dir / name).exists()]
     if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
-        raise ValueError(f"run directory {str(run_dir)!r} already has checkpoints; use --resume {run_dir} to "
-                         "continue it or --out to start a new run elsewhere")
+        taken.append("checkpoints/")
+    if taken:
+        raise ValueError(f"run directory {str(run_dir)!r} already holds a run ({', '.join(taken)}); a new run would "
+                         f"overwrite it: use --resume {run_dir} to continue it, or --out (out: in the config) to "
+                         "start a new run in a folder of its own")
     if config.feature_version not in (None, features.FEATURE_VERSION):
         raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
                          f"features version {features.FEATURE_VERSION}; a new run always uses the current one: "
@@ -121,38 +134,67 @@ def start_new_run(config: TrainConfig, run_dir: Path) -> None:
     config.feature_version = features.FEATURE_VERSION
 
 
+def _lookup(data: dict, dotted: str):
+    for part in dotted.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def resume_changes(run_dir: Path, config: TrainConfig) -> dict:
+    """What ``config`` (a run's config.yaml with ``--set`` overrides) changes for a resumed run: the algorithm
+    hyperparameters that differ, which the loaded model takes (``algo_cls.load(..., **changes)``); a ``ValueError``
+    for a change of :data:`FIXED_ON_RESUME`, which the saved model cannot take."""
+    stored = config_to_dict(load_config(run_dir / "config.yaml"))
+    new = config_to_dict(config)
+    for key in FIXED_ON_RESUME:
+        if _lookup(stored, key) != _lookup(new, key):
+            raise ValueError(f"--resume {str(run_dir)!r} cannot change {key} (from {_lookup(stored, key)!r} to "
+                             f"{_lookup(new, key)!r}): the saved model keeps the network and the observation it was "
+                             "trained with. Drop that --set, or start a new run with --out; the run was left as it "
+                             "was")
+    before = stored["algo"]["hyperparams"]
+    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in new["algo"]["hyperparams"].items()
+            if k not in before or before[k] != v}
+
+
 def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None):
     """Train (or resume) a run; returns ``(model, run_dir)``.
 
     With ``resume``, the run continues from its newest intact checkpoint (timesteps, optimizer, VecNormalize,
-    curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``. ``callbacks``: extra SB3 callbacks
-    (e.g. an Optuna pruning callback), called after the run's own ones.
+    curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``; changed algorithm hyperparameters
+    (learning rate, epochs, ...) apply from there, a changed network or observation is refused (see
+    :func:`resume_changes`). Everything is checked before anything is written: a refused command leaves the run as it
+    was. ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning callback), called after the run's own ones.
     """
     config.validate()
-    run_dir = Path(resume if resume is not None else config.out)
+    run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    found, changes = None, {}
     if resume is None:
         start_new_run(config, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, run_dir / "config.yaml")
+    else:
+        found = latest_checkpoint(run_dir / "checkpoints")
+        if found is None:
+            raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
+        changes = resume_changes(run_dir, config)
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
-    algo_cls = algorithm(config.algo.name).cls
-    found = latest_checkpoint(run_dir / "checkpoints") if resume is not None else None
-    if resume is not None and found is None:
-        raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
-    own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
-    callbacks = own + list(callbacks or [])
-    if found is not None:
-        ckpt, state = found
-        warn_feature_version(ckpt / "model.zip")
-        venv = load_vecnormalize(ckpt, venv)
-        model = algo_cls.load(ckpt / "model.zip", env=venv, device=config.device, tensorboard_log=str(run_dir / "tb"))
-        if curriculum is not None and state.get("curriculum"):
-            curriculum.load_state_dict(state["curriculum"])
-    else:
-        model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
-    remaining = config.total_timesteps - model.num_timesteps
     try:
+        algo_cls = algorithm(config.algo.name).cls
+        own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
+        callbacks = own + list(callbacks or [])
+        if found is not None:
+            ckpt, state = found
+            warn_feature_version(ckpt / "model.zip")
+            venv = load_vecnormalize(ckpt, venv)
+            model = algo_cls.load(ckpt / "model.zip", env=venv, device=config.device,
+                                  tensorboard_log=str(run_dir / "tb"), **changes)
+            if curriculum is not None and state.get("curriculum"):
+                curriculum.load_state_dict(state["curriculum"])
+        else:
+            model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(config, run_dir / "config.yaml")  # what is in force, once the model took it
+        remaining = config.total_timesteps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
                         progress_bar=config.progress_bar)
