@@ -30,7 +30,8 @@ FOVEA = ["algo.extractor=fovea", "algo.extractor_kwargs={features_dim: 64}", "al
          "false}", "algo.net_arch={pi: [64], vf: [32]}"]
 QUICK = ["env.map_name=small", "env.usr_conf={treasure_num: 2, max_step: 200}", "eval_games=3", "torch_threads=1",
          "imitation.expert_games=8", "imitation.rounds=1", "imitation.dagger_games=4", "imitation.epochs=2",
-         "imitation.dagger_epochs=1", "imitation.workers=1", *FOVEA]
+         "imitation.dagger_epochs=1", "imitation.workers=1", "imitation.screen_games=6", "imitation.dagger_overrun=60",
+         *FOVEA]
 
 
 def small_games(n: int, seed: int = 0, treasures: int = 2) -> list[tuple[int, dict]]:
@@ -173,6 +174,60 @@ def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
     del env
 
 
+def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
+    from sb3_realm.agents import OracleAdapter
+
+    model = small_model()  # untrained: it never finishes
+    path = tmp_path / "learner.zip"
+    model.save(path)
+    games = small_games(2, seed=100)
+    with Collector(1) as collector:
+        cut = collector.run(SMALL_ENV, games, learner=str(path), beta=0.0, overrun=30).games
+    env = RealmEnv(map_name="small")
+    for (seed, conf), game in zip(games, cut, strict=True):
+        obs, _ = env.reset(seed=seed, options=conf)
+        oracle = OracleAdapter(env)
+        oracle.reset(env)
+        oracle.act(env, obs)
+        assert game["cut"] and game["steps"] == oracle.planned_steps + 30
+
+
+def test_batched_play_is_the_evaluation(run):
+    """``play_games`` plays the same games as ``evaluate`` (same sets, env seeds, deterministic actions)."""
+    from sb3_realm.agents import SB3Policy
+    from sb3_realm.evaluation import evaluate, protocol_configs
+    from sb3_realm.imitation.screen import play_games
+
+    policy = SB3Policy(run / "final_model.zip")
+    report = evaluate(policy, games=5, max_step=120, oracle_gap=False, seed=4, env_kwargs={"map_name": "small"})
+    confs = protocol_configs("leaderboard", seed=4, games=5, max_step=120)
+    played = play_games(policy.model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in
+                                                                      enumerate(confs)], batch=2)
+    assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
+        [(g["score"], g["steps"], g["treasures"], g["missed"]) for g in played]
+
+
+def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
+    from sb3_realm.imitation.dagger import _Run, training_games
+    from sb3_realm.imitation.screen import play_games
+
+    config = load_config(None, [*QUICK, "imitation.screen_games=10", "imitation.dagger_games=4",
+                                f"out={json.dumps(str(tmp_path))}"])
+    state = _Run(config, tmp_path)
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    try:
+        chosen = state._dagger_games(model, 1)
+    finally:
+        state.venv.close()
+        state.logger.close()
+    pool = training_games(config, 1, 10)
+    played = play_games(model.policy, state.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps)
+    lost = [game for game, p in zip(pool, played, strict=True) if not p["win"]]
+    assert state._screen == {"screen_games": 10, "screen_wins": 10 - len(lost)}
+    assert len(chosen) == 4 and all(game in pool for game in chosen)
+    assert all(game in chosen for game in lost[:4])
+
+
 def test_collection_runs_in_spawned_workers(monkeypatch):
     monkeypatch.setenv("SB3_REALM_START_METHOD", "spawn")
     with Collector(2) as collector:
@@ -198,6 +253,7 @@ def test_imitate_writes_a_complete_run(run):
     report = json.loads((run / "eval.json").read_text(encoding="utf-8"))
     history = report["history"]
     assert [h["round"] for h in history] == [0, 1] and history[1]["states"] > history[0]["states"]
+    assert history[1]["screen_games"] == 6 and 0 <= history[1]["screen_wins"] <= 6
     assert report["best_mean_score"] == max(h["eval_mean_score"] for h in history)
     assert (run / "final_model.zip").read_bytes() == (run / "best_model.zip").read_bytes()
     ds = ExpertDataset.open(run / "dataset")

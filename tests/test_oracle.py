@@ -298,3 +298,37 @@ def test_real_map_all_715_sets_within_2_percent_of_plan(real_map):
             bad.append((ids, game.win, game.treasure_count, game.step_no, policy.planned_steps))
     assert not bad
 
+
+
+def _labels_in_a_learner_loop(seed: int, tell: bool) -> list[tuple[tuple[float, float], int]]:
+    """The oracle labels 40 steps of a learner that walks east, west, east, ... (DAgger on a looping learner);
+    ``tell``: the oracle is told whenever the learner's move was not its own."""
+    from sb3_realm.agents import OracleAdapter
+    from sb3_realm.envs import RealmEnv
+
+    env = RealmEnv(map_name="small")
+    obs, _ = env.reset(seed=seed, options={"treasure_random": 1, "treasure_num": 2, "max_step": 200})
+    oracle = OracleAdapter(env)
+    oracle.reset(env)
+    out = []
+    for t in range(40):
+        label = oracle.act(env, obs)
+        action = 0 if t % 2 == 0 else 4
+        if tell and action != label:
+            oracle.played_other()
+        hero = env.competition_obs()[1].frame_state.heroes[0]
+        out.append(((hero.pos.x, hero.pos.z), label))
+        obs, *_ = env.step(action)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_labels_of_a_learner_loop_depend_on_the_state_only(seed):
+    """The oracle's loop guard (deeper search, then the BFS field, on revisits) is for its own oscillations; told
+    that the learner played (``played_other``), it labels each revisited position as the first time."""
+    def flips(labels):
+        first: dict = {}
+        return sum(first.setdefault(pos, label) != label for pos, label in labels)
+
+    assert flips(_labels_in_a_learner_loop(seed, tell=True)) == 0
+    assert flips(_labels_in_a_learner_loop(seed, tell=False)) > 0  # what DAgger's labels were without it

@@ -24,6 +24,10 @@ class OracleAdapter:
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
         return int(self.oracle.act(*env.competition_obs()))
 
+    def played_other(self) -> None:
+        """The step just played was another policy's (see :meth:`OraclePolicy.played_other`)."""
+        self.oracle.played_other()
+
     @property
     def planned_steps(self) -> int | None:
         return self.oracle.planned_steps

@@ -37,6 +37,8 @@ class CollectJob:
     :param seed: seed of the ``beta`` draws.
     :param max_steps: a game stops after this many steps even if not over (0: play to the end): a learner that loops
         would otherwise fill the dataset with the same few states until ``max_step``.
+    :param overrun: with a learner, a game also stops once it runs this many steps past the expert's own plan for it
+        (the oracle's ``planned_steps``; 0: no such stop).
     """
 
     env_kwargs: dict
@@ -46,6 +48,7 @@ class CollectJob:
     beta: float = 1.0
     seed: int = 0
     max_steps: int = 0
+    overrun: int = 0
 
 
 @dataclass
@@ -99,9 +102,15 @@ def collect_games(job: CollectJob) -> Rollouts:
                 action, expert_steps = label, expert_steps + 1
             else:
                 action = learner.act(env, obs)
+                if action != label and hasattr(expert, "played_other"):
+                    expert.played_other()  # the expert's loop guard counts its own moves only
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
-            if job.max_steps and not done and env.game.step_no >= job.max_steps:
+            limit = job.max_steps or env.game.config.max_step
+            planned = getattr(expert, "planned_steps", None) if learner is not None and job.overrun else None
+            if planned is not None:
+                limit = min(limit, planned + job.overrun)
+            if not done and env.game.step_no >= limit:
                 info, done = env.episode_summary(), True  # cut: the game was not over
         games.append({"seed": int(env_seed), "treasure_ids": list(env.game.treasure_ids), "score": info["score"],
                       "win": info["win"], "treasures": info["treasures"], "steps": info["steps"],
@@ -140,13 +149,14 @@ class Collector:
             self._pool = None
 
     def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
-            learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0) -> Rollouts:
+            learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
+            overrun: int = 0) -> Rollouts:
         """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
         n = min(len(games), self.workers * 4 if self._pool is not None else 1)
         chunks = [tuple(games[i::n]) for i in range(n)]  # interleaved: long and short games spread evenly
-        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps)
+        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun)
                 for i, chunk in enumerate(chunks)]
         if self._pool is None:
             parts = [collect_games(job) for job in jobs]

@@ -30,16 +30,17 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
-from ..evaluation import evaluate
+from ..evaluation import EvalReport, GameResult, evaluate, protocol_configs
 from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
 from ..training.checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
 from ..training.config import TrainConfig, save_config
-from ..training.run import build_model, start_new_run
+from ..training.run import build_model, resume_changes, start_new_run
 from .bc import fit
 from .collect import Collector
 from .dataset import ExpertDataset
+from .screen import play_games
 
 __all__ = ["imitate", "training_games"]
 
@@ -89,6 +90,7 @@ class _Run:
         self.elapsed = 0.0
         self.updates = 0
         self.round = -1  # last completed round
+        self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
         self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
         self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
@@ -97,10 +99,10 @@ class _Run:
     def new_model(self):
         return build_model(self.config, self.venv)
 
-    def load(self, ckpt: Path, state: dict):
+    def load(self, ckpt: Path, state: dict, changes: dict):
         warn_feature_version(ckpt / "model.zip")
         model = algorithm_class(self.config.algo.name).load(ckpt / "model.zip", env=self.venv,
-                                                           device=self.config.device)
+                                                           device=self.config.device, **changes)
         im = state["imitation"]
         self.round, self.history = im["round"], im["history"]
         self.best_score, self.best_round = im["best_score"], im["best_round"]
@@ -116,6 +118,37 @@ class _Run:
                           env_kwargs={k: v for k, v in self.env_kwargs.items() if k != "map_path"})
         return report.summary()
 
+    def _dagger_games(self, model, round_no: int) -> list[tuple[int, dict]]:
+        """The games the learner plays for the expert in DAgger round ``round_no``: ``dagger_games`` fresh training
+        games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
+        come first, the rest drawn at random from the others."""
+        im = self.im
+        if not im.screen_games:
+            return training_games(self.config, round_no, im.dagger_games)
+        pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))
+        played = play_games(model.policy, self.env_kwargs, pool, masked=self.masked, max_steps=im.dagger_max_steps)
+        lost = [i for i, g in enumerate(played) if not g["win"]]
+        self._screen = {"screen_games": len(pool), "screen_wins": len(pool) - len(lost)}
+        rng = np.random.default_rng([self.config.seed, round_no, 3])
+        rest = [i for i in rng.permutation(len(pool)).tolist() if played[i]["win"]]
+        chosen = (lost + rest)[:im.dagger_games]
+        return [pool[i] for i in sorted(chosen)]
+
+    def _evaluate_model(self, model) -> dict:
+        """:meth:`_evaluate` for the model being trained, played batched in this process: the same games (the
+        leaderboard protocol's sets and per-game env seeds) and the same figures as ``evaluate``."""
+        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        seed = self.config.eval_seed
+        confs = protocol_configs("leaderboard", seed=seed, treasures=usr.treasure_num, games=self.config.eval_games,
+                                 max_step=usr.max_step)
+        games = [(seed * 1_000_003 + i, conf) for i, conf in enumerate(confs)]
+        played = play_games(model.policy, self.env_kwargs, games, masked=self.masked)
+        results = [GameResult(index=i, treasure_ids=g["treasure_ids"], score=g["score"], win=g["win"],
+                              treasures=g["treasures"], missed=g["missed"], steps=g["steps"],
+                              flash_used=g["flash_used"], buff_used=g["buff_used"]) for i, g in enumerate(played)]
+        return EvalReport(policy="model", protocol="leaderboard", map=self.venv.envs[0].unwrapped.game_map.name,
+                          seed=seed, games=results).summary()
+
     # ------------------------------------------------------------------------------------------ one round
     def play_round(self, model, dataset: ExpertDataset, collector: Collector, round_no: int) -> None:
         t0 = time.perf_counter()
@@ -126,11 +159,13 @@ class _Run:
             else:
                 learner = str(Path(tmp) / "learner.zip")
                 model.save(learner)
-                games, beta = im.dagger_games, im.beta(round_no)
+                games, beta = self._dagger_games(model, round_no), im.beta(round_no)
                 source = f"dagger round {round_no} (beta {beta:g})"
-            rollouts = collector.run(self.env_kwargs, training_games(self.config, round_no, games), expert=im.expert,
+            if isinstance(games, int):
+                games = training_games(self.config, round_no, games)
+            rollouts = collector.run(self.env_kwargs, games, expert=im.expert,
                                      learner=learner, beta=beta, seed=self.config.seed + round_no,
-                                     max_steps=im.dagger_max_steps if learner else 0)
+                                     max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun)
         dataset.append(rollouts.block, source)
         collect_s = time.perf_counter() - t0
         played = rollouts.games
@@ -158,7 +193,7 @@ class _Run:
         with tempfile.TemporaryDirectory(prefix="sb3-realm-eval-") as tmp:
             path = Path(tmp) / "model.zip"
             model.save(path)
-            summary = self._evaluate(str(path))
+            summary = self._evaluate_model(model)
             improved = summary["mean_score"] >= self.best_score
             if improved:
                 self.best_score, self.best_round = summary["mean_score"], round_no
@@ -175,8 +210,9 @@ class _Run:
             "eval_mean_steps": summary["mean_steps"], "eval_missed_treasure_games":
                 summary["games_with_missed_treasure"], "oracle_mean_score": self.oracle_score,
             "best_round": self.best_round, "collect_s": round(collect_s, 2), "fit_s": round(fit_s, 2),
-            "eval_s": round(eval_s, 2), "wall_s": round(self.elapsed, 2),
+            "eval_s": round(eval_s, 2), "wall_s": round(self.elapsed, 2), **self._screen,
         }
+        self._screen = {}
         self.history.append(entry)
         for key, value in (("eval/mean_score", summary["mean_score"]), ("eval/win_rate", summary["win_rate"]),
                            ("eval/mean_steps", summary["mean_steps"]), ("eval/best_mean_score", self.best_score),
@@ -198,8 +234,9 @@ class _Run:
         atomic_write(self.run_dir / "eval.json", lambda f: f.write(text.encode("utf-8")))
 
 
-def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict] | None]:
-    """Validate everything and write nothing yet: the run folder and, when resuming, its last checkpoint."""
+def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict, dict] | None]:
+    """Validate everything and write nothing yet: the run folder and, when resuming, its last checkpoint and the
+    hyperparameters the config changes (see ``training.run.resume_changes``)."""
     config.validate()
     _check_config(config)
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
@@ -217,7 +254,7 @@ def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict] | Non
         raise ValueError(f"--resume {str(run_dir)!r}: its checkpoints are not an imitation run's (resume a training "
                          "run with sb3-realm train --resume)")
     ExpertDataset.open(run_dir / "dataset")  # its index must be readable before anything is written
-    return run_dir, found
+    return run_dir, (*found, resume_changes(run_dir, config))
 
 
 def imitate(config: TrainConfig, resume: str | Path | None = None, progress: bool = False):

@@ -108,6 +108,12 @@ class OraclePolicy:
                       available=avail, buff_available=bool(buffs) and buffs[0].status == 1,
                       buff_remaining=int(env_info.game_info.buff_remain_time), talent=bool(obs.legal_act[1]))
 
+    def played_other(self) -> None:
+        """Tell the policy that the step just played was not its action (another policy plays, the oracle labels,
+        as in DAgger): its loop guard counts its own revisits only, so a loop of the other policy does not switch
+        its labels to the guard's fallback."""
+        self._visits.clear()
+
     # ------------------------------------------------------------------------------------ acting
     def act(self, obs: Observation, env_info: EnvInfo) -> int:
         """The action (0..15) for the competition-shaped observation. Never a flash while ``legal_act[1] == 0``."""

@@ -185,6 +185,8 @@ class ImitationConfig:
         ones it loses are among the round's ``dagger_games`` (all of them if they fit), the rest drawn at random.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
+    :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
+        (0: only ``dagger_max_steps`` stops it).
     :param beta_rampdown: rounds over which ``beta``, the probability that a step plays the expert's action rather
         than the learner's, falls linearly from 1: ``beta = max(0, 1 - round / beta_rampdown)`` (round 1 is the first
         DAgger round; 0 = the learner plays every step from round 1).
@@ -208,6 +210,7 @@ class ImitationConfig:
     dagger_games: int = 60
     screen_games: int = 0
     dagger_max_steps: int = 800
+    dagger_overrun: int = 0
     beta_rampdown: int = 1
     epochs: int = 8
     dagger_epochs: int = 3
@@ -224,7 +227,7 @@ class ImitationConfig:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
-        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "screen_games"):
+        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
         for name in ("learning_rate", "dagger_learning_rate"):

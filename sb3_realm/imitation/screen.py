@@ -1,0 +1,77 @@
+"""Many games of a single-frame PPO / MaskablePPO model at once, deterministic, in this process.
+
+Imitation asks "which games does the policy still lose?" every round, over hundreds of games: played one at a time
+through ``model.predict`` that costs a forward pass of batch 1 per step. :func:`play_games` keeps ``batch`` games
+running side by side and asks the policy once per step for all of them (the same argmax of the same network, with
+the action mask for MaskablePPO), so a round's screening costs seconds. Each game is the one the evaluation and the
+collector play for the same ``(env seed, usr_conf)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..envs import RealmEnv
+
+__all__ = ["play_games"]
+
+
+@torch.no_grad()
+def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+    obs = {"maps": torch.as_tensor(maps, device=policy.device), "vector": torch.as_tensor(vector, device=policy.device)}
+    if masks is None:
+        dist = policy.get_distribution(obs)
+    else:
+        dist = policy.get_distribution(obs, action_masks=masks)
+    return dist.distribution.probs.argmax(dim=1).cpu().numpy()
+
+
+def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
+               max_steps: int = 0, batch: int = 64) -> list[dict]:
+    """Play ``games`` (``(env seed, usr_conf)`` each) with the deterministic ``policy`` (an SB3 actor-critic policy,
+    ``model.policy``); returns one summary per game, in order: ``seed``, ``treasure_ids``, ``score``, ``win``,
+    ``treasures``, ``missed`` (ids), ``steps``, ``flash_used``, ``buff_used`` and ``cut`` (stopped at ``max_steps``
+    before the game was over; 0: play to the end).
+    """
+    if batch < 1:
+        raise ValueError(f"batch = {batch!r} must be >= 1")
+    policy.set_training_mode(False)
+    envs = [RealmEnv(**env_kwargs) for _ in range(min(batch, len(games)))]
+    results: list[dict | None] = [None] * len(games)
+    slots: list[tuple[int, dict] | None] = [None] * len(envs)  # (game index, current obs) per env
+    pending = iter(range(len(games)))
+
+    def start(slot: int) -> None:
+        index = next(pending, None)
+        if index is None:
+            slots[slot] = None
+            return
+        seed, conf = games[index]
+        obs, _ = envs[slot].reset(seed=int(seed), options=conf)
+        slots[slot] = (index, obs)
+
+    for slot in range(len(envs)):
+        start(slot)
+    while any(s is not None for s in slots):
+        live = [i for i, s in enumerate(slots) if s is not None]
+        maps = np.stack([slots[i][1]["maps"] for i in live])
+        vector = np.stack([slots[i][1]["vector"] for i in live])
+        masks = np.stack([envs[i].action_masks() for i in live]) if masked else None
+        for i, action in zip(live, _actions(policy, maps, vector, masks), strict=True):
+            env, (index, _) = envs[i], slots[i]
+            obs, _, terminated, truncated, info = env.step(int(action))
+            cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
+            if terminated or truncated or cut:
+                info = env.episode_summary()
+                results[index] = {"seed": int(games[index][0]), "treasure_ids": list(env.game.treasure_ids),
+                                  "score": float(info["score"]), "win": bool(info["win"]),
+                                  "treasures": int(info["treasures"]), "missed": list(info["treasures_missed"]),
+                                  "steps": int(info["steps"]), "flash_used": int(info["flash_used"]),
+                                  "buff_used": int(info["buff_used"]), "cut": cut}
+                start(i)
+            else:
+                slots[i] = (index, obs)
+    for env in envs:
+        env.close()
+    return results
