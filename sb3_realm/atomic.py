@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write", "check_writable_folder", "sha256_file"]
+__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "sha256_file"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
@@ -52,6 +52,18 @@ def check_writable_folder(path: str | os.PathLike, what: str = "output folder") 
     if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
         raise ValueError(f"{what} {str(path)!r} is not writable (no write permission in {str(probe)!r}); choose "
                          "another path or fix its permissions")
+    return path
+
+
+def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
+    """Raise ``ValueError`` (naming the path and the fix) unless ``path`` can be written as a file: it is not a
+    folder, and its folder is, or can be created as, one this process may write in. Creates nothing; call it before
+    the work whose result goes there."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is an existing folder, not a file; give a file path, e.g. "
+                         f"{str(path / 'out')!r} with its extension")
+    check_writable_folder(path.parent, f"the folder of {what} {str(path)!r},")
     return path
 
 

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 from .arguments import json_dict
+from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
 from .version import __version__
 
@@ -177,6 +178,12 @@ def _cmd_imitate(args) -> None:
 def _cmd_build_submission(args) -> int:
     from .export import build_submission, check_submission  # lazy: torch + SB3 (see the top)
 
+    if args.check:  # the check's options, before anything is built
+        for flag, value in (("--check-games", args.check_games), ("--check-max-step", args.check_max_step)):
+            if value < 1:
+                raise ValueError(f"{flag} {value} must be >= 1; nothing was built")
+        if args.check_states < 0:
+            raise ValueError(f"--check-states {args.check_states} must be >= 0; nothing was built")
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
                                 ckpt_id=args.ckpt_id, make_zip=args.zip, force=args.force)
     result = {"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
@@ -199,6 +206,9 @@ def _cmd_build_submission(args) -> int:
 
 
 def _cmd_eval(args) -> None:
+    for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
+        if path:
+            check_output_file(path, flag)  # before any game is played
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,

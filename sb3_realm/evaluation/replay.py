@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..agents import PolicySpec, RandomPolicy, play_episode
-from ..atomic import atomic_write
+from ..atomic import atomic_write, check_output_file, check_writable_folder
 from ..envs import RealmEnv
 from ..game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 from ..game.render import save_gif
@@ -118,7 +118,10 @@ def plot_route(ep: Episode, env: RealmEnv, path: str | os.PathLike, title: str =
 
 def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, usr_conf: dict | None = None,
            seed: int = 0, route_png: str | os.PathLike | None = None, env_kwargs: dict | None = None) -> dict:
-    """Write the GIF of one episode to ``out`` and its route PNG (default: ``out`` with ``.png``)."""
+    """Write the GIF of one episode to ``out`` and its route PNG (default: ``out`` with ``.png``); both paths are
+    checked before the episode is played."""
+    check_output_file(out, "replay --out")
+    check_output_file(route_png or Path(out).with_suffix(".png"), "the route image")
     ep, env = record_episode(policy, map_path=map_path, usr_conf=usr_conf, seed=seed, env_kwargs=env_kwargs)
     gif = save_gif(ep.frames, out, fps=env.metadata["render_fps"])
     png = plot_route(ep, env, route_png or Path(out).with_suffix(".png"))
@@ -130,6 +133,7 @@ def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, 
              usr_conf: dict | None = None, gif: bool = True) -> dict:
     """Play one episode of a random legal policy (one stream from ``seed``); write ``episode.gif`` (every 4th step)
     and ``summary.json`` under ``out``; returns the summary (``sb3-realm demo``)."""
+    out = check_writable_folder(out, "demo --out")
     env = RealmEnv(map_path=map_path, render_mode="rgb_array" if gif else None)
     frames: list[np.ndarray] = []
     reset_info: dict = {}
@@ -145,9 +149,9 @@ def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, 
                                      "buff_used", "bumps")}
     summary.update(map=env.game_map.name, seed=seed, treasure_ids=reset_info["treasure_ids"],
                    usr_conf=reset_info["usr_conf"])
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if gif:
         summary["gif"] = str(save_gif(frames, out / "episode.gif", fps=env.metadata["render_fps"]))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(summary, indent=2) + "\n"
+    atomic_write(out / "summary.json", lambda f: f.write(text.encode("utf-8")))
     return summary

@@ -432,6 +432,14 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """``" at line L, column C: what"`` of a YAML error, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    return f"{where}: {problem}"
+
+
 def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> TrainConfig:
     """Load a YAML config (or the defaults when ``path`` is None), apply ``--set`` overrides, validate."""
     data: dict = {}
@@ -442,7 +450,11 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
-            raise ValueError(f"config file {str(p)!r} is not valid YAML: {exc}") from exc
+            raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it (configs/ppo.yaml "
+                             "shows the shape)") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"config file {str(p)!r} holds a {type(data).__name__}, not a mapping of keys (seed:, "
+                             "env:, algo:, ...); see configs/ppo.yaml for the shape")
     data = apply_overrides(data, overrides or [])
     return _from_dict(TrainConfig, data, "").validate()
 

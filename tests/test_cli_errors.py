@@ -1,0 +1,127 @@
+"""A sweep of bad inputs across the CLI and the tuning scripts, as a user types them: every one exits non-zero with
+a one-paragraph message that names the problem (no traceback), and leaves the files around it as they were."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "sb3_realm.cli"]
+TINY = str(REPO / "configs" / "tiny.yaml")
+IMITATE = str(REPO / "configs" / "imitate.yaml")
+
+
+def _prepare(work: Path) -> None:
+    """The files the rows refer to, in the command's working folder."""
+    (work / "afile").write_text("not a folder\n", encoding="utf-8")
+    (work / "list.yaml").write_text("- a\n- b\n", encoding="utf-8")
+    (work / "string.yaml").write_text("just a string\n", encoding="utf-8")
+    (work / "broken.yaml").write_text("env: {n_envs: [\n", encoding="utf-8")
+    (work / "empty_map.json").write_text("{}\n", encoding="utf-8")
+    (work / "broken_map.json").write_text("{not json", encoding="utf-8")
+    (work / "garbage.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    (work / "notes.txt").write_text("a text file\n", encoding="utf-8")
+    (work / "existing").mkdir()
+    (work / "existing" / "mine.txt").write_text("keep\n", encoding="utf-8")
+    (work / "emptydir").mkdir()
+    (work / "taken.gif").write_bytes(b"GIF89a mine")
+
+
+# (command, fragment the message must hold)
+ROWS = [
+    # ---------------------------------------------------------------- train
+    (["train", "--config", "missing.yaml"], "does not exist"),
+    (["train", "--config", "list.yaml"], "holds a list, not a mapping"),
+    (["train", "--config", "string.yaml"], "holds a str, not a mapping"),
+    (["train", "--config", "broken.yaml"], "is not valid YAML"),
+    (["train", "--config", TINY, "--set", "algo.hyperparams.gamma=1.5"], "gamma = 1.5 is out of range"),
+    (["train", "--config", TINY, "--set", "algo.hyperparams.n_steps=0"], "n_steps"),
+    (["train", "--config", TINY, "--set", "algo.hyperparams.batch_size=1"], "batch_size"),
+    (["train", "--config", TINY, "--set", "algo.hyperparams.batch_size=100000"], "larger than a rollout"),
+    (["train", "--config", TINY, "--set", "algo.hyperparams.lernrate=0.1"], "unknown keys"),
+    (["train", "--config", TINY, "--set", "device=gpu0"], "gpu0"),
+    (["train", "--config", TINY, "--set", "nosuchkey=1"], "nosuchkey"),
+    (["train", "--config", TINY, "--set", "env.n_envs=0"], "n_envs"),
+    (["train", "--config", TINY, "--set", "env.usr_conf={treasure_num: 20}"], "treasure_num"),
+    (["train", "--config", TINY, "--set", "algo.name=dqn"], "algo.name = 'dqn'"),
+    (["train", "--config", TINY, "--set", "algo.extractor=nope"], "nope"),
+    (["train", "--config", TINY, "--set", "algo.activation=nope"], "nope"),
+    (["train", "--config", TINY, "--set", "total_timesteps"], "key=value"),
+    (["train", "--config", TINY, "--out", ""], "names no folder"),
+    (["train", "--config", TINY, "--out", "afile/run"], "is a file, not a folder"),
+    (["train", "--config", TINY, "--map", "missing.json"], "missing.json"),
+    (["train", "--config", TINY, "--map", "empty_map.json"], "empty_map.json"),
+    (["train", "--config", TINY, "--map", "broken_map.json"], "broken_map.json"),
+    (["train", "--resume", "emptydir"], "no config.yaml there"),
+    (["train", "--config", TINY, "--trial", "3"], "--trial N goes with --from-study"),
+    # ---------------------------------------------------------------- imitate
+    (["imitate", "--config", IMITATE, "--set", "imitation.expert=nobody"], "neither 'oracle' nor"),
+    (["imitate", "--config", IMITATE, "--set", "imitation.rounds=-1"], "imitation.rounds = -1"),
+    (["imitate", "--config", IMITATE, "--set", "imitation.screen_games=-5"], "imitation.screen_games = -5"),
+    (["imitate", "--config", IMITATE, "--set", "imitation.treasure_counts=[14]"], "0..13"),
+    (["imitate", "--config", IMITATE, "--set", "algo.name=recurrent_ppo"], "sequence cloning"),
+    (["imitate", "--config", IMITATE, "--set", "env.frame_stack=2"], "env.frame_stack = 2"),
+    (["imitate", "--config", IMITATE, "--out", "afile/run"], "is a file, not a folder"),
+    (["imitate", "--resume", "emptydir"], "no config.yaml there"),
+    # ---------------------------------------------------------------- eval
+    (["eval", "missing.zip"], "missing.zip"),
+    (["eval", "garbage.zip"], "garbage.zip"),
+    (["eval", "notes.txt"], "notes.txt"),
+    (["eval", "existing"], "is not a built submission"),
+    (["eval", "random", "--sets", "3,4"], "--protocol custom"),
+    (["eval", "random", "--treasures", "14"], "--treasures 14 is out of range"),
+    (["eval", "random", "--games", "0"], "--games 0"),
+    (["eval", "random", "--workers", "0"], "--workers 0"),
+    (["eval", "random", "--max-step", "0"], "max_step"),
+    (["eval", "random", "--json", "afile/report.json"], "afile"),
+    (["eval", "random", "--plot", "afile/scores.png"], "afile"),
+    (["eval", "random", "--map", "missing.json"], "missing.json"),
+    (["eval", "random", "--protocol", "custom", "--sets", "3,99"], "99"),
+    # ---------------------------------------------------------------- replay, demo
+    (["replay", "missing.zip", "--out", "ep.gif"], "missing.zip"),
+    (["replay", "random", "--out", "existing"], "existing"),
+    (["replay", "random", "--out", "afile/ep.gif"], "afile"),
+    (["replay", "random", "--usr-conf", "{bad json"], "JSON"),
+    (["replay", "random", "--usr-conf", '{"treasure_num": 99}'], "treasure_num"),
+    (["demo", "--out", "notes.txt"], "notes.txt"),
+    (["demo", "--usr-conf", '{"max_step": 0}'], "max_step"),
+    (["demo", "--map", "missing.json"], "missing.json"),
+    # ---------------------------------------------------------------- build-submission
+    (["build-submission", "missing.zip", "--out", "sub"], "missing.zip"),
+    (["build-submission", "garbage.zip", "--out", "sub"], "garbage.zip"),
+    (["build-submission", "notes.txt", "--out", "sub"], "notes.txt"),
+    # ---------------------------------------------------------------- the tuning scripts
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--enqueue", '{"treasur": 2.0}'], "treasur"),
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--n-trials", "0"], "n_trials = 0"),
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--workers", "0"], "--workers 0"),
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--enqueue", "[1, 2]"], "enqueue"),
+    ([str(REPO / "tuning" / "tune_hparams.py"), "--config", "list.yaml"], "not a mapping"),
+    ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage", "bogus://x"], "bogus://x"),
+]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("args, fragment", ROWS, ids=[f"{i:02d}-{' '.join(a[:3])[-40:]}" for i, (a, _) in
+                                                      enumerate(ROWS)])
+def test_bad_input_is_one_clear_paragraph_and_writes_nothing(args, fragment, tmp_path):
+    _prepare(tmp_path)
+    before = _snapshot(tmp_path)
+    command = [sys.executable, *args] if args[0].endswith(".py") else [*CLI, *args]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**__import__("os").environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    err = out.stderr.strip()
+    assert out.returncode != 0, f"exit 0 for {args}: {out.stdout[-500:]}"
+    assert "Traceback" not in err, err[-3000:]
+    assert fragment in err, err[-2000:]
+    message = err[err.index("error:"):]  # argparse prints its usage lines first
+    assert "\n\n" not in err and len(message.splitlines()) <= 2, err  # one paragraph
+    assert _snapshot(tmp_path) == before, json.dumps(sorted(set(_snapshot(tmp_path)) ^ set(before)))
