@@ -182,6 +182,17 @@ def test_eval_refuses_a_package_changed_after_the_build(built, tmp_path):
     assert "Traceback" not in out.stderr
 
 
+def test_bad_outputs_and_check_options_are_refused_before_anything_is_built(models, tmp_path):
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    cli = [sys.executable, "-m", "sb3_realm.cli", "build-submission", str(models["ppo"])]
+    for extra, fragment in ((["--out", str(tmp_path / "afile" / "sub")], "is a file, not a folder"),
+                            (["--out", str(tmp_path / "sub"), "--check", "--check-games", "0"], "--check-games 0"),
+                            (["--out", str(tmp_path / "sub"), "--check", "--check-states", "-1"], "--check-states -1")):
+        out = subprocess.run([*cli, *extra], capture_output=True, text=True)
+        assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_cli_build_check_and_eval(models, tmp_path):
     out = tmp_path / "sub"
     run = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "build-submission", str(models["ppo"]), "--out",

@@ -28,7 +28,7 @@ import torch
 
 from .. import features
 from ..agents.submission import package_differences, read_manifest
-from ..atomic import sha256_file
+from ..atomic import check_writable_folder, sha256_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config
@@ -232,6 +232,10 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(f"--layout {layout!r} is unknown; choose one of {list(LAYOUTS)}")
     if not algo_dir or not set(algo_dir) <= _ALGO_DIR_CHARS or algo_dir[0].isdigit():
         raise ExportError(f"--algo-dir {algo_dir!r} must be a Python identifier (letters, digits, _), e.g. diy")
+    try:
+        check_writable_folder(out.parent, f"the folder of --out {str(out)!r},")
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
     if out.exists() and not force:
         raise ExportError(f"output folder {str(out)!r} already exists; pass --force to replace it")
     if out.exists():
