@@ -125,3 +125,26 @@ def test_bad_input_is_one_clear_paragraph_and_writes_nothing(args, fragment, tmp
     message = err[err.index("error:"):]  # argparse prints its usage lines first
     assert "\n\n" not in err and len(message.splitlines()) <= 2, err  # one paragraph
     assert _snapshot(tmp_path) == before, json.dumps(sorted(set(_snapshot(tmp_path)) ^ set(before)))
+
+
+def test_checkpoints_of_another_game_or_algorithm_are_named_as_such(tmp_path):
+    import gymnasium as gym
+    from stable_baselines3 import A2C, DQN, PPO
+
+    from sb3_realm.envs import RealmEnv
+
+    PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=64).save(tmp_path / "cartpole_ppo.zip")
+    DQN("MlpPolicy", gym.make("CartPole-v1")).save(tmp_path / "cartpole_dqn.zip")
+    A2C("MultiInputPolicy", RealmEnv(map_name="small")).save(tmp_path / "realm_a2c.zip")
+    before = _snapshot(tmp_path)
+    for name, fragment in (("cartpole_ppo", "is not a model of this game: its observation space is Box(4,) and its "
+                                            "action space Discrete(2)"),
+                           ("cartpole_dqn", "is not a model of this game"),
+                           ("realm_a2c", "is a model of another algorithm (policy class MultiInputActorCriticPolicy, "
+                                         "no PPO clip_range)")):
+        for command in (["eval", f"{name}.zip", "--games", "1", "--no-oracle"], ["replay", f"{name}.zip"],
+                        ["build-submission", f"{name}.zip", "--out", "sub"]):
+            out = subprocess.run([*CLI, *command], capture_output=True, text=True, cwd=tmp_path)
+            assert out.returncode == 2 and fragment in out.stderr, out.stderr[-2000:]
+            assert "Traceback" not in out.stderr and "gAWV" not in out.stderr  # no pickled blob
+    assert _snapshot(tmp_path) == before

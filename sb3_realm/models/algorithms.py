@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,15 +69,44 @@ def read_sb3_data(path: Path) -> dict:
                          f"{exc}") from exc
 
 
+def _policy_name(data: dict) -> str:
+    """The policy class's name as the checkpoint's JSON shows it (``DQNPolicy``, ``ActorCriticPolicy``, ...)."""
+    policy = data.get("policy_class", {})
+    if not isinstance(policy, dict):
+        return str(policy)[:60]
+    match = re.search(r"<function (\w+)\.__init__", str(policy.get("__init__", "")))
+    return match.group(1) if match else str(policy.get("__module__", "an unknown class"))
+
+
+def _spaces(data: dict) -> tuple[str, str]:
+    """``(observation space, action space)`` as the checkpoint's JSON shows them, in short."""
+    obs, act = data.get("observation_space", {}), data.get("action_space", {})
+    shape = obs.get("_shape")
+    kind = str(obs.get(":type:", "?")).split(".")[-1].rstrip("'>")
+    obs_text = obs.get("spaces") or f"{kind}{tuple(shape) if isinstance(shape, list) else ''}"
+    act_text = f"Discrete({act['n']})" if "n" in act else str(act.get(":type:", "?")).split(".")[-1].rstrip("'>")
+    return str(obs_text), act_text
+
+
 def detect_algorithm(path: str | Path) -> str:
-    """``"ppo"``, ``"maskable_ppo"`` or ``"recurrent_ppo"`` from the policy class stored in an SB3 checkpoint."""
+    """``"ppo"``, ``"maskable_ppo"`` or ``"recurrent_ppo"`` from an SB3 checkpoint's JSON (nothing unpickled); a
+    ``ValueError`` naming what was found and what is expected for a checkpoint of another algorithm (A2C, DQN, ...)
+    or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, 16 actions out)."""
     data = read_sb3_data(Path(path))
+    name = _policy_name(data)
+    observation, action = _spaces(data)
+    if "'maps'" not in observation or "'vector'" not in observation or action != "Discrete(16)":
+        raise ValueError(f"{str(path)!r} is not a model of this game: its observation space is {observation} and its "
+                         f"action space {action}, where sb3_realm's env has a Dict of 'maps' and 'vector' and "
+                         "Discrete(16); train one with sb3-realm train or sb3-realm imitate")
     policy = str(data.get("policy_class", {}).get(":type:", "")) + str(data.get("policy_class", {}))
-    if "Maskable" in policy:
+    ppo_family = "clip_range" in data  # PPO and its sb3-contrib variants; A2C shares ActorCriticPolicy
+    if ppo_family and "Maskable" in policy:
         return "maskable_ppo"
-    if "Recurrent" in policy or "Lstm" in policy:
+    if ppo_family and ("Recurrent" in policy or "Lstm" in policy):
         return "recurrent_ppo"
-    if "ActorCritic" in policy:
+    if ppo_family and "ActorCritic" in policy:
         return "ppo"
-    raise ValueError(f"{str(path)!r}: cannot tell the algorithm from its policy class {policy[:120]!r}; supported "
-                     f"algorithms are {list(ALGORITHMS)}")
+    raise ValueError(f"{str(path)!r} is a model of another algorithm (policy class {name}"
+                     f"{'' if ppo_family else ', no PPO clip_range'}); supported algorithms are {list(ALGORITHMS)}: "
+                     "train one with sb3-realm train or sb3-realm imitate")

@@ -6,7 +6,7 @@ import warnings
 from pathlib import Path
 
 from .. import features
-from .algorithms import read_sb3_data
+from .algorithms import detect_algorithm, read_sb3_data
 
 __all__ = ["LEGACY_FEATURE_VERSION", "run_config", "run_frame_stack", "model_feature_version",
            "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
@@ -34,8 +34,10 @@ def run_frame_stack(path: Path) -> int:
 def model_feature_version(path: str | Path) -> str:
     """The features version an SB3 checkpoint was trained on: recorded in the checkpoint itself (``feature_version``
     in its data, set by :func:`sb3_realm.training.run.build_model`), else in its run's ``config.yaml``, else
-    ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded)."""
+    ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded). A ``ValueError`` for a checkpoint of
+    another game or algorithm (:func:`~sb3_realm.models.algorithms.detect_algorithm`)."""
     path = Path(path)
+    detect_algorithm(path)  # a checkpoint of another game or algorithm is named as such first
     version = read_sb3_data(path).get("feature_version") or (run_config(path) or {}).get("feature_version")
     return str(version) if version else LEGACY_FEATURE_VERSION
 
