@@ -102,6 +102,8 @@ ROWS = [
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--enqueue", "[1, 2]"], "enqueue"),
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", "list.yaml"], "not a mapping"),
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage", "bogus://x"], "bogus://x"),
+    ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage",
+      "postgresql://me:secret@127.0.0.1:1/db"], "'postgresql://me:***@127.0.0.1:1/db': the database server refused"),
 ]
 
 

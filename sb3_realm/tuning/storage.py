@@ -14,6 +14,7 @@ gets the same behaviour from :class:`HeartbeatJournalStorage` (the heartbeat is 
 from __future__ import annotations
 
 import inspect
+import re
 import time
 import warnings
 from pathlib import Path
@@ -69,6 +70,15 @@ def _with_driver(url: str) -> str:
         if importlib.util.find_spec(driver) is not None:
             return f"postgresql+{driver}://{rest}"
     raise ValueError(f"--storage {url!r}: no PostgreSQL driver installed; pip install psycopg2-binary")
+
+
+def _hide_password(url: str) -> str:
+    """``scheme://user:***@host/db`` for a URL with a password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("OperationalError", "InterfaceError") or "connect" in str(exc).lower()
 
 
 def retry_callback(max_retry: int):
@@ -149,5 +159,13 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
         key = "heartbeat_stale_trial_callback"
         key = key if key in params else "failed_trial_callback"  # its name in Optuna < 4.9
         engine_kwargs = {"connect_args": {"timeout": 60}} if kind == "sqlite" else {"pool_pre_ping": True}
-        return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                          grace_period=grace_period, **{key: callback})
+        try:
+            return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                              grace_period=grace_period, **{key: callback})
+        except Exception as exc:  # SQLAlchemy's OperationalError and friends: one line, the password hidden
+            if kind == "sqlite" or not _is_connection_error(exc):
+                raise
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
+            raise ValueError(f"--storage {_hide_password(url)!r}: the database server refused the connection "
+                             f"({reason}); start the server, or check host, port, user, password and database name "
+                             "in the URL") from None
