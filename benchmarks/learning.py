@@ -35,7 +35,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20, help="sampling-policy games per evaluation")
     parser.add_argument("--out", default="runs/learning")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--replot", default=None, metavar="JSON",
+                        help="only redraw the PNG of a saved learning.json (written beside it, same name)")
     args = parser.parse_args()
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+        algo = Path(saved["config"]).stem.replace("_", " ")
+        plot_curve(saved["curve"], f"{algo} on the default map, treasures {saved['usr_conf']['treasure_id']}",
+                   Path(args.replot).with_suffix(".png"))
+        return
     ids = [int(i) for i in args.treasures.split(",")]
     usr = {"treasure_random": 0, "treasure_id": ids, "max_step": args.max_step}
     config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", "device=cpu", *args.overrides])
@@ -62,26 +70,34 @@ def main() -> None:
               "steps_to_90pct_wins": reached, "final": curve[-1] if curve else None}
     write_json_atomic(result, out / "learning.json")
     model.save(out / "model.zip")
+    plot_curve(curve, f"{config.algo.name} on the default map, treasures {ids}", out / "learning.png")
+    print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
+
+
+def plot_curve(curve: list[dict], title: str, path):
+    """Score (sampling mean, deterministic) and sampled win rate against env steps; the legend below the axes, clear
+    of the tick labels (``--replot JSON`` redraws a saved run)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 4.6))
     steps = [c["steps"] for c in curve]
-    ax.plot(steps, [c["sampled_mean_score"] for c in curve], label="score (sampling policy, mean)")
-    ax.plot(steps, [c["deterministic_score"] for c in curve], label="score (deterministic)")
+    lines = ax.plot(steps, [c["sampled_mean_score"] for c in curve], label="score (sampling policy, mean)")
+    lines += ax.plot(steps, [c["deterministic_score"] for c in curve], label="score (deterministic)")
     ax.set_xlabel("env steps")
     ax.set_ylabel("competition score")
     ax2 = ax.twinx()
-    ax2.plot(steps, [c["sampled_win_rate"] for c in curve], "k--", label="win rate (sampling)")
+    lines += ax2.plot(steps, [c["sampled_win_rate"] for c in curve], "k--", label="win rate (sampling)")
     ax2.set_ylim(0, 1.05)
     ax2.set_ylabel("win rate")
-    fig.legend(loc="lower right")
-    ax.set_title(f"{config.algo.name} on the default map, treasures {ids}")
-    fig.tight_layout()
-    fig.savefig(out / "learning.png")
-    print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
+    ax.set_title(title)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))  # the bottom tenth holds the legend
+    fig.legend(lines, [line.get_label() for line in lines], loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.savefig(path)
+    plt.close(fig)
+    return fig
 
 
 if __name__ == "__main__":
