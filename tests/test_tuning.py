@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -167,6 +168,10 @@ def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
     for name in ("best.yaml", "trials.csv", "study.json", "optimization_history.html", "param_importances.html",
                  "parallel_coordinate.html"):
         assert (out / name).is_file(), name
+        if name.endswith(".html"):  # self-contained: plotly.js inside, no script from a CDN (offline machines)
+            html = (out / name).read_text(encoding="utf-8")
+            assert "Plotly.newPlot" in html and len(html) > 1_000_000
+            assert not re.search(r"<script[^>]+src=[\"']https?://", html), name
     assert len((out / "trials.csv").read_text().strip().splitlines()) == 1 + 3
     # every complete trial's stored params rebuild the config it trained
     for t in trials:

@@ -69,7 +69,7 @@ def write_outputs(study: optuna.Study, config) -> dict:
         except (ImportError, ValueError, RuntimeError, ZeroDivisionError) as exc:
             skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
-        html = fig.to_html(include_plotlyjs="cdn", full_html=True)
+        html = fig.to_html(include_plotlyjs=True, full_html=True)  # plotly.js inside: works offline
         files[name] = str(_write_text(out / f"{name}.html", html))
     values = [t.value for t in complete if t.value is not None and math.isfinite(t.value)]
     summary = {"study": config.name, "storage": config.storage, "kind": config.kind, "out": str(out),
