@@ -172,3 +172,20 @@ def test_resume_applies_new_hyperparameters_and_refuses_a_new_network_leaving_th
     assert recorded["learning_rate"] == 0.000123 and recorded["n_epochs"] == 1
     saved = algorithm_class("ppo").load(run_dir / "final_model.zip")
     assert saved.n_epochs == 1 and saved.learning_rate == pytest.approx(0.000123)
+
+
+def test_a_cli_run_logs_route_images_to_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = tmp_path / "run"
+    out = subprocess.run([*CLI, "train", *TINY, "--out", str(run), "--total-steps", "1024", "--set", "eval_freq=512",
+                          "--set", "eval_games=1", "--set", "checkpoint_freq=1024"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    images = []
+    for events in run.glob("tb/**/events.out.tfevents.*"):
+        acc = EventAccumulator(str(events), size_guidance={"images": 0})
+        acc.Reload()
+        images += [e for tag in acc.Tags()["images"] if tag == "eval/route" for e in acc.Images(tag)]
+    assert len(images) == 2 and all(e.width > 100 and e.height > 100 for e in images)  # one per evaluation
+    none = load_config("configs/tiny.yaml", ["eval_route_every=0"])
+    assert none.eval_route_every == 0

@@ -269,6 +269,8 @@ class TrainConfig:
     :param eval_games: games of the held-out evaluation (leaderboard protocol with ``usr_conf``'s treasure count).
     :param eval_seed: seed of the held-out draw (use one you never train on).
     :param log_window: episodes in the moving averages of the ``realm/*`` metrics.
+    :param eval_route_every: every this many evaluations, also a route image of the first held-out game in
+        TensorBoard (``eval/route``, the Images tab); 0 = never. Tuning trials never draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
     :param feature_version: the features version (``sb3_realm.features.FEATURE_VERSION``) the run's models see;
@@ -290,6 +292,7 @@ class TrainConfig:
     eval_games: int = 10
     eval_seed: int = 12345
     log_window: int = 100
+    eval_route_every: int = 1
     curriculum: list = field(default_factory=list)
     progress_bar: bool = True
     feature_version: str | None = None
@@ -304,6 +307,8 @@ class TrainConfig:
                 raise ValueError(f"{name} = {getattr(self, name)} must be >= 1")
         if self.eval_freq < 0:
             raise ValueError(f"eval_freq = {self.eval_freq} must be >= 0 (0 = no evaluation)")
+        if self.eval_route_every < 0:
+            raise ValueError(f"eval_route_every = {self.eval_route_every} must be >= 0 (0 = no route images)")
         if not isinstance(self.out, str) or not self.out.strip():
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")

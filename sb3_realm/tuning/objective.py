@@ -167,7 +167,7 @@ def objective(trial: optuna.Trial, study) -> float:
     scores = []
     for k in range(study.train_seeds):
         run = copy.deepcopy(config)
-        run.seed, run.eval_freq, run.progress_bar = config.seed + k, 0, False
+        run.seed, run.eval_freq, run.progress_bar, run.eval_route_every = config.seed + k, 0, False, 0
         run.out = str(out / f"seed_{k}") if study.train_seeds > 1 else str(out)
         n_envs = run.env.n_envs
         callback = TrialEvalCallback(
