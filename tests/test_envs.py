@@ -199,3 +199,20 @@ def test_maskable_ppo_learns_a_few_steps():
 
 def test_package_exports():
     assert "RealmEnv" in sb3_realm.__all__ and sb3_realm.__version__
+
+
+def test_reward_by_term_adds_up_to_the_return():
+    """``episode_reward_by_term``: each term's weight x value summed over the episode; their sum is the return."""
+    env = RealmEnv(map_name="small", reward_weights={"treasure": 3.0, "step": -0.5})
+    env.reset(seed=4, options={"max_step": 120})
+    rng = np.random.default_rng(0)
+    total, done, info = 0.0, False, {}
+    while not done:
+        _, reward, terminated, truncated, info = env.step(int(rng.integers(8)))
+        total += reward
+        done = terminated or truncated
+    by_term, raw = info["episode_reward_by_term"], info["episode_reward_terms"]
+    assert sum(by_term.values()) == pytest.approx(total, abs=1e-6)
+    weights = env.reward_weights.to_dict()
+    assert all(by_term[k] == pytest.approx(weights[k] * raw[k], abs=1e-6) for k in raw)
+    assert by_term["step"] == pytest.approx(-0.5 * raw["step"]) and raw["step"] != 0

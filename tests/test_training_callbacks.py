@@ -70,8 +70,9 @@ def test_promised_keys_reach_tensorboard(tmp_path):
     acc = EventAccumulator(str(next((tmp_path / "tb").iterdir())), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()
     scalars = set(acc.Tags()["scalars"])
-    promised = {f"realm/{k}" for k in ("score", "win_rate", "treasures", "steps", "flash_rate", "buff_rate", "bumps")}
-    promised |= {f"realm/terms/{t}" for t in TERMS}
+    promised = {f"train_episodes/{k}" for k in ("score", "win_rate", "treasures", "steps", "flash_rate", "buff_rate",
+                                                "bumps")}
+    promised |= {f"train_episodes/reward_by_term/{t}" for t in TERMS}
     promised |= {"eval/score", "eval/win_rate", "eval/treasures", "eval/steps", "curriculum/phase"}
     assert promised <= scalars, sorted(promised - scalars)
     assert [e.value for e in acc.Scalars("curriculum/phase")][-1] == 1
@@ -279,11 +280,11 @@ def test_metrics_with_subproc_vecnormalize(tmp_path):
     finally:
         env.close()
     assert len(cb.episodes) >= 6  # 32 steps per env, episodes of at most 10 steps
-    assert all(e["steps"] <= 10 and set(e) >= {f"terms/{t}" for t in TERMS} for e in cb.episodes)
+    assert all(e["steps"] <= 10 and set(e) >= {f"reward_by_term/{t}" for t in TERMS} for e in cb.episodes)
     rows = (tmp_path / "progress.csv").read_text().splitlines()
     header = rows[0].split(",")
     last = dict(zip(header, rows[-1].split(","), strict=True))
-    assert float(last["realm/steps"]) == pytest.approx(np.mean([e["steps"] for e in cb.episodes]))
+    assert float(last["train_episodes/steps"]) == pytest.approx(np.mean([e["steps"] for e in cb.episodes]))
 
 
 def test_maskable_evaluation_respects_masks(tmp_path, monkeypatch):

@@ -84,6 +84,7 @@ class RealmEnv(gym.Env):
         self.action_space = spaces.Discrete(N_ACTIONS)
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
+        self._episode_weighted = [0.0] * len(TERMS)
 
     @staticmethod
     def _weights(w) -> RewardWeights:
@@ -96,6 +97,7 @@ class RealmEnv(gym.Env):
         self.game.reset(config, config.draw_treasures(self.np_random))
         self._phi = potential(self.game, self._spacing)
         self._episode_terms = [0.0] * len(TERMS)
+        self._episode_weighted = [0.0] * len(TERMS)
         return self._obs(), {"treasure_ids": list(self.game.treasure_ids), "usr_conf": config.to_usr_conf()}
 
     def step(self, action):
@@ -107,7 +109,9 @@ class RealmEnv(gym.Env):
         terms = reward_terms(g, ev, self._phi, phi)
         self._phi = phi
         self._episode_terms = list(map(operator.add, self._episode_terms, terms))
-        reward = float(sum(map(operator.mul, self._weight_list, terms)))
+        weighted = list(map(operator.mul, self._weight_list, terms))
+        self._episode_weighted = list(map(operator.add, self._episode_weighted, weighted))
+        reward = float(sum(weighted))
         info = {"reward_terms": dict(zip(TERMS, terms))}  # noqa: B905 (same length by construction; hot path)
         if g.terminated or g.truncated:
             info.update(self.episode_summary())
@@ -164,6 +168,8 @@ class RealmEnv(gym.Env):
             "buff_used": g.buff_count,
             "bumps": g.bump_count,
             "episode_reward_terms": dict(zip(TERMS, self._episode_terms, strict=True)),
+            # each term's contribution to the episode's return: weight x term, summed over the steps
+            "episode_reward_by_term": dict(zip(TERMS, self._episode_weighted, strict=True)),
         }
 
     def _obs(self) -> dict[str, np.ndarray]:

@@ -45,10 +45,13 @@ def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
 
 
 class RealmMetricsCallback(BaseCallback):
-    """Log competition metrics of the training episodes, averaged over the last ``window`` finished episodes, at
-    the end of every rollout: ``realm/score``, ``realm/win_rate``, ``realm/treasures``, ``realm/steps``,
-    ``realm/flash_rate`` and ``realm/buff_rate`` (fraction of episodes that used the flash / took the buff at least
-    once), ``realm/bumps`` and ``realm/terms/<term>`` (each reward term summed over the episode, unweighted).
+    """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not
+    the held-out ``eval/*`` games), averaged over the last ``window`` finished episodes, at the end of every rollout:
+    ``train_episodes/score``, ``train_episodes/win_rate``, ``train_episodes/treasures``, ``train_episodes/steps``,
+    ``train_episodes/flash_rate`` and ``train_episodes/buff_rate`` (fraction of episodes that used the flash / took
+    the buff at least once), ``train_episodes/bumps`` and ``train_episodes/reward_by_term/<term>`` (each reward
+    term's contribution to the episode's return: its weight times the term, summed over the episode; together they
+    add up to the return).
 
     :param window: episodes in the moving averages.
     :param verbose: verbosity level.
@@ -67,7 +70,7 @@ class RealmMetricsCallback(BaseCallback):
         out = {"score": float(info["score"]), "win_rate": float(info["win"]), "treasures": float(info["treasures"]),
                "steps": float(info["steps"]), "flash_rate": float(info["flash_used"] > 0),
                "buff_rate": float(info["buff_used"] > 0), "bumps": float(info["bumps"])}
-        out.update({f"terms/{k}": float(v) for k, v in info.get("episode_reward_terms", {}).items()})
+        out.update({f"reward_by_term/{k}": float(v) for k, v in info.get("episode_reward_by_term", {}).items()})
         return out
 
     def _on_step(self) -> bool:
@@ -79,7 +82,7 @@ class RealmMetricsCallback(BaseCallback):
         if not self.episodes:
             return
         for key in self.episodes[-1]:
-            self.logger.record(f"realm/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
+            self.logger.record(f"train_episodes/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
 
 
 class CompetitionEvalCallback(BaseCallback):

@@ -268,7 +268,7 @@ class TrainConfig:
     :param eval_freq: env steps between competition evaluations (0 = never).
     :param eval_games: games of the held-out evaluation (leaderboard protocol with ``usr_conf``'s treasure count).
     :param eval_seed: seed of the held-out draw (use one you never train on).
-    :param log_window: episodes in the moving averages of the ``realm/*`` metrics.
+    :param log_window: episodes in the moving averages of the ``train_episodes/*`` metrics.
     :param eval_route_every: every this many evaluations, also a route image of the first held-out game in
         TensorBoard (``eval/route``, the Images tab); 0 = never. Tuning trials never draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
