@@ -174,18 +174,21 @@ def test_resume_applies_new_hyperparameters_and_refuses_a_new_network_leaving_th
     assert saved.n_epochs == 1 and saved.learning_rate == pytest.approx(0.000123)
 
 
-def test_a_cli_run_logs_route_images_to_tensorboard(tmp_path):
+def test_a_cli_run_logs_route_images_and_its_config_to_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = tmp_path / "run"
     out = subprocess.run([*CLI, "train", *TINY, "--out", str(run), "--total-steps", "1024", "--set", "eval_freq=512",
                           "--set", "eval_games=1", "--set", "checkpoint_freq=1024"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    images = []
+    images, hparams = [], {}
     for events in run.glob("tb/**/events.out.tfevents.*"):
         acc = EventAccumulator(str(events), size_guidance={"images": 0})
         acc.Reload()
         images += [e for tag in acc.Tags()["images"] if tag == "eval/route" for e in acc.Images(tag)]
+        hparams.update(acc.PluginTagToContent("hparams"))
     assert len(images) == 2 and all(e.width > 100 and e.height > 100 for e in images)  # one per evaluation
+    # the run's config as HParams (the HPARAMS tab compares runs by what they were trained with)
+    assert any(b"algo.hyperparams.n_steps" in content for content in hparams.values()), list(hparams)
     none = load_config("configs/tiny.yaml", ["eval_route_every=0"])
     assert none.eval_route_every == 0

@@ -165,6 +165,12 @@ def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
     assert trials[1].params["progress"] == 1e300 and "diverged" in trials[1].user_attrs
     assert "nan" in trials[1].user_attrs["diverged"].lower()
     assert trials[2].value is not None and (out / "trials" / "trial_0002" / "tb").is_dir()
+    # what optuna-dashboard shows: the objective's name, and each trial's win rate, treasures and run folder
+    assert optuna.load_study(study_name="rewards", storage=storage).metric_names == [
+        "mean competition score (held-out games)"]
+    for t in (trials[0], trials[2]):
+        assert 0 <= t.user_attrs["win_rate"] <= 1 and 0 <= t.user_attrs["mean_treasures"] <= 3
+        assert t.user_attrs["run_dir"] == str(out / "trials" / f"trial_{t.number:04d}")
     for name in ("best.yaml", "trials.csv", "study.json", "optimization_history.html", "param_importances.html",
                  "parallel_coordinate.html"):
         assert (out / name).is_file(), name

@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Image
+from stable_baselines3.common.logger import HParam, Image
 
 from ..agents import ModelPolicy
 from ..atomic import atomic_write
 from ..evaluation import evaluate, plot_route, record_episode
 from ..game.rules import USR_CONF_KEYS, EpisodeConfig
 
-__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "PHASE_KEYS", "SUCCESS_METRICS"]
+__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
+           "SUCCESS_METRICS"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
@@ -83,6 +84,37 @@ class RealmMetricsCallback(BaseCallback):
             return
         for key in self.episodes[-1]:
             self.logger.record(f"train_episodes/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
+
+
+def _flatten(data: Mapping, prefix: str = "") -> dict[str, float | int | str | bool]:
+    out: dict[str, float | int | str | bool] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value if isinstance(value, (int, float, str, bool)) else str(value)
+    return out
+
+
+class ConfigLogCallback(BaseCallback):
+    """At the start of training, the run's config as TensorBoard HParams (one row per run in the HPARAMS tab,
+    keys flattened as ``algo.hyperparams.learning_rate``), beside the run's ``eval/score`` and
+    ``train_episodes/score``, so runs can be compared by what they were trained with.
+
+    :param config: the run's config as plain data (``config_to_dict``).
+    """
+
+    def __init__(self, config: Mapping, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.hparams = _flatten(config)
+
+    def _on_training_start(self) -> None:
+        metrics = {"eval/score": 0.0, "train_episodes/score": 0.0}  # placeholders: the logged series fill them
+        self.logger.record("hparams", HParam(self.hparams, metrics), exclude=("stdout", "log", "json", "csv"))
+        self.logger.dump(self.num_timesteps)
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class CompetitionEvalCallback(BaseCallback):

@@ -20,7 +20,7 @@ from ..models.extractors import EXTRACTORS
 from ..models.nets import ACTIVATIONS
 from ..models.saved import warn_feature_version
 from ..processes import start_method
-from .callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
+from .callbacks import CompetitionEvalCallback, ConfigLogCallback, CurriculumCallback, RealmMetricsCallback
 from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, _schedule, config_to_dict, load_config, save_config
 
@@ -92,7 +92,7 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
 
 def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
     curriculum = CurriculumCallback(config.curriculum) if config.curriculum else None
-    callbacks = [RealmMetricsCallback(window=config.log_window)]
+    callbacks = [RealmMetricsCallback(window=config.log_window), ConfigLogCallback(config_to_dict(config))]
     if curriculum is not None:
         callbacks.append(curriculum)
     if config.eval_freq > 0:

@@ -72,6 +72,8 @@ class TrialEvalCallback(CompetitionEvalCallback):
         self.pruned: str | None = None
         self.diverged: str | None = None
         self.final_score: float | None = None
+        self.final_win_rate: float | None = None
+        self.final_treasures: float | None = None
         self.game_scores: dict[int, float] = {}
 
     def _on_step(self) -> bool:
@@ -107,12 +109,14 @@ class TrialEvalCallback(CompetitionEvalCallback):
             entry = self.evaluate_now()
             self.trial.report(entry["mean_score"], self.step_offset + self.num_timesteps)
         self.final_score = float(entry["mean_score"])
+        self.final_win_rate, self.final_treasures = float(entry["win_rate"]), float(entry["mean_treasures"])
         if not math.isfinite(self.final_score):
             self.diverged = f"final score {self.final_score}"
 
     def _play_games(self) -> None:
         policy = ModelPolicy(self.model, self.training_env, name=f"trial_{self.trial.number}")
         order = np.random.default_rng(self.shuffle_seed).permutation(len(self.configs))
+        self._wins, self._treasures = {}, {}
         for index in order.tolist():
             conf = self.configs[index]
             report = evaluate(policy, "custom", custom=[conf["treasure_id"]], max_step=conf["max_step"],
@@ -120,12 +124,15 @@ class TrialEvalCallback(CompetitionEvalCallback):
                               env_kwargs=self.env_kwargs)
             score = float(report.games[0].score)
             self.game_scores[index] = score
+            self._wins[index], self._treasures[index] = report.games[0].win, report.games[0].treasures
             self.trial.report(score, self.step_offset + index)
             if self.trial.should_prune():
                 self.pruned = (f"pruned after {len(self.game_scores)} of {len(self.configs)} games: mean score "
                                f"{np.mean(list(self.game_scores.values())):.2f}")
                 return
         self.final_score = float(np.mean(list(self.game_scores.values())))
+        self.final_win_rate = float(np.mean(list(self._wins.values())))
+        self.final_treasures = float(np.mean(list(self._treasures.values())))
 
 
 def _divergence(exc: BaseException, callback: TrialEvalCallback, reason: str) -> str | None:
@@ -161,10 +168,11 @@ def objective(trial: optuna.Trial, study) -> float:
     config = replace(config, out=str(out))
     trial.set_user_attr("config", config_to_dict(config))
     trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+    trial.set_user_attr("run_dir", str(out))
     configs = eval_configs(base)
     env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
     per_game = study.pruner == "wilcoxon"
-    scores = []
+    scores, win_rates, treasures = [], [], []
     for k in range(study.train_seeds):
         run = copy.deepcopy(config)
         run.seed, run.eval_freq, run.progress_bar, run.eval_route_every = config.seed + k, 0, False, 0
@@ -196,5 +204,9 @@ def objective(trial: optuna.Trial, study) -> float:
                 trial.set_user_attr("partial_mean", float(np.mean(list(callback.game_scores.values()))))
             raise optuna.TrialPruned(callback.pruned)
         scores.append(callback.final_score)
+        win_rates.append(callback.final_win_rate)
+        treasures.append(callback.final_treasures)
         trial.set_user_attr("seed_scores", scores)
+        trial.set_user_attr("win_rate", float(np.mean(win_rates)))  # held-out games, as the score
+        trial.set_user_attr("mean_treasures", float(np.mean(treasures)))
     return float(np.mean(scores))

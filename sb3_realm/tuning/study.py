@@ -34,6 +34,7 @@ __all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", 
 
 PRUNERS = ("median", "wilcoxon", "halving", "none")
 META_KEY = "sb3_realm"
+METRIC_NAME = "mean competition score (held-out games)"
 
 
 @dataclass
@@ -164,6 +165,9 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
                                 direction="maximize", load_if_exists=True)
     meta = study.user_attrs.get(META_KEY)
     if meta is None:
+        with warnings.catch_warnings():  # experimental in Optuna 3.x / 4.x
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([METRIC_NAME])  # optuna-dashboard's name for the objective
         study.set_user_attr(META_KEY, config.meta())
         first = baseline_params(config.kind, config.base, config.curriculum)
         for params in ([first] if first is not None else []) + list(config.enqueue):
