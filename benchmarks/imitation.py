@@ -94,8 +94,9 @@ def main() -> None:
         "benchmark": "imitation", "config": str(run_dir / "config.yaml") if args.run else args.config,
         "map": config.env.map_path or config.env.map_name,
         "imitate_wall_s": round(run_s, 1), "peak_rss_during_imitate": rss_run,
-        "curve": [{k: h[k] for k in ("round", "wall_s", "states", "bc_accuracy", "eval_mean_score", "eval_wins",
-                                     "eval_games", "games_cut")} for h in report["history"]],
+        "curve": [{k: h.get(k) for k in ("round", "wall_s", "states", "bc_accuracy", "eval_mean_score", "eval_wins",
+                                         "eval_games", "games_cut", "screen_games", "screen_wins")}
+                  for h in report["history"]],
         "held_out_oracle_mean_score": report["oracle_mean_score"], "best_round": report["best_round"],
         "exhaustive_9": summary(exhaustive), "exhaustive_s": round(exhaustive_s, 1),
     }
