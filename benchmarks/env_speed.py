@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import time
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 import sb3_realm  # noqa: F401  (registers the envs)
 
@@ -82,7 +82,7 @@ def main() -> None:
         "minigrid_steps_per_s_all": [round(m) for m in mini],
         "ratio_realm_over_minigrid": round(best_realm / best_mini, 2),
         "steps_per_repeat": args.steps,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss": peak_rss_mib(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "cpu": platform.processor() or platform.machine(),

@@ -17,28 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.evaluation import evaluate, write_json_atomic
 from sb3_realm.imitation import imitate
 from sb3_realm.training.config import load_config
-
-try:  # POSIX only: peak RSS
-    import resource
-except ImportError:  # pragma: no cover - Windows
-    resource = None
-
-
-def peak_rss_mib() -> dict:
-    if resource is None:
-        return {}
-    scale = 1024 if os.uname().sysname != "Darwin" else 1024 * 1024
-    return {"self_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale, 1),
-            "largest_child_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale, 1)}
 
 
 def summary(report) -> dict:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 
 def percentiles(samples: list[float]) -> dict:
@@ -105,6 +106,7 @@ def main() -> None:
             "same_action_fraction": agree / len(obs_data) if ref.algo == "ppo" else "n/a (masks/LSTM: see --check)",
             "package_bytes": size, "weights_bytes": weights,
             "torch": torch.__version__, "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "peak_rss": peak_rss_mib(),
         }, indent=2))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import ModelPolicy, play_episode
 from sb3_realm.envs import RealmEnv
@@ -67,7 +68,7 @@ def main() -> None:
     reached = next((c["steps"] for c in curve if c["sampled_win_rate"] >= 0.9), None)
     out = Path(args.out)
     result = {"benchmark": "learning", "config": args.config, "usr_conf": usr, "curve": curve,
-              "steps_to_90pct_wins": reached, "final": curve[-1] if curve else None}
+              "steps_to_90pct_wins": reached, "final": curve[-1] if curve else None, "peak_rss": peak_rss_mib()}
     write_json_atomic(result, out / "learning.json")
     model.save(out / "model.zip")
     plot_curve(curve, f"{config.algo.name} on the default map, treasures {ids}", out / "learning.png")

@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.game import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
 from sb3_realm.oracle import OraclePolicy
@@ -156,6 +157,7 @@ def main() -> None:
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     out["machine"] = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
                       "workers": args.workers}
+    out["peak_rss"] = peak_rss_mib()
     print(json.dumps(out, indent=2))
 
 

@@ -12,24 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.agents.submission import platform_obs
 from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import evaluate
 from sb3_realm.export import build_submission
-
-try:  # POSIX only: peak RSS
-    import resource
-except ImportError:  # pragma: no cover - Windows
-    resource = None
 
 
 def _timed_eval(policy, games: int, map_path) -> tuple[float, int, list[float]]:
@@ -88,9 +83,7 @@ def main() -> None:
         "steps": model_steps, "package_stages_ms_per_step": stages,
         "mean_score": float(np.mean(model_scores)),
     }
-    if resource is not None:
-        scale = 1024 if os.uname().sysname != "Darwin" else 1024 * 1024
-        result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale, 1)
+    result["peak_rss"] = peak_rss_mib()
     print(json.dumps(result, indent=2))
 
 

@@ -16,6 +16,7 @@ import platform
 import time
 
 import torch
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.envs import RealmEnv
 from sb3_realm.training.config import load_config
@@ -68,7 +69,7 @@ def main() -> None:
         r["speedup_vs_sb3_default"] = round(r["steps_per_s"] / baseline["steps_per_s"], 2)
     print(json.dumps({"benchmark": "train_speed", "sb3_default": baseline, "recommended": results,
                       "timed_steps": args.steps, "torch": torch.__version__, "python": platform.python_version(),
-                      "cpu_count": os.cpu_count()}, indent=2))
+                      "cpu_count": os.cpu_count(), "peak_rss": peak_rss_mib()}, indent=2))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.envs import RewardWeights
 from sb3_realm.evaluation import evaluate, write_json_atomic
@@ -95,6 +96,7 @@ def main() -> None:
                   "default_weights_value": summary["baseline_value"], "best_number": best and best["number"],
                   "best_value": best and best["value"], "best_params": best and best["params"],
                   "values": [t.value for t in trials], "states": [t.state.name for t in trials]},
+        "peak_rss_after_study": peak_rss_mib(),
     }
     seeds = [int(s) for s in args.check_seeds.split(",") if s.strip()]
     if best is None:

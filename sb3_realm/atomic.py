@@ -7,10 +7,10 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import IO
 
-__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "sha256_file"]
+__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
@@ -37,10 +37,39 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], 
     return path
 
 
+_RESERVED_CHARS = set('<>:"|?*') | {chr(c) for c in range(32)}
+_RESERVED_NAMES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+def check_portable_path(path: str | os.PathLike, what: str = "path") -> Path:
+    """Raise ``ValueError`` (naming the part and the fix) when a path the package creates from user input could not
+    be created on Windows, where the competition client runs: a part with ``< > : " | ? *`` or a control character,
+    a reserved device name (``con``, ``nul``, ``com1`` ..., with any extension) or a trailing dot or space. A drive
+    (``C:``) and the root are allowed; the check is the same on every system, so a run folder named on Linux can
+    be copied to Windows."""
+    win = PureWindowsPath(str(path))
+    parts = win.parts[1:] if win.anchor else win.parts
+    if win.drive and not win.root:
+        parts = (win.drive, *parts)  # "a:b" is a name with a colon here, not a drive
+    for part in parts:
+        bad = sorted(set(part) & _RESERVED_CHARS)
+        if bad:
+            shown = ", ".join(repr(c) for c in bad)
+            raise ValueError(f"{what} {str(path)!r}: {part!r} holds {shown}, which Windows does not allow in file "
+                             "names; use letters, digits, '-', '_' and '.'")
+        if part.split(".")[0].strip().lower() in _RESERVED_NAMES:
+            raise ValueError(f"{what} {str(path)!r}: {part!r} is a reserved device name on Windows (con, prn, aux, "
+                             "nul, com1-9, lpt1-9, with any extension); choose another name")
+        if part not in (".", "..") and part.endswith((".", " ")):
+            raise ValueError(f"{what} {str(path)!r}: {part!r} ends with a dot or a space, which Windows drops; "
+                             "choose another name")
+    return Path(path)
+
+
 def check_writable_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
     """Raise ``ValueError`` (naming the path and the fix) unless ``path`` is, or can be created as, a folder this
     process may write in. Creates nothing."""
-    path = Path(path)
+    path = check_portable_path(path, what)
     probe = path
     while not probe.exists():
         if probe.parent == probe:
@@ -59,7 +88,7 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
     """Raise ``ValueError`` (naming the path and the fix) unless ``path`` can be written as a file: it is not a
     folder, and its folder is, or can be created as, one this process may write in. Creates nothing; call it before
     the work whose result goes there."""
-    path = Path(path)
+    path = check_portable_path(path, what)
     if path.is_dir():
         raise ValueError(f"{what} {str(path)!r} is an existing folder, not a file; give a file path, e.g. "
                          f"{str(path / 'out')!r} with its extension")

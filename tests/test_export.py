@@ -75,6 +75,7 @@ def test_layout_and_manifest(built, models):
     for rel, digest in manifest["files"].items():
         assert sha256_file(folder / rel) == digest
     assert manifest["source_model"]["sha256"] == sha256_file(models["ppo"])
+    assert manifest["source_model"]["path"] == models["ppo"].resolve().as_posix()  # POSIX form on every system
     assert manifest["feature_version"] == features.FEATURE_VERSION
     assert manifest["training_config"]["algo"]["name"] == "ppo"
     assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl"

@@ -154,7 +154,7 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: str, algo_dir: str
         "format": "sb3-realm submission", "layout": layout, "algo_dir": algo_dir,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
-        "source_model": {"path": str(model_path.resolve()), "sha256": sha256_file(model_path),
+        "source_model": {"path": model_path.resolve().as_posix(), "sha256": sha256_file(model_path),
                          "algorithm": exported.algo, "num_timesteps": exported.num_timesteps},
         "training_config": exported.run_config, "feature_version": features.FEATURE_VERSION, "spec": spec,
         "weights": {"file": weights.relative_to(root).as_posix(), "sha256": files[weights.relative_to(root).as_posix()],

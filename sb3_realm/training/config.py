@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, check_portable_path
 from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class
@@ -312,6 +312,7 @@ class TrainConfig:
         if not isinstance(self.out, str) or not self.out.strip():
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
+        check_portable_path(self.out, "out")
         self.env.validate()
         self.algo.validate()
         self.imitation.validate()

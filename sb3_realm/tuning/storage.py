@@ -22,7 +22,7 @@ from pathlib import Path
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages._heartbeat import BaseHeartbeat  # the documented base of heartbeat-capable storages
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import TrialState
 
 __all__ = ["make_storage", "storage_kind", "storage_path", "HeartbeatJournalStorage", "retry_callback",
@@ -52,10 +52,18 @@ def storage_path(url: str) -> Path | None:
     if kind == "sqlite":
         if not url.startswith("sqlite:///"):
             raise ValueError(f"--storage {url!r}: a SQLite URL has three slashes, e.g. sqlite:///runs/study.db")
-        return Path(url[len("sqlite:///"):])
+        return _drive_path(url[len("sqlite:///"):])
     if kind == "journal":
-        return Path(url[len("journal://"):] if url.startswith("journal://") else url)
+        return _drive_path(url[len("journal://"):] if url.startswith("journal://") else url)
     return None
+
+
+def _drive_path(text: str) -> Path:
+    """The file of a URL's path part: ``/C:/runs/s.log`` (``journal:///C:/...``, ``sqlite:///C:/...``) is the
+    Windows drive path ``C:/runs/s.log``; anything else is taken as it is (``runs/s.log``, ``/abs/s.log``)."""
+    if re.match(r"^/[A-Za-z]:[/\\]", text):
+        text = text[1:]
+    return Path(text)
 
 
 def _with_driver(url: str) -> str:
@@ -154,7 +162,9 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.simplefilter("ignore", FutureWarning)
         if kind == "journal":
-            return HeartbeatJournalStorage(JournalFileBackend(str(path)), heartbeat_interval, grace_period, callback)
+            # the open-file lock: the default symlink lock needs symlink rights on Windows
+            backend = JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path)))
+            return HeartbeatJournalStorage(backend, heartbeat_interval, grace_period, callback)
         params = inspect.signature(RDBStorage.__init__).parameters
         key = "heartbeat_stale_trial_callback"
         key = key if key in params else "failed_trial_callback"  # its name in Optuna < 4.9

@@ -21,6 +21,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from ..atomic import check_portable_path
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
@@ -92,6 +93,8 @@ class StudyConfig:
             raise ValueError(f"grace_period = {self.grace_period} s must exceed heartbeat_interval = "
                              f"{self.heartbeat_interval} s, or live trials would be failed as stale")
         storage_kind(self.storage)
+        check_portable_path(self.name, "--study-name")  # it names the study's folder, runs/study-<name>
+        check_portable_path(self.out, "--out")
         self.base.validate()
         names = param_names(self.kind, self.base, self.curriculum)
         for params in self.enqueue:
