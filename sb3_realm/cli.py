@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -233,9 +235,17 @@ def _warning_printer(command: str, default):
     return show
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    """SIGTERM (``kill``, a job scheduler, a closing terminal) ends the command as Ctrl-C does: context managers
+    close their worker pools and temporary files, so no worker process is left behind."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
+    previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main_thread else None
     default_showwarning = warnings.showwarning
     warnings.showwarning = _warning_printer(args.command, default_showwarning)
     try:
@@ -259,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         warnings.showwarning = default_showwarning
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     return 0
 
 

@@ -320,6 +320,41 @@ def test_unwritable_output_and_existing_runs(run, tmp_path):
     assert res.returncode == 2 and "no config.yaml there" in res.stderr
 
 
+def _marked(mark: str) -> list[int]:
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark.encode() in environ.read_bytes():
+                pids.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the worker processes")
+def test_sigterm_leaves_no_worker_process_behind(tmp_path):
+    import signal
+    import time
+    import uuid
+
+    mark = f"SB3_REALM_TEST_MARK={uuid.uuid4().hex}"
+    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
+    args = [a for kv in QUICK if not kv.startswith("imitation.workers") for a in ("--set", kv)]
+    proc = subprocess.Popen([*CLI, "imitate", *args, "--set", "imitation.workers=2", "--set",
+                             "imitation.expert_games=400", "--out", str(tmp_path / "run"), "--no-progress"],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(_marked(mark)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # the command, its pool's workers (and the forkserver) are running
+    assert proc.poll() is None and len(_marked(mark)) >= 3, proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 30
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked(mark) == []
+
+
 @pytest.mark.slow
 def test_imitation_on_the_small_map_wins_its_games(tmp_path):
     from sb3_realm.evaluation import evaluate
