@@ -1,8 +1,9 @@
 """Shared fixtures (the helpers that tests import are in ``tests/helpers.py``).
 
 The competition map is read from ``--realm-map PATH``, else ``$SB3_REALM_REAL_MAP``, else
-``../shared/data/realm_map_1.json`` beside the checkout. Without it the ``realmap`` tests skip, except under CI
-(``CI=true``), where they fail: the fidelity checks must run there."""
+``../shared/data/realm_map_1.json`` beside the checkout. Without it the ``realmap`` tests skip, except where
+``SB3_REALM_REQUIRE_REAL_MAP=1`` (set by ``.ci/run``, which has the map): there they fail. The map is not in the
+repository (realm-rules section 7), so a hosted CI's generic ``CI=true`` does not require it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def real_map_path(request) -> Path:
     if not path.is_file():
         msg = (f"competition map not found at {path}; pass --realm-map PATH or set SB3_REALM_REAL_MAP "
                "(it is ../shared/data/realm_map_1.json beside the checkout)")
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if os.environ.get("SB3_REALM_REQUIRE_REAL_MAP", "") == "1":  # set by .ci/run, not by hosted CIs' CI=true
             pytest.fail(msg)
         pytest.skip(msg)
     return path

@@ -96,6 +96,7 @@ def test_scores_equal_hand_computed_values(tmp_path):
     assert "missed by id: {5: 1}" in text and "[5] / [5]" in text
 
 
+@pytest.mark.processes
 def test_parallel_results_equal_serial_results():
     kw = {"protocol": "leaderboard", "games": 6, "max_step": 150, "seed": 3, "oracle_gap": False}
     serial = evaluate("random", workers=1, **kw)

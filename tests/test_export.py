@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -492,14 +493,16 @@ def test_build_submission_from_an_installed_wheel(models, tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(wheels), str(ROOT)], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    scheme = "venv" if "venv" in sysconfig.get_scheme_names() else sysconfig.get_default_scheme()  # bin/ or Scripts/
+    scripts = Path(sysconfig.get_path("scripts", scheme, vars={"base": str(venv), "platbase": str(venv)}))
+    python = scripts / ("python.exe" if os.name == "nt" else "python")
     (wheel,) = wheels.glob("sb3_realm-*.whl")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
                    capture_output=True)
     where = subprocess.run([str(python), "-c", "import sb3_realm; print(sb3_realm.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(venv))
-    out = subprocess.run([str(venv / "bin" / "sb3-realm"), "build-submission", str(models["ppo"]), "--out",
+    out = subprocess.run([str(scripts / "sb3-realm"), "build-submission", str(models["ppo"]), "--out",
                           str(tmp_path / "sub"), "--check", "--check-games", "2", "--check-states", "300",
                           "--check-max-step", "100"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -332,6 +332,7 @@ def _marked(mark: str) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the worker processes")
+@pytest.mark.processes
 def test_sigterm_leaves_no_worker_process_behind(tmp_path):
     import signal
     import time

@@ -9,6 +9,8 @@ import pytest
 from sb3_realm.evaluation import evaluate
 from sb3_realm.processes import START_METHOD_ENV, mp_context, start_method
 
+pytestmark = pytest.mark.processes
+
 
 def test_default_is_forkserver_where_it_exists(monkeypatch):
     monkeypatch.delenv(START_METHOD_ENV, raising=False)

@@ -271,6 +271,7 @@ def test_bad_phase_values_raise_when_training_starts(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- vec envs, algos
+@pytest.mark.processes
 def test_metrics_with_subproc_vecnormalize(tmp_path):
     env = VecNormalize(venv(2, SubprocVecEnv, max_step=10), norm_obs_keys=["vector"])
     try:

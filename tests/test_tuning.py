@@ -200,6 +200,7 @@ def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
     assert res.returncode == 2 and "--trial 9: study 'rewards' has trials 0..2" in res.stderr
 
 
+@pytest.mark.processes
 def test_journal_study_with_two_worker_processes(tmp_path):
     out = tmp_path / "study"
     storage = f"journal://{out}/study.log"
@@ -226,6 +227,7 @@ def test_hparam_study_with_the_wilcoxon_pruner(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+@pytest.mark.processes
 def test_racing_workers_keep_the_exact_budget(tmp_path, caplog):
     """Two workers that both saw one free slot each start a trial: the later-numbered one ends at once, FAILED with
     ``surplus`` (no training, no warning in the log), counts for nothing, and an enqueued one goes back in the
@@ -265,6 +267,7 @@ def test_racing_workers_keep_the_exact_budget(tmp_path, caplog):
         _check_budget(extra_trial, 2)
 
 
+@pytest.mark.processes
 def test_killed_worker_leaves_the_study_usable(tmp_path):
     """SIGKILL a worker during its first trial: after the grace period the trial is FAILED, and a restarted worker
     re-runs its parameters and finishes the study."""
@@ -310,11 +313,11 @@ def _postgres_bin() -> Path | None:
 def postgres_url():
     """A throwaway PostgreSQL server (Debian's binaries, trust auth, fsync off) on a free local port. PostgreSQL
     refuses to run as root: as root the server runs as the ``postgres`` user (runuser). Missing binaries skip the
-    test, except under ``CI=true`` where they fail it (.ci/run installs the postgresql package)."""
+    test, except where ``SB3_REALM_REQUIRE_POSTGRES=1`` (set by .ci/run, which installs the postgresql package)."""
     bindir = _postgres_bin()
     if bindir is None:
         msg = "PostgreSQL binaries not found (apt-get install postgresql; .ci/run does it)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if os.environ.get("SB3_REALM_REQUIRE_POSTGRES", "") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
     prefix: list[str] = []
