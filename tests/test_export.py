@@ -195,6 +195,36 @@ def test_bad_outputs_and_check_options_are_refused_before_anything_is_built(mode
         assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+def test_the_harness_stderr_is_drained_and_shown_when_it_crashes(built, tmp_path):
+    """A package that writes much to stderr does not block its process (the pipe is read while it runs); one that
+    crashes reports the end of its stderr."""
+    import threading
+
+    from sb3_realm.agents import SubmissionProcess
+
+    noisy = tmp_path / "noisy"
+    shutil.copytree(built["ppo"], noisy)
+    agent = noisy / "diy" / "algorithm" / "agent.py"
+    agent.write_text("import sys\nsys.stderr.write('x' * 1_000_000)\nsys.stderr.flush()\n" +
+                     agent.read_text(encoding="utf-8"), encoding="utf-8")
+    started = []
+
+    def start():
+        with SubmissionProcess(noisy) as proc:
+            started.append(proc.hello)
+
+    worker = threading.Thread(target=start, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert started, "the submission process blocked on a full stderr pipe"
+    broken = tmp_path / "broken"
+    shutil.copytree(built["ppo"], broken)
+    agent = broken / "diy" / "algorithm" / "agent.py"
+    agent.write_text("raise RuntimeError('agent import failed on purpose')\n", encoding="utf-8")
+    with pytest.raises(RuntimeError, match="failed to start:(.|\n)*agent import failed on purpose"):
+        SubmissionProcess(broken)
+
+
 def test_cli_build_check_and_eval(models, tmp_path):
     out = tmp_path / "sub"
     run = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "build-submission", str(models["ppo"]), "--out",

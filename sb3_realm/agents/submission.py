@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import importlib
 import importlib.util
@@ -18,6 +19,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 import tomllib
 from pathlib import Path
 
@@ -99,15 +101,27 @@ class SubmissionProcess:
         self.proc = subprocess.Popen([sys.executable, "-I", str(HARNESS), str(self.folder), str(PLATFORM_STUB),
                                       protocol.__file__],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        # its stderr is drained while it runs (a full pipe would block the harness), the last 64 KB kept for errors
+        self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
         try:
             self.hello = self._recv()
         except EOFError as exc:
-            err = self.proc.stderr.read().decode(errors="replace")[-3000:]
             self.proc.wait()
-            raise RuntimeError(f"the submission in {self.folder} failed to start:\n{err}") from exc
+            raise RuntimeError(f"the submission in {self.folder} failed to start:\n{self._stderr_tail()}") from exc
         leaked = sorted(set(self.hello["modules"]) & set(BLOCKED_MODULES))
         if leaked:
             raise RuntimeError(f"the submission process imported {leaked}; a submission may use torch + numpy only")
+
+    def _read_stderr(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read1(1024), b""):
+            self._stderr.append(chunk)
+
+    def _stderr_tail(self) -> str:
+        """The end of what the process wrote to stderr, once it has ended (the drain has read everything)."""
+        self._drain.join(timeout=5)
+        return b"".join(self._stderr).decode(errors="replace")[-3000:]
 
     def _recv(self) -> dict:
         head = self.proc.stdout.read(4)
@@ -135,8 +149,8 @@ class SubmissionProcess:
         try:
             return int(self._recv()["act"])
         except EOFError as exc:
-            err = self.proc.stderr.read().decode(errors="replace")[-3000:]
-            raise RuntimeError(f"the submission process crashed:\n{err}") from exc
+            self.proc.wait()
+            raise RuntimeError(f"the submission process crashed:\n{self._stderr_tail()}") from exc
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -149,7 +163,8 @@ class SubmissionProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        self._drain.join(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):  # closed before the folder is touched
             stream.close()
 
     def __enter__(self) -> SubmissionProcess:
