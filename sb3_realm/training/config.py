@@ -270,7 +270,8 @@ class TrainConfig:
     :param eval_seed: seed of the held-out draw (use one you never train on).
     :param log_window: episodes in the moving averages of the ``train_episodes/*`` metrics.
     :param eval_route_every: every this many evaluations, also a route image of the first held-out game in
-        TensorBoard (``eval/route``, the Images tab); 0 = never. Tuning trials never draw them.
+        TensorBoard (``eval/route``, the Images tab; about 3% of a run's time at 2); 0 = never. Tuning trials never
+        draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
     :param feature_version: the features version (``sb3_realm.features.FEATURE_VERSION``) the run's models see;
@@ -292,7 +293,7 @@ class TrainConfig:
     eval_games: int = 10
     eval_seed: int = 12345
     log_window: int = 100
-    eval_route_every: int = 1
+    eval_route_every: int = 2
     curriculum: list = field(default_factory=list)
     progress_bar: bool = True
     feature_version: str | None = None
