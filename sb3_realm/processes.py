@@ -32,6 +32,10 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in available else "spawn"
 
 
-def mp_context():
-    """The ``multiprocessing`` context of :func:`start_method`."""
-    return multiprocessing.get_context(start_method())
+def mp_context(preload: list[str] | None = None):
+    """The ``multiprocessing`` context of :func:`start_method`; ``preload``: modules the fork server imports once
+    for all its children (only under ``forkserver``; ``spawn`` imports them in each child anyway)."""
+    ctx = multiprocessing.get_context(start_method())
+    if preload and ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload(list(preload))
+    return ctx

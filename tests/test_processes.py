@@ -50,3 +50,35 @@ def test_training_subproc_envs_use_the_chosen_method(monkeypatch):
         assert obs["maps"].shape == (2, 4, 51, 51)
     finally:
         venv.close()
+
+
+def test_without_forkserver_the_choice_is_spawn(monkeypatch):
+    monkeypatch.delenv(START_METHOD_ENV, raising=False)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # as on Windows
+    assert start_method() == "spawn"
+    monkeypatch.setenv(START_METHOD_ENV, "forkserver")
+    with pytest.raises(ValueError, match=r"this system has only \['spawn'\]"):
+        start_method()
+
+
+def test_no_module_but_the_chooser_names_a_start_method():
+    """``get_context``, ``set_start_method``, ``set_forkserver_preload`` and ``SubprocVecEnv(start_method=...)``
+    appear only in sb3_realm/processes.py, or take the chooser's answer."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in [*root.joinpath("sb3_realm").rglob("*.py"), *root.joinpath("tuning").rglob("*.py"),
+                 *root.joinpath("benchmarks").rglob("*.py")]:
+        if path.name == "processes.py" and path.parent.name == "sb3_realm":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            literal = [a for a in [*node.args, *(k.value for k in node.keywords if k.arg == "start_method")]
+                       if isinstance(a, ast.Constant) and a.value in ("fork", "forkserver", "spawn")]
+            if name in ("get_context", "set_start_method", "set_forkserver_preload") or literal:
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    assert offenders == []

@@ -201,7 +201,10 @@ def test_sqlite_study_with_a_diverging_trial_and_replay(tmp_path):
 
 
 @pytest.mark.processes
-def test_journal_study_with_two_worker_processes(tmp_path):
+@pytest.mark.parametrize("method", [None, "spawn"])
+def test_journal_study_with_two_worker_processes(tmp_path, monkeypatch, method):
+    if method is not None:  # the start method Windows has: the workers import nothing from the script's __main__
+        monkeypatch.setenv("SB3_REALM_START_METHOD", method)
     out = tmp_path / "study"
     storage = f"journal://{out}/study.log"
     res = _script("rewards", *TINY, "--n-trials", "4", "--out", str(out), "--storage", storage, "--workers", "2")

@@ -326,9 +326,7 @@ def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> d
 
 
 def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool) -> list[int | None]:
-    ctx = mp_context()
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload([__name__])  # torch, SB3 and the package imported once, in the fork server
+    ctx = mp_context(preload=[__name__])  # torch, SB3 and the package imported once, in a fork server
     procs = [ctx.Process(target=_worker_entry, args=(config, i), name=f"sb3-realm-worker-{i}")
              for i in range(workers)]
     bar = None
