@@ -391,8 +391,12 @@ def test_load_model_refuses_tampered_weights(built, tmp_path):
     data = bytearray(weights.read_bytes())
     data[-20] ^= 0xFF
     weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"not as build-submission wrote it \(changed ckpt/model.ckpt-512.pkl\)"):
+        SubmissionPolicy(folder)  # eval DIR: the manifest check names the file
+    from sb3_realm.agents import SubmissionProcess
+
     with pytest.raises(RuntimeError, match="checksum mismatch"):
-        SubmissionPolicy(folder)
+        SubmissionProcess(folder)  # the package's own load_model refuses the weights too
 
 
 def test_missing_and_corrupt_models(tmp_path):
