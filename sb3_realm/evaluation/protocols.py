@@ -27,7 +27,7 @@ from ..models.saved import warn_feature_version
 from ..processes import mp_context
 from .reports import EvalReport, GameResult
 
-__all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "evaluate"]
+__all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "game_seed", "evaluate"]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
 SLOTS = tuple(range(3, 16))  # treasure slots of the leaderboard (start 2, end 1)
@@ -65,6 +65,12 @@ def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None,
     return configs
 
 
+def game_seed(seed: int, index: int) -> int:
+    """The env seed of game ``index`` of a protocol played from ``seed``: results never depend on which worker (or
+    batch) plays which game, and every player of the package plays the same games."""
+    return seed * 1_000_003 + index
+
+
 # ---------------------------------------------------------------------------------------------- playing
 _WORKER: dict = {}
 
@@ -89,7 +95,7 @@ def _setup(map_path: str | None, env_kwargs: dict, spec, oracle_gap: bool, seed:
 def _run_one(job: tuple[int, dict]) -> GameResult:
     index, conf = job
     env, policy = _WORKER["env"], _WORKER["policy"]
-    seed = _WORKER["seed"] * 1_000_003 + index  # per-game seed: results do not depend on worker scheduling
+    seed = game_seed(_WORKER["seed"], index)
     info = play_episode(env, policy, seed, conf)
     result = GameResult(index=index, treasure_ids=list(conf["treasure_id"]), score=float(info["score"]),
                         win=bool(info["win"]), treasures=int(info["treasures"]), missed=list(info["treasures_missed"]),

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from ..agents import SB3Policy, play_episode
 from ..agents.submission import SubmissionProcess, env_kwargs_of, platform_obs, read_manifest
 from ..envs import RealmEnv
-from ..evaluation import protocol_configs
+from ..evaluation import game_seed, protocol_configs
 
 __all__ = ["check_submission"]
 
@@ -52,7 +52,7 @@ def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_s
         for conf in itertools.chain(leaderboard, extra):
             if index >= len(leaderboard) and states >= min_states:
                 break
-            obs, _ = env.reset(seed=seed * 1_000_003 + index, options=conf)
+            obs, _ = env.reset(seed=game_seed(seed, index), options=conf)
             reference.reset(env)
             done, info = False, {}
             while not done:
@@ -73,7 +73,7 @@ def _check(folder, model_path, manifest, map_path, games, seed, treasures, max_s
             index += 1
     if bar:
         bar.close()
-    sb3_scores = [float(play_episode(env, reference, seed * 1_000_003 + i, conf)["score"])  # the SB3 model alone
+    sb3_scores = [float(play_episode(env, reference, game_seed(seed, i), conf)["score"])  # the SB3 model alone
                   for i, conf in enumerate(leaderboard)]
     identical = n_mismatch == 0 and sub_scores == sb3_scores
     return {"ok": identical, "states": states, "games": index, "leaderboard_games": len(leaderboard),

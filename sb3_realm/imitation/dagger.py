@@ -30,7 +30,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
-from ..evaluation import EvalReport, GameResult, evaluate, protocol_configs
+from ..evaluation import EvalReport, GameResult, evaluate, game_seed, protocol_configs
 from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
@@ -62,7 +62,7 @@ def training_games(config: TrainConfig, round_no: int, n: int) -> list[tuple[int
     evaluation's, treasure counts drawn from ``imitation.treasure_counts``."""
     base = EpisodeConfig.from_usr_conf(config.env.usr_conf)
     counts = config.imitation.treasure_counts or [base.treasure_num]
-    held_out = {config.eval_seed * 1_000_003 + i for i in range(config.eval_games)}
+    held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}
     rng = np.random.default_rng([config.seed, round_no, 1])
     games = []
     while len(games) < n:
@@ -141,7 +141,7 @@ class _Run:
         seed = self.config.eval_seed
         confs = protocol_configs("leaderboard", seed=seed, treasures=usr.treasure_num, games=self.config.eval_games,
                                  max_step=usr.max_step)
-        games = [(seed * 1_000_003 + i, conf) for i, conf in enumerate(confs)]
+        games = [(game_seed(seed, i), conf) for i, conf in enumerate(confs)]
         played = play_games(model.policy, self.env_kwargs, games, masked=self.masked)
         results = [GameResult(index=i, treasure_ids=g["treasure_ids"], score=g["score"], win=g["win"],
                               treasures=g["treasures"], missed=g["missed"], steps=g["steps"],
@@ -155,14 +155,12 @@ class _Run:
         im = self.im
         with tempfile.TemporaryDirectory(prefix="sb3-realm-learner-") as tmp:
             if round_no == 0:
-                games, learner, beta, source = im.expert_games, None, 1.0, "expert"
+                games, learner, beta, source = training_games(self.config, 0, im.expert_games), None, 1.0, "expert"
             else:
                 learner = str(Path(tmp) / "learner.zip")
                 model.save(learner)
                 games, beta = self._dagger_games(model, round_no), im.beta(round_no)
                 source = f"dagger round {round_no} (beta {beta:g})"
-            if isinstance(games, int):
-                games = training_games(self.config, round_no, games)
             rollouts = collector.run(self.env_kwargs, games, expert=im.expert,
                                      learner=learner, beta=beta, seed=self.config.seed + round_no,
                                      max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun)
@@ -190,14 +188,10 @@ class _Run:
         self.updates += stats.updates
         model.num_timesteps = dataset.states  # env steps behind the model: the states it learnt from
         t2 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="sb3-realm-eval-") as tmp:
-            path = Path(tmp) / "model.zip"
-            model.save(path)
-            summary = self._evaluate_model(model)
-            improved = summary["mean_score"] >= self.best_score
-            if improved:
-                self.best_score, self.best_round = summary["mean_score"], round_no
-                atomic_write(self.run_dir / "best_model.zip", lambda f: f.write(path.read_bytes()))
+        summary = self._evaluate_model(model)
+        if summary["mean_score"] >= self.best_score:
+            self.best_score, self.best_round = summary["mean_score"], round_no
+            atomic_write(self.run_dir / "best_model.zip", model.save)
         eval_s = time.perf_counter() - t2
         self.elapsed += time.perf_counter() - t0
         entry = {

@@ -88,11 +88,12 @@ def _spaces(data: dict) -> tuple[str, str]:
     return str(obs_text), act_text
 
 
-def detect_algorithm(path: str | Path) -> str:
+def detect_algorithm(path: str | Path, data: dict | None = None) -> str:
     """``"ppo"``, ``"maskable_ppo"`` or ``"recurrent_ppo"`` from an SB3 checkpoint's JSON (nothing unpickled); a
     ``ValueError`` naming what was found and what is expected for a checkpoint of another algorithm (A2C, DQN, ...)
-    or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, 16 actions out)."""
-    data = read_sb3_data(Path(path))
+    or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, 16 actions out). ``data``: the checkpoint's
+    JSON when the caller has read it already."""
+    data = read_sb3_data(Path(path)) if data is None else data
     name = _policy_name(data)
     observation, action = _spaces(data)
     if "'maps'" not in observation or "'vector'" not in observation or action != "Discrete(16)":

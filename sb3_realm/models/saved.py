@@ -37,8 +37,9 @@ def model_feature_version(path: str | Path) -> str:
     ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded). A ``ValueError`` for a checkpoint of
     another game or algorithm (:func:`~sb3_realm.models.algorithms.detect_algorithm`)."""
     path = Path(path)
-    detect_algorithm(path)  # a checkpoint of another game or algorithm is named as such first
-    version = read_sb3_data(path).get("feature_version") or (run_config(path) or {}).get("feature_version")
+    data = read_sb3_data(path)
+    detect_algorithm(path, data)  # a checkpoint of another game or algorithm is named as such first
+    version = data.get("feature_version") or (run_config(path) or {}).get("feature_version")
     return str(version) if version else LEGACY_FEATURE_VERSION
 
 

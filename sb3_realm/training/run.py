@@ -72,9 +72,14 @@ def policy_kwargs(config: TrainConfig) -> dict:
     return kwargs
 
 
+def _model_kwargs(hyperparams: dict) -> dict:
+    """Config hyperparameters as the algorithm's keyword arguments (``lin_<x>`` strings as SB3 schedules)."""
+    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in hyperparams.items()}
+
+
 def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
     """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
-    hyperparams = {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in config.algo.hyperparams.items()}
+    hyperparams = _model_kwargs(config.algo.hyperparams)
     model = algorithm(config.algo.name).cls(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
                                               seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
                                               verbose=0, **hyperparams)
@@ -154,8 +159,7 @@ def resume_changes(run_dir: Path, config: TrainConfig) -> dict:
                              "trained with. Drop that --set, or start a new run with --out; the run was left as it "
                              "was")
     before = stored["algo"]["hyperparams"]
-    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in new["algo"]["hyperparams"].items()
-            if k not in before or before[k] != v}
+    return _model_kwargs({k: v for k, v in new["algo"]["hyperparams"].items() if k not in before or before[k] != v})
 
 
 def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None):

@@ -75,6 +75,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
         self.final_win_rate: float | None = None
         self.final_treasures: float | None = None
         self.game_scores: dict[int, float] = {}
+        self._game_results: dict = {}  # per-game mode: index -> GameResult (win and treasures beside the score)
 
     def _on_step(self) -> bool:
         if self.pruned or self.diverged:
@@ -116,23 +117,21 @@ class TrialEvalCallback(CompetitionEvalCallback):
     def _play_games(self) -> None:
         policy = ModelPolicy(self.model, self.training_env, name=f"trial_{self.trial.number}")
         order = np.random.default_rng(self.shuffle_seed).permutation(len(self.configs))
-        self._wins, self._treasures = {}, {}
         for index in order.tolist():
             conf = self.configs[index]
             report = evaluate(policy, "custom", custom=[conf["treasure_id"]], max_step=conf["max_step"],
                               map_path=self.map_path, seed=self.seed, workers=1, oracle_gap=False,
                               env_kwargs=self.env_kwargs)
             score = float(report.games[0].score)
-            self.game_scores[index] = score
-            self._wins[index], self._treasures[index] = report.games[0].win, report.games[0].treasures
+            self.game_scores[index], self._game_results[index] = score, report.games[0]
             self.trial.report(score, self.step_offset + index)
             if self.trial.should_prune():
                 self.pruned = (f"pruned after {len(self.game_scores)} of {len(self.configs)} games: mean score "
                                f"{np.mean(list(self.game_scores.values())):.2f}")
                 return
         self.final_score = float(np.mean(list(self.game_scores.values())))
-        self.final_win_rate = float(np.mean(list(self._wins.values())))
-        self.final_treasures = float(np.mean(list(self._treasures.values())))
+        self.final_win_rate = float(np.mean([g.win for g in self._game_results.values()]))
+        self.final_treasures = float(np.mean([g.treasures for g in self._game_results.values()]))
 
 
 def _divergence(exc: BaseException, callback: TrialEvalCallback, reason: str) -> str | None:
