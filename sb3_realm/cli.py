@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", default=None, help="run directory (default: the config's out)")
     tr.add_argument("--total-steps", type=int, default=None, help="total env steps (overrides total_timesteps)")
     tr.add_argument("--resume", default=None, metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    tr.add_argument("--init-from", default=None, metavar="MODEL",
+                    help="start from the weights of a trained model of the same algorithm and network (e.g. "
+                         "runs/imitate/final_model.zip); hyperparameters from the config, optimizer and timesteps "
+                         "afresh (finetune.init_from)")
     tr.add_argument("--from-study", nargs=2, default=None, metavar=("STORAGE", "STUDY"),
                     help="train the config of a trial of an Optuna study (tuning/tune_*.py), rebuilt from its stored "
                          "params and base config, e.g. --from-study sqlite:///runs/study-rewards/study.db rewards")
@@ -126,10 +130,12 @@ def _cmd_train(args) -> None:
         overrides.append("progress_bar=false")
     if args.trial is not None and args.from_study is None:
         raise ValueError("--trial N goes with --from-study STORAGE STUDY")
+    if args.init_from is not None:
+        overrides.append(f"finetune.init_from={json.dumps(args.init_from)}")
     if args.resume:
-        if args.config is not None or args.out is not None or args.from_study is not None:
+        if args.config is not None or args.out is not None or args.from_study is not None or args.init_from:
             raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out/"
-                             "--from-study (use --set or --total-steps to change it)")
+                             "--from-study/--init-from (use --set or --total-steps to change it)")
         config = resume_config(args.resume, overrides)
     elif args.from_study is not None:
         from .training import config_from_dict, config_to_dict

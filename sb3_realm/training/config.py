@@ -24,8 +24,8 @@ from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class
 from ..models.nets import ACTIVATIONS
 
-__all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "TrainConfig", "load_config", "apply_overrides",
-           "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
+__all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "FinetuneConfig", "TrainConfig", "load_config",
+           "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
 
 
 
@@ -255,6 +255,52 @@ class ImitationConfig:
 
 
 @dataclass
+class FinetuneConfig:
+    """RL from a trained model (``sb3-realm train --init-from MODEL.zip``, e.g. a cloned policy of ``sb3-realm
+    imitate``): the weights come from the model, the hyperparameters from this config, the optimizer and the
+    timestep count start afresh.
+
+    :param init_from: an SB3 checkpoint of the same algorithm, observation and features version; "" = a new model.
+        The run keeps a copy as ``init_model.zip`` (where it started; the anchor's reference on resume).
+    :param warm_start_games: 0, or games the initial policy plays (sampling its actions, as PPO's rollouts do) before
+        RL; the value head is fitted to their discounted returns of the configured reward, so that the first PPO
+        updates see advantages of a trained critic rather than an untrained one (the actor is left as it was).
+    :param warm_start_epochs: passes of that fit over the games' states.
+    :param warm_start_lr: Adam's learning rate of that fit.
+    :param anchor_coef: 0, or the weight of a behaviour-cloning term toward the initial policy: after each PPO
+        update the policy takes ``anchor_epochs`` passes over the rollout minimising ``anchor_coef * KL(initial ||
+        current)`` (a distillation phase in the manner of Phasic Policy Gradient). The model stays a plain
+        PPO / MaskablePPO: it loads with the SB3 class and packages with build-submission.
+    :param anchor_epochs: passes over each rollout of the anchor term.
+    """
+
+    init_from: str = ""
+    warm_start_games: int = 0
+    warm_start_epochs: int = 20
+    warm_start_lr: float = 1e-3
+    anchor_coef: float = 0.0
+    anchor_epochs: int = 1
+
+    def validate(self, algo: str) -> None:
+        for name in ("warm_start_games", "anchor_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"finetune.{name} = {getattr(self, name)} must be >= 0 (0: off)")
+        for name in ("warm_start_epochs", "anchor_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"finetune.{name} = {getattr(self, name)} must be >= 1")
+        if not self.warm_start_lr > 0:
+            raise ValueError(f"finetune.warm_start_lr = {self.warm_start_lr} must be > 0")
+        if self.init_from:
+            check_portable_path(self.init_from, "finetune.init_from")  # the file itself: checked when a run starts
+        elif self.warm_start_games or self.anchor_coef:
+            raise ValueError("finetune.warm_start_games and finetune.anchor_coef act on a trained model: set "
+                             "finetune.init_from (or --init-from MODEL.zip), or set them to 0")
+        if (self.warm_start_games or self.anchor_coef) and algo == "recurrent_ppo":
+            raise ValueError("finetune.warm_start_games and finetune.anchor_coef are for ppo and maskable_ppo; "
+                             "RecurrentPPO fine-tunes with --init-from alone (set them to 0)")
+
+
+@dataclass
 class TrainConfig:
     """A training run.
 
@@ -280,6 +326,7 @@ class TrainConfig:
     :param env: the envs (:class:`EnvConfig`).
     :param algo: the algorithm and its network (:class:`AlgoConfig`).
     :param imitation: imitation of an expert by ``sb3-realm imitate`` (:class:`ImitationConfig`).
+    :param finetune: RL from a trained model (:class:`FinetuneConfig`); ``imitate`` ignores it.
     """
 
     total_timesteps: int = 1_000_000
@@ -300,6 +347,7 @@ class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def validate(self) -> TrainConfig:
         for name in ("total_timesteps", "checkpoint_freq", "keep_checkpoints", "eval_games", "log_window",
@@ -317,6 +365,7 @@ class TrainConfig:
         self.env.validate()
         self.algo.validate()
         self.imitation.validate()
+        self.finetune.validate(self.algo.name)
         self._check_rollout()
         self._check_device()
         return self

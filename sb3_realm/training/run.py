@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import torch
@@ -23,9 +24,17 @@ from ..processes import start_method
 from .callbacks import CompetitionEvalCallback, ConfigLogCallback, CurriculumCallback, RealmMetricsCallback
 from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, _schedule, config_to_dict, load_config, save_config
+from .finetune import (
+    StartScalarsCallback,
+    anchored_class,
+    check_init_model,
+    load_initial_weights,
+    reference_policy,
+    warm_start_value,
+)
 
 __all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run",
-           "resume_changes", "RUN_FILES", "FIXED_ON_RESUME"]
+           "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL"]
 
 
 def _make_env(env_kwargs: dict) -> Monitor:
@@ -77,10 +86,16 @@ def _model_kwargs(hyperparams: dict) -> dict:
     return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in hyperparams.items()}
 
 
+def _algo_class(config: TrainConfig):
+    """The configured algorithm's class; with ``finetune.anchor_coef``, its anchored subclass (which saves plain
+    checkpoints of the same algorithm)."""
+    return anchored_class(config.algo.name) if config.finetune.anchor_coef else algorithm(config.algo.name).cls
+
+
 def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
     """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
     hyperparams = _model_kwargs(config.algo.hyperparams)
-    model = algorithm(config.algo.name).cls(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
+    model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
                                               seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
                                               verbose=0, **hyperparams)
     model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
@@ -119,7 +134,10 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
 RUN_FILES = ("config.yaml", "final_model.zip", "best_model.zip", "eval.json")
 #: config keys a resumed run cannot change: they define the saved network and the observation it reads
 FIXED_ON_RESUME = ("algo.name", "algo.extractor", "algo.extractor_kwargs", "algo.net_arch", "algo.activation",
-                   "algo.policy_kwargs", "env.frame_stack", "env.normalize_reward", "feature_version")
+                   "algo.policy_kwargs", "env.frame_stack", "env.normalize_reward", "feature_version",
+                   "finetune.init_from")
+#: where a run started from another model (``--init-from``) keeps a copy of it
+INIT_MODEL = "init_model.zip"
 
 
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
@@ -169,36 +187,60 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``; changed algorithm hyperparameters
     (learning rate, epochs, ...) apply from there, a changed network or observation is refused (see
     :func:`resume_changes`). Everything is checked before anything is written: a refused command leaves the run as it
-    was. ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning callback), called after the run's own ones.
+    was. With ``finetune.init_from`` (``--init-from``), a new run starts from that model's weights (see
+    :mod:`.finetune`: checks, critic warm start, anchor). ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning
+    callback), called after the run's own ones.
     """
     config.validate()
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
     found, changes = None, {}
+    fine = config.finetune
     if resume is None:
         start_new_run(config, run_dir)
+        if fine.init_from:
+            check_init_model(fine.init_from, config.algo.name)
     else:
         found = latest_checkpoint(run_dir / "checkpoints")
         if found is None:
             raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
         changes = resume_changes(run_dir, config)
+        if fine.anchor_coef and not (run_dir / INIT_MODEL).is_file():
+            raise ValueError(f"--resume {str(run_dir)!r}: finetune.anchor_coef needs the model the run started from, "
+                             f"{run_dir / INIT_MODEL}, which is gone; set finetune.anchor_coef=0 to go on without "
+                             "the anchor")
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
     try:
-        algo_cls = algorithm(config.algo.name).cls
         own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
         callbacks = own + list(callbacks or [])
         if found is not None:
             ckpt, state = found
             warn_feature_version(ckpt / "model.zip")
             venv = load_vecnormalize(ckpt, venv)
-            model = algo_cls.load(ckpt / "model.zip", env=venv, device=config.device,
-                                  tensorboard_log=str(run_dir / "tb"), **changes)
+            model = _algo_class(config).load(ckpt / "model.zip", env=venv, device=config.device,
+                                             tensorboard_log=str(run_dir / "tb"), **changes)
             if curriculum is not None and state.get("curriculum"):
                 curriculum.load_state_dict(state["curriculum"])
+            if fine.anchor_coef:
+                model.set_anchor(reference_policy(model, run_dir / INIT_MODEL), fine.anchor_coef, fine.anchor_epochs)
         else:
             model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
+            if fine.init_from:
+                load_initial_weights(model, fine.init_from)
+                model.init_from = str(fine.init_from)  # saved with the model's data: where it started
+                if fine.anchor_coef:
+                    model.set_anchor(model.policy, fine.anchor_coef, fine.anchor_epochs)
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, run_dir / "config.yaml")  # what is in force, once the model took it
+        if found is None and fine.init_from:
+            source = Path(fine.init_from)
+            atomic_write(run_dir / INIT_MODEL, lambda f: f.write(source.read_bytes()))
+            if fine.warm_start_games:
+                stats = warm_start_value(model, venv, fine.warm_start_games, epochs=fine.warm_start_epochs,
+                                         learning_rate=fine.warm_start_lr, seed=config.seed)
+                text = json.dumps(stats, indent=2) + "\n"
+                atomic_write(run_dir / "warm_start.json", lambda f: f.write(text.encode("utf-8")))
+                callbacks.append(StartScalarsCallback({f"warm_start/{k}": v for k, v in stats.items()}))
         remaining = config.total_timesteps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
