@@ -181,3 +181,19 @@ def test_an_anchored_maskable_run_resumes_with_its_reference(trained, tmp_path):
     source = algorithm_class("maskable_ppo").load(trained["maskable_ppo"])
     for key, value in source.policy.state_dict().items():
         assert torch.equal(resumed.reference.state_dict()[key], value), key
+
+
+def test_init_from_a_recurrent_model(tmp_path):
+    extra = ("algo.name=recurrent_ppo", "algo.policy_kwargs={lstm_hidden_size: 32}")
+    source_config = tiny(tmp_path, "src", (*extra, "seed=1"))
+    source = build_model(source_config, make_vec_env(source_config.env, seed=1))
+    source.save(tmp_path / "lstm.zip")
+    config = tiny(tmp_path, "run", (*extra, f"finetune.init_from={json.dumps(str(tmp_path / 'lstm.zip'))}"))
+    model, run_dir = train(config)  # one rollout of PPO from the loaded weights
+    assert (run_dir / INIT_MODEL).is_file() and model.num_timesteps == 512
+    fresh = build_model(config, make_vec_env(config.env, seed=0))
+    load_initial_weights(fresh, tmp_path / "lstm.zip")
+    for key, value in source.policy.state_dict().items():
+        assert torch.equal(fresh.policy.state_dict()[key], value), key
+    with pytest.raises(ValueError, match="is a recurrent_ppo model and the config trains ppo"):
+        train(tiny(tmp_path, "other", (f"finetune.init_from={json.dumps(str(tmp_path / 'lstm.zip'))}",)))

@@ -17,7 +17,17 @@ from gymnasium import spaces
 
 from sb3_realm import features
 from sb3_realm.envs import RealmEnv
-from sb3_realm.imitation import Block, Collector, DatasetError, ExpertDataset, action_accuracy, fit, imitate
+from sb3_realm.imitation import (
+    Block,
+    Collector,
+    DatasetError,
+    ExpertDataset,
+    action_accuracy,
+    fit,
+    fit_sequences,
+    imitate,
+)
+from sb3_realm.imitation.bc import episode_bounds
 from sb3_realm.imitation.dataset import decode_maps, encode_maps
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import load_config
@@ -153,6 +163,60 @@ def test_maskable_ppo_clones_with_the_mask(expert_block):
     with torch.no_grad():
         probs = model.policy.get_distribution(obs, action_masks=expert_block.masks[idx]).distribution.probs
     assert float(probs[:, 8:].sum()) == 0.0  # masked actions have no probability, as in training
+
+
+LSTM = ("algo.policy_kwargs={normalize_images: false, lstm_hidden_size: 64}",)
+
+
+@torch.no_grad()
+def _episode_accuracy(policy, block: Block) -> float:
+    """Share of the states where the recurrent policy, run over each whole episode from a zero state, picks the
+    expert's action."""
+    hits = 0
+    for first, end in episode_bounds(block):
+        obs = {k: torch.as_tensor(v) for k, v in block.observations(np.arange(first, end)).items()}
+        zeros = torch.zeros(policy.lstm_hidden_state_shape)
+        dist, _ = policy.get_distribution(obs, (zeros, zeros.clone()), torch.zeros(end - first))
+        hits += int((dist.distribution.probs.argmax(dim=1).numpy() == block.actions[first:end]).sum())
+    return hits / len(block)
+
+
+def test_recurrent_ppo_clones_whole_episodes(expert_block):
+    torch.manual_seed(0)
+    model = small_model("recurrent_ppo", LSTM)
+    before = _episode_accuracy(model.policy, expert_block)
+    losses = []
+    stats = fit_sequences(model.policy, expert_block, epochs=100, batch_size=64, window=16, learning_rate=3e-3,
+                          on_update=lambda update, loss, acc: losses.append(loss))
+    assert np.mean(losses[-10:]) < 0.1 * np.mean(losses[:10])
+    after = _episode_accuracy(model.policy, expert_block)
+    assert after > 0.95 and after > before + 0.3, (before, after)
+    assert stats.samples == 100 * len(expert_block)
+    # predict, step by step with the LSTM state as SB3 carries it, gives the same actions on the first episode
+    first, end = episode_bounds(expert_block)[0]
+    state, start, acted = None, np.ones(1, dtype=bool), []
+    for i in range(first, end):
+        obs = expert_block.observations(np.arange(i, i + 1))
+        action, state = model.predict(obs, state=state, episode_start=start, deterministic=True)
+        acted.append(int(action[0]))
+        start = np.zeros(1, dtype=bool)
+    assert np.mean(np.array(acted) == expert_block.actions[first:end]) > 0.9
+
+
+def test_batched_play_of_a_recurrent_model_is_the_evaluation(tmp_path):
+    from sb3_realm.evaluation import evaluate, protocol_configs
+    from sb3_realm.imitation.screen import play_games
+
+    torch.manual_seed(1)
+    model = small_model("recurrent_ppo", LSTM)
+    model.save(tmp_path / "lstm.zip")
+    report = evaluate(str(tmp_path / "lstm.zip"), games=5, max_step=60, oracle_gap=False, seed=4,
+                      env_kwargs={"map_name": "small"})
+    confs = protocol_configs("leaderboard", seed=4, games=5, max_step=60)
+    played = play_games(model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in enumerate(confs)],
+                        batch=2)  # slots reused: each new game must start from a zero LSTM state
+    assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
+        [(g["score"], g["steps"], g["treasures"], g["missed"]) for g in played]
 
 
 # ------------------------------------------------------------------------------------------ DAgger
@@ -296,7 +360,7 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.expert=nobody"], "imitation.expert = 'nobody' is neither 'oracle' nor an existing SB3 checkpoint"),
     (["imitation.rounds=-1"], "imitation.rounds = -1 must be >= 0"),
     (["imitation.treasure_counts=[3, 14]"], "each count must be an integer in 0..13"),
-    (["algo.name=recurrent_ppo"], "RecurrentPPO needs sequence cloning"),
+    (["algo.name=recurrent_ppo", "imitation.window=0"], "imitation.window = 0 must be >= 1"),
     (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
@@ -305,6 +369,19 @@ def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match
                           *[a for kv in extra for a in ("--set", kv)]], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 2 and match in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert not out.exists()
+
+
+def test_imitate_clones_a_recurrent_policy_with_dagger(tmp_path):
+    config = load_config(None, [*QUICK, "algo.name=recurrent_ppo", *LSTM, "imitation.window=16",
+                                f"out={json.dumps(str(tmp_path / 'lstm'))}"])
+    model, run_dir = imitate(config)
+    assert type(model).__name__ == "RecurrentPPO"
+    history = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))["history"]
+    assert [h["round"] for h in history] == [0, 1] and history[1]["new_states"] > 0
+    assert history[1]["screen_games"] == 6  # the recurrent learner was screened by the batched player
+    reloaded = algorithm_class("recurrent_ppo").load(run_dir / "final_model.zip")
+    for key, value in model.policy.state_dict().items():
+        assert torch.equal(reloaded.policy.state_dict()[key], value), key
 
 
 def test_unwritable_output_and_existing_runs(run, tmp_path):

@@ -1,10 +1,14 @@
-"""Behaviour cloning into the policy of an SB3 PPO or sb3-contrib MaskablePPO model.
+"""Behaviour cloning into the policy of an SB3 PPO, sb3-contrib MaskablePPO or RecurrentPPO model.
 
 The loss is the negative log-likelihood of the expert's action under the policy's action distribution
 (``policy.get_distribution``; for MaskablePPO with the state's action mask applied, as in training), minus
 ``ent_weight`` times its entropy, with ``l2_weight`` as Adam's weight decay (the shape of HumanCompatibleAI
 ``imitation``'s ``bc.py``). Only the actor's path is trained (extractor, policy MLP, action head); the value head is
 left as it is.
+
+RecurrentPPO (:func:`fit_sequences`) learns from whole episodes in order: each episode is cut into windows of
+``window`` states, the LSTM state runs on from one window to the next (detached, as SB3 carries the rollout's state
+into its training sequences) and starts at zero with the episode.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import torch
 
 from .dataset import Block, Blocks
 
-__all__ = ["BCStats", "fit", "action_accuracy"]
+__all__ = ["BCStats", "fit", "fit_sequences", "episode_bounds", "action_accuracy"]
 
 
 @dataclass
@@ -43,6 +47,11 @@ def _tensors(policy, data: Block | Blocks, index: np.ndarray) -> tuple[dict, tor
     obs_t = {k: torch.as_tensor(v, device=device) for k, v in obs.items()}
     actions = torch.as_tensor(batch.actions.astype(np.int64), device=device)
     return obs_t, actions, batch.masks
+
+
+def _cosine(learning_rate: float, final_lr: float, update: int, total: int) -> float:
+    frac = update / max(1, total - 1)
+    return learning_rate * (final_lr + (1 - final_lr) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
 def _distribution(policy, obs_t: dict, masks: np.ndarray, masked: bool):
@@ -83,9 +92,8 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
             log_prob = dist.log_prob(actions)
             entropy = dist.entropy()
             loss = -log_prob.mean() - ent_weight * entropy.mean()
-            frac = update / max(1, total - 1)
             for group in optimizer.param_groups:
-                group["lr"] = learning_rate * (final_lr + (1 - final_lr) * 0.5 * (1 + math.cos(math.pi * frac)))
+                group["lr"] = _cosine(learning_rate, final_lr, update, total)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -100,6 +108,84 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
     policy.set_training_mode(False)
     return BCStats(loss=float(np.mean(losses)), accuracy=hits / n, entropy=float(np.mean(entropies)), epochs=epochs,
                    updates=update, samples=epochs * n)
+
+
+def episode_bounds(data: Block | Blocks) -> np.ndarray:
+    """``(E, 2)`` first and end index of each episode of ``data`` (episodes start where ``starts`` is True)."""
+    starts = np.concatenate([b.starts for b in data.blocks]) if isinstance(data, Blocks) else data.starts
+    first = np.flatnonzero(starts)
+    if len(starts) and (not len(first) or first[0] != 0):
+        first = np.concatenate([[0], first])  # states before the first marked start: an episode of their own
+    return np.stack([first, np.append(first[1:], len(starts))], axis=1) if len(first) else np.zeros((0, 2), int)
+
+
+def _window_groups(bounds: np.ndarray, n_seq: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Episodes in groups of ``n_seq`` of similar length (little padding), the groups in random order."""
+    lengths = bounds[:, 1] - bounds[:, 0]
+    order = np.argsort(lengths + rng.random(len(lengths)), kind="stable")  # by length, ties at random
+    groups = [bounds[order[i:i + n_seq]] for i in range(0, len(order), n_seq)]
+    return [groups[i] for i in rng.permutation(len(groups))]
+
+
+def fit_sequences(policy, data: Block | Blocks, *, epochs: int, batch_size: int, learning_rate: float,
+                  window: int = 64, ent_weight: float = 0.0, l2_weight: float = 0.0,
+                  rng: np.random.Generator | None = None, final_lr: float = 0.0, on_update=None) -> BCStats:
+    """Train the actor of ``policy`` (sb3-contrib ``RecurrentActorCriticPolicy``: extractor, actor LSTM, policy MLP,
+    action head) to imitate ``data`` episode by episode (see the module docstring). Each gradient step takes
+    ``batch_size // window`` episodes side by side, one window of each; the other parameters are :func:`fit`'s."""
+    bounds = episode_bounds(data)
+    if len(bounds) == 0:
+        raise ValueError("behaviour cloning needs at least one state; the dataset is empty")
+    if window < 1:
+        raise ValueError(f"window = {window!r} must be >= 1")
+    rng = rng or np.random.default_rng(0)
+    n_seq = max(1, batch_size // window)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=learning_rate, weight_decay=l2_weight)
+    lengths = bounds[:, 1] - bounds[:, 0]
+    plan = [_window_groups(bounds, n_seq, rng) for _ in range(epochs)]
+    total = sum(int(math.ceil((g[:, 1] - g[:, 0]).max() / window)) for groups in plan for g in groups)
+    layers, _, hidden = policy.lstm_hidden_state_shape
+    policy.set_training_mode(True)
+    update, losses, hits, entropies, seen = 0, [], 0, [], 0
+    for groups in plan:
+        losses, hits, entropies, seen = [], 0, [], 0
+        for group in groups:
+            first, length = group[:, 0], group[:, 1] - group[:, 0]
+            h = torch.zeros((layers, len(group), hidden), device=policy.device)
+            c = torch.zeros_like(h)
+            for offset in range(0, int(length.max()), window):
+                steps = offset + np.arange(window)
+                valid = steps[None, :] < length[:, None]  # (n_seq, window)
+                index = first[:, None] + np.minimum(steps[None, :], length[:, None] - 1)  # padding: the last state
+                unique, inverse = np.unique(index.ravel(), return_inverse=True)
+                obs_t, actions, _ = _tensors(policy, data, unique)
+                inverse_t = torch.as_tensor(inverse, device=policy.device)
+                obs_t = {k: v[inverse_t] for k, v in obs_t.items()}  # sequence-major: episode by episode
+                actions = actions[inverse_t]
+                starts = torch.zeros(index.size, device=policy.device)
+                dist, (h, c) = policy.get_distribution(obs_t, (h, c), starts)
+                h, c = h.detach(), c.detach()
+                weight = torch.as_tensor(valid.ravel(), dtype=torch.float32, device=policy.device)
+                count = weight.sum()
+                log_prob, entropy = dist.log_prob(actions), dist.entropy()
+                loss = -(weight * log_prob).sum() / count - ent_weight * (weight * entropy).sum() / count
+                for g in optimizer.param_groups:
+                    g["lr"] = _cosine(learning_rate, final_lr, update, total)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                update += 1
+                with torch.no_grad():
+                    hit = int(((dist.distribution.probs.argmax(dim=1) == actions).float() * weight).sum())
+                hits, seen = hits + hit, seen + int(count)
+                losses.append(loss.item())
+                entropies.append(float((weight * entropy.detach()).sum() / count))
+                if on_update is not None:
+                    on_update(update, losses[-1], hit / int(count))
+    policy.set_training_mode(False)
+    return BCStats(loss=float(np.mean(losses)), accuracy=hits / max(1, seen), entropy=float(np.mean(entropies)),
+                   epochs=epochs, updates=update, samples=int(epochs * lengths.sum()))
 
 
 @torch.no_grad()

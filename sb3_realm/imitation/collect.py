@@ -98,10 +98,12 @@ def collect_games(job: CollectJob) -> Rollouts:
             actions.append(label)
             starts.append(first)
             first = False
+            # a recurrent learner sees every state, also those the expert plays, so that its LSTM state is its own
+            proposed = learner.act(env, obs) if learner is not None and learner.recurrent else None
             if learner is None or rng.random() < job.beta:
                 action, expert_steps = label, expert_steps + 1
             else:
-                action = learner.act(env, obs)
+                action = proposed if proposed is not None else learner.act(env, obs)
                 if action != label and hasattr(expert, "played_other"):
                     expert.played_other()  # the expert's loop guard counts its own moves only
             obs, _, terminated, truncated, info = env.step(action)

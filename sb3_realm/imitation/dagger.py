@@ -37,20 +37,19 @@ from ..models.saved import warn_feature_version
 from ..training.checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
 from ..training.config import TrainConfig, save_config
 from ..training.run import build_model, resume_changes, start_new_run
-from .bc import fit
+from .bc import fit, fit_sequences
 from .collect import Collector
 from .dataset import ExpertDataset
 from .screen import play_games
 
 __all__ = ["imitate", "training_games"]
 
-SUPPORTED = ("ppo", "maskable_ppo")
+SUPPORTED = ("ppo", "maskable_ppo", "recurrent_ppo")
 
 
 def _check_config(config: TrainConfig) -> None:
     if config.algo.name not in SUPPORTED:
-        raise ValueError(f"algo.name = {config.algo.name!r}: sb3-realm imitate clones into {list(SUPPORTED)} "
-                         "(RecurrentPPO needs sequence cloning, not implemented yet)")
+        raise ValueError(f"algo.name = {config.algo.name!r}: sb3-realm imitate clones into {list(SUPPORTED)}")
     if config.env.frame_stack != 1:
         raise ValueError(f"env.frame_stack = {config.env.frame_stack}: imitation datasets hold single frames; set "
                          "env.frame_stack: 1")
@@ -83,6 +82,7 @@ class _Run:
         self.run_dir = run_dir
         self.env_kwargs = config.env.env_kwargs(usr_conf=False)
         self.masked = config.algo.name == "maskable_ppo"
+        self.recurrent = config.algo.name == "recurrent_ppo"
         self.history: list[dict] = []
         self.best_score = -np.inf
         self.best_round = -1
@@ -178,11 +178,15 @@ class _Run:
                 self.logger.dump(base + update)
 
         t1 = time.perf_counter()
-        stats = fit(model.policy, data, epochs=im.epochs if round_no == 0 else im.dagger_epochs,
-                    batch_size=im.batch_size, final_lr=im.final_lr,
-                    learning_rate=im.learning_rate if round_no == 0 else im.dagger_learning_rate,
-                    ent_weight=im.ent_weight, l2_weight=im.l2_weight, masked=self.masked,
-                    rng=np.random.default_rng([self.config.seed, round_no, 2]), on_update=on_update)
+        fit_kwargs = {"epochs": im.epochs if round_no == 0 else im.dagger_epochs, "batch_size": im.batch_size,
+                      "final_lr": im.final_lr,
+                      "learning_rate": im.learning_rate if round_no == 0 else im.dagger_learning_rate,
+                      "ent_weight": im.ent_weight, "l2_weight": im.l2_weight,
+                      "rng": np.random.default_rng([self.config.seed, round_no, 2]), "on_update": on_update}
+        if self.recurrent:
+            stats = fit_sequences(model.policy, data, window=im.window, **fit_kwargs)
+        else:
+            stats = fit(model.policy, data, masked=self.masked, **fit_kwargs)
         del data
         fit_s = time.perf_counter() - t1
         self.updates += stats.updates

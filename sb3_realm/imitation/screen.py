@@ -1,4 +1,4 @@
-"""Many games of a single-frame PPO / MaskablePPO model at once, deterministic, in this process.
+"""Many games of a single-frame PPO / MaskablePPO / RecurrentPPO model at once, deterministic, in this process.
 
 Imitation asks "which games does the policy still lose?" every round, over hundreds of games: played one at a time
 through ``model.predict`` that costs a forward pass of batch 1 per step. :func:`play_games` keeps ``batch`` games
@@ -18,9 +18,17 @@ __all__ = ["play_games"]
 
 
 @torch.no_grad()
-def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | None, lstm=None) -> np.ndarray:
+    """The argmax actions of ``policy`` for a batch of states; ``lstm``: ``(h, c, starts)`` of a recurrent policy,
+    whose ``h`` and ``c`` (layers, batch, hidden) are updated in place."""
     obs = {"maps": torch.as_tensor(maps, device=policy.device), "vector": torch.as_tensor(vector, device=policy.device)}
-    if masks is None:
+    if lstm is not None:
+        h, c, starts = lstm
+        dist, (h_new, c_new) = policy.get_distribution(obs, (h, c), torch.as_tensor(starts, dtype=torch.float32,
+                                                                                    device=policy.device))
+        h.copy_(h_new)
+        c.copy_(c_new)
+    elif masks is None:
         dist = policy.get_distribution(obs)
     else:
         dist = policy.get_distribution(obs, action_masks=masks)
@@ -51,6 +59,12 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
         obs, _ = envs[slot].reset(seed=int(seed), options=conf)
         slots[slot] = (index, obs)
 
+    recurrent = hasattr(policy, "lstm_actor")  # sb3-contrib's RecurrentActorCriticPolicy
+    if recurrent:
+        shape = policy.lstm_hidden_state_shape  # (layers, 1, hidden)
+        h = torch.zeros((shape[0], len(envs), shape[2]), device=policy.device)
+        c = torch.zeros_like(h)
+        first = np.ones(len(envs), dtype=bool)  # a game starts in the slot: its LSTM state starts afresh
     for slot in range(len(envs)):
         start(slot)
     while any(s is not None for s in slots):
@@ -58,7 +72,14 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
         maps = np.stack([slots[i][1]["maps"] for i in live])
         vector = np.stack([slots[i][1]["vector"] for i in live])
         masks = np.stack([envs[i].action_masks() for i in live]) if masked else None
-        for i, action in zip(live, _actions(policy, maps, vector, masks), strict=True):
+        lstm = None
+        if recurrent:
+            lstm = (h[:, live].contiguous(), c[:, live].contiguous(), first[live])
+        chosen = _actions(policy, maps, vector, masks, lstm)
+        if recurrent:
+            h[:, live], c[:, live] = lstm[0], lstm[1]
+            first[live] = False
+        for i, action in zip(live, chosen, strict=True):
             env, (index, _) = envs[i], slots[i]
             obs, _, terminated, truncated, info = env.step(int(action))
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
@@ -70,6 +91,8 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
                                   "steps": int(info["steps"]), "flash_used": int(info["flash_used"]),
                                   "buff_used": int(info["buff_used"]), "cut": cut}
                 start(i)
+                if recurrent:
+                    first[i] = True
             else:
                 slots[i] = (index, obs)
     for env in envs:

@@ -201,6 +201,8 @@ class ImitationConfig:
     :param l2_weight: Adam's weight decay.
     :param treasure_counts: treasure counts the training games draw from, uniformly (repeat a count to weigh it);
         empty: the count of ``env.usr_conf``. Treasure sets are random; ``max_step`` and the rest are env.usr_conf's.
+    :param window: RecurrentPPO: states per training window (episodes are cloned in order, the LSTM state carried
+        from one window to the next); ``batch_size // window`` episodes go side by side in a gradient step.
     :param workers: processes that play the games (collection and held-out evaluation).
     """
 
@@ -221,10 +223,11 @@ class ImitationConfig:
     ent_weight: float = 0.0
     l2_weight: float = 0.0
     treasure_counts: list = field(default_factory=list)
+    window: int = 64
     workers: int = 2
 
     def validate(self) -> None:
-        for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "workers"):
+        for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
         for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games"):
