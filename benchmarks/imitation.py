@@ -5,6 +5,10 @@ oracle beside it. Prints JSON, writes the JSON and a PNG curve.
     python benchmarks/imitation.py [--config configs/imitate.yaml] [--map PATH] [--out runs/bench-imitation]
                                    [--json docs/imitation_default_map.json] [--plot docs/imitation_default_map.png]
 
+With ``--finetune-config configs/finetune.yaml`` (or ``--finetune-run DIR``, a finished one), a second phase: PPO
+fine-tuning from the imitation model (``sb3-realm train --init-from``), its held-out evaluations on the same time
+axis, and the 715 sets again for its best model, set by set against the imitation model and the oracle.
+
 Phases, each timed: the imitation run (expert data + behaviour cloning + DAgger rounds; its held-out evaluation
 after every round is the curve: ``eval_games`` leaderboard games on env seeds the training never used); then,
 outside the timed run, ``sb3-realm eval``'s exhaustive protocol (all 715 nine-treasure sets) for the final model and
@@ -25,6 +29,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.evaluation import evaluate, write_json_atomic
 from sb3_realm.imitation import imitate
+from sb3_realm.training import train
 from sb3_realm.training.config import load_config
 
 
@@ -46,6 +51,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes of the final evaluations")
     parser.add_argument("--random-games", type=int, default=20, help="random games per treasure count 0..13")
     parser.add_argument("--skip-other-games", action="store_true", help="only the 715 sets after the run")
+    parser.add_argument("--finetune-config", default=None, help="then fine-tune with this config (--init-from the "
+                                                                    "imitation model)")
+    parser.add_argument("--finetune-run", default=None, help="a finished fine-tuning run to report instead")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the JSON here")
     parser.add_argument("--plot", default=None, help="write the PNG curve here")
     args = parser.parse_args()
@@ -96,12 +104,53 @@ def main() -> None:
         result["other_games"] = others
         result["other_games_all_won"] = all(v["random"]["wins"] == v["random"]["games"] and
                                             v["fixed"]["wins"] == 1 for v in others.values())
+    if args.finetune_config or args.finetune_run:
+        result["finetune"] = finetune_phase(args, model, exhaustive, common)
     result["peak_rss_total"] = peak_rss_mib()
     print(json.dumps(result, indent=2))
     if args.json_path:
         write_json_atomic(result, args.json_path)
     if args.plot:
         plot_curve(result, args.plot)
+
+
+def finetune_phase(args, model: str, before, common: dict) -> dict:
+    """Fine-tune from ``model`` (or read a finished run), then its best model on the 715 sets, set by set against
+    ``before`` (the imitation model's exhaustive report, which has the oracle's per-set scores)."""
+    if args.finetune_run:
+        run_dir = Path(args.finetune_run)
+        run_s, rss = None, None
+    else:
+        out = Path(args.out + "-finetune")
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        overrides = [f"out={json.dumps(str(out))}", f"finetune.init_from={json.dumps(model)}", "progress_bar=false"]
+        if args.map_path:
+            overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+        t0 = time.perf_counter()
+        _, run_dir = train(load_config(args.finetune_config, overrides))
+        run_s, rss = time.perf_counter() - t0, peak_rss_mib()
+    history = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    t1 = time.perf_counter()
+    after = evaluate(str(run_dir / "best_model.zip"), "exhaustive", treasures=9, **common)
+    exhaustive_s = time.perf_counter() - t1
+    gain = np.array([a.score - b.score for a, b in zip(after.games, before.games, strict=True)])
+    steps = np.array([b.steps - a.steps for a, b in zip(after.games, before.games, strict=True)
+                      if a.win and b.win])
+    return {
+        "run": str(run_dir), "finetune_wall_s": None if run_s is None else round(run_s, 1),
+        "peak_rss_during_finetune": rss,
+        "warm_start": json.loads((run_dir / "warm_start.json").read_text(encoding="utf-8"))
+        if (run_dir / "warm_start.json").is_file() else None,
+        "curve": [{k: h.get(k) for k in ("timesteps", "wall_s", "mean_score", "wins", "games", "new_best")}
+                  for h in history],
+        "exhaustive_9": summary(after), "exhaustive_s": round(exhaustive_s, 1),
+        "against_imitation": {"sets_better": int((gain > 1e-9).sum()), "sets_equal": int((np.abs(gain) <= 1e-9).sum()),
+                              "sets_worse": int((gain < -1e-9).sum()), "mean_gain": float(gain.mean()),
+                              "mean_steps_saved_on_won_sets": float(steps.mean()) if len(steps) else None},
+    }
 
 
 def plot_curve(result: dict, path: str) -> None:
@@ -117,6 +166,11 @@ def plot_curve(result: dict, path: str) -> None:
             label="SB3 model (deterministic), held-out games")
     if result.get("held_out_oracle_mean_score") is not None:
         ax.axhline(result["held_out_oracle_mean_score"], color="gray", ls="--", label="oracle, same games")
+    fine = result.get("finetune")
+    if fine and fine["curve"] and all(c.get("wall_s") is not None for c in fine["curve"]):
+        start = result["imitate_wall_s"]
+        ax.plot([(start + c["wall_s"]) / 60 for c in fine["curve"]], [c["mean_score"] for c in fine["curve"]], "s-",
+                label=f"PPO fine-tuning, held-out games (715 sets: {fine['exhaustive_9']['mean_score']:.2f})")
     ax.set_xlabel("wall time (min), expert data + imitation, 2 cores")
     ax.set_ylabel("mean competition score")
     ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['wins']}/715 sets won, mean {ex['mean_score']:.2f}"

@@ -70,7 +70,7 @@ def test_init_from_loads_the_weights_exactly(trained, tmp_path):
 def test_cli_train_init_from_records_where_it_started(trained, tmp_path):
     out = tmp_path / "fine"
     run = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--init-from", str(trained["ppo"]), "--out",
-                          str(out), "--total-steps", "256", "--set", "eval_freq=0", "--set",
+                          str(out), "--total-steps", "256", "--set", "eval_freq=100000", "--set", "eval_games=2", "--set",
                           "algo.hyperparams.learning_rate=0.00001", "--no-progress"], capture_output=True, text=True,
                          cwd=REPO)
     assert run.returncode == 0, run.stderr
@@ -81,6 +81,13 @@ def test_cli_train_init_from_records_where_it_started(trained, tmp_path):
     assert model.num_timesteps == 512  # counted from 0: one rollout of 4 envs x 128 steps
     assert model.init_from == str(trained["ppo"])
     assert model.learning_rate == pytest.approx(1e-5)  # the new config's hyperparameters
+    # the starting model is evaluated before any update: it stays the best model until training beats it
+    history = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    assert [h["timesteps"] for h in history] == [0] and history[0]["new_best"] and history[0]["wall_s"] >= 0
+    best = algorithm_class("ppo").load(out / "best_model.zip")
+    source = algorithm_class("ppo").load(trained["ppo"])
+    for key, value in source.policy.state_dict().items():
+        assert torch.equal(best.policy.state_dict()[key], value), key
 
 
 @pytest.mark.parametrize("model, extra, match", [

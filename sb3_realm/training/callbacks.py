@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -140,13 +141,15 @@ class CompetitionEvalCallback(BaseCallback):
     :param json_path: append each evaluation's summary to this JSON list (rewritten atomically); None = no file.
     :param replay_every: log a route image every this many evaluations; 0 = never.
     :param seed: evaluation seed passed to :func:`~sb3_realm.evaluation.evaluate`.
+    :param evaluate_at_start: also evaluate before the first update (a run that starts from a trained model: that
+        model is the best one until training beats it).
     :param verbose: 1 prints each evaluation.
     """
 
     def __init__(self, eval_freq: int, configs: Sequence[Mapping], best_model_path: str | os.PathLike,
                  map_path: str | os.PathLike | None = None, env_kwargs: dict | None = None,
                  json_path: str | os.PathLike | None = None, replay_every: int = 0, seed: int = 0,
-                 verbose: int = 0) -> None:
+                 evaluate_at_start: bool = False, verbose: int = 0) -> None:
         super().__init__(verbose)
         if isinstance(eval_freq, bool) or not isinstance(eval_freq, int) or eval_freq < 1:
             raise ValueError(f"eval_freq = {eval_freq!r} must be an integer >= 1 (callback calls between evaluations)")
@@ -173,6 +176,8 @@ class CompetitionEvalCallback(BaseCallback):
         self.best_score = -np.inf
         self.n_evals = 0
         self.history: list[dict] = []
+        self.evaluate_at_start = evaluate_at_start
+        self._started = 0.0  # perf_counter at training start, less the wall time of the evaluations before a resume
         self.last_summary: dict | None = None
 
     @property
@@ -186,6 +191,11 @@ class CompetitionEvalCallback(BaseCallback):
             self.n_evals = len(self.history)
             if self.history and self.best_model_path.is_file():
                 self.best_score = max(self.best_score, float(self.history[-1].get("best_score", -np.inf)))
+        self._started = time.perf_counter() - float(self.history[-1].get("wall_s", 0.0) if self.history else 0.0)
+
+    def _on_training_start(self) -> None:
+        if self.evaluate_at_start and not self.history:
+            self.evaluate_now()
 
     def _on_step(self) -> bool:
         if self.n_calls % self.eval_freq == 0:
@@ -205,7 +215,8 @@ class CompetitionEvalCallback(BaseCallback):
             self.best_score = summary["mean_score"]
             self._save_best()
         entry = {"evaluation": self.n_evals, "timesteps": int(self.num_timesteps), **summary,
-                 "best_score": float(self.best_score), "new_best": bool(improved)}
+                 "best_score": float(self.best_score), "new_best": bool(improved),
+                 "wall_s": round(time.perf_counter() - self._started, 2)}
         self.history.append(entry)
         self.last_summary = entry
         if self.json_path is not None:
