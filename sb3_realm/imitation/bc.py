@@ -54,6 +54,28 @@ def _cosine(learning_rate: float, final_lr: float, update: int, total: int) -> f
     return learning_rate * (final_lr + (1 - final_lr) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
+def _bc_step(optimizer, dist, actions: torch.Tensor, weight: torch.Tensor | None, ent_weight: float,
+             lr: float) -> tuple[float, int, float]:
+    """One gradient step on the (``weight``-ed: 0 for padding) negative log-likelihood of ``actions`` minus
+    ``ent_weight`` times the entropy; returns the loss, the hits of the argmax and the mean entropy."""
+    log_prob, entropy = dist.log_prob(actions), dist.entropy()
+    if weight is None:
+        loss = -log_prob.mean() - ent_weight * entropy.mean()
+        weight = torch.ones_like(log_prob)
+    else:
+        loss = -(weight * log_prob).sum() / weight.sum() - ent_weight * (weight * entropy).sum() / weight.sum()
+    count = weight.sum()
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        hit = int(((dist.distribution.probs.argmax(dim=1) == actions).float() * weight).sum())
+        mean_entropy = float((weight * entropy).sum() / count)
+    return loss.item(), hit, mean_entropy
+
+
 def _distribution(policy, obs_t: dict, masks: np.ndarray, masked: bool):
     if masked:
         return policy.get_distribution(obs_t, action_masks=masks)
@@ -89,20 +111,12 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
             index = np.sort(order[start:start + batch_size])  # sorted: faster gathers from the compact arrays
             obs_t, actions, masks = _tensors(policy, block, index)
             dist = _distribution(policy, obs_t, masks, masked)
-            log_prob = dist.log_prob(actions)
-            entropy = dist.entropy()
-            loss = -log_prob.mean() - ent_weight * entropy.mean()
-            for group in optimizer.param_groups:
-                group["lr"] = _cosine(learning_rate, final_lr, update, total)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            loss, hit, entropy = _bc_step(optimizer, dist, actions, None, ent_weight,
+                                          _cosine(learning_rate, final_lr, update, total))
             update += 1
-            with torch.no_grad():
-                hit = int((dist.distribution.probs.argmax(dim=1) == actions).sum())
             hits += hit
-            losses.append(loss.item())
-            entropies.append(entropy.mean().item())
+            losses.append(loss)
+            entropies.append(entropy)
             if on_update is not None:
                 on_update(update, losses[-1], hit / len(index))
     policy.set_training_mode(False)
@@ -167,22 +181,15 @@ def fit_sequences(policy, data: Block | Blocks, *, epochs: int, batch_size: int,
                 dist, (h, c) = policy.get_distribution(obs_t, (h, c), starts)
                 h, c = h.detach(), c.detach()
                 weight = torch.as_tensor(valid.ravel(), dtype=torch.float32, device=policy.device)
-                count = weight.sum()
-                log_prob, entropy = dist.log_prob(actions), dist.entropy()
-                loss = -(weight * log_prob).sum() / count - ent_weight * (weight * entropy).sum() / count
-                for g in optimizer.param_groups:
-                    g["lr"] = _cosine(learning_rate, final_lr, update, total)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
+                loss, hit, entropy = _bc_step(optimizer, dist, actions, weight, ent_weight,
+                                              _cosine(learning_rate, final_lr, update, total))
                 update += 1
-                with torch.no_grad():
-                    hit = int(((dist.distribution.probs.argmax(dim=1) == actions).float() * weight).sum())
-                hits, seen = hits + hit, seen + int(count)
-                losses.append(loss.item())
-                entropies.append(float((weight * entropy.detach()).sum() / count))
+                count = int(valid.sum())
+                hits, seen = hits + hit, seen + count
+                losses.append(loss)
+                entropies.append(entropy)
                 if on_update is not None:
-                    on_update(update, losses[-1], hit / int(count))
+                    on_update(update, losses[-1], hit / count)
     policy.set_training_mode(False)
     return BCStats(loss=float(np.mean(losses)), accuracy=hits / max(1, seen), entropy=float(np.mean(entropies)),
                    epochs=epochs, updates=update, samples=int(epochs * lengths.sum()))
