@@ -70,9 +70,9 @@ def test_init_from_loads_the_weights_exactly(trained, tmp_path):
 def test_cli_train_init_from_records_where_it_started(trained, tmp_path):
     out = tmp_path / "fine"
     run = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--init-from", str(trained["ppo"]), "--out",
-                          str(out), "--total-steps", "256", "--set", "eval_freq=100000", "--set", "eval_games=2", "--set",
-                          "algo.hyperparams.learning_rate=0.00001", "--no-progress"], capture_output=True, text=True,
-                         cwd=REPO)
+                          str(out), "--total-steps", "256", "--set", "eval_freq=100000", "--set", "eval_games=2",
+                          "--set", "algo.hyperparams.learning_rate=0.00001", "--no-progress"], capture_output=True,
+                         text=True, cwd=REPO)
     assert run.returncode == 0, run.stderr
     config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
     assert config["finetune"]["init_from"] == str(trained["ppo"])

@@ -205,7 +205,7 @@ def test_recurrent_ppo_clones_whole_episodes(expert_block):
 
 def test_batched_play_of_a_recurrent_model_is_the_evaluation(tmp_path):
     from sb3_realm.evaluation import evaluate, protocol_configs
-    from sb3_realm.imitation.screen import play_games
+    from sb3_realm.evaluation.batched import play_games
 
     torch.manual_seed(1)
     model = small_model("recurrent_ppo", LSTM)
@@ -260,7 +260,7 @@ def test_batched_play_is_the_evaluation(run):
     """``play_games`` plays the same games as ``evaluate`` (same sets, env seeds, deterministic actions)."""
     from sb3_realm.agents import SB3Policy
     from sb3_realm.evaluation import evaluate, protocol_configs
-    from sb3_realm.imitation.screen import play_games
+    from sb3_realm.evaluation.batched import play_games
 
     policy = SB3Policy(run / "final_model.zip")
     report = evaluate(policy, games=5, max_step=120, oracle_gap=False, seed=4, env_kwargs={"map_name": "small"})
@@ -272,8 +272,8 @@ def test_batched_play_is_the_evaluation(run):
 
 
 def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
+    from sb3_realm.evaluation.batched import play_games
     from sb3_realm.imitation.dagger import _Run, training_games
-    from sb3_realm.imitation.screen import play_games
 
     config = load_config(None, [*QUICK, "imitation.screen_games=10", "imitation.dagger_games=4",
                                 f"out={json.dumps(str(tmp_path))}"])

@@ -329,3 +329,28 @@ def test_recurrent_policy_carries_its_state():
     assert not np.allclose(state[0], policy._state[0])  # the LSTM state moves on
     policy.reset(env)
     assert policy._state is None and policy._start[0]
+
+
+@pytest.mark.parametrize("cls", [PPO, MaskablePPO, RecurrentPPO])
+def test_batched_evaluation_is_the_sequential_one(tmp_path, cls):
+    """The held-out games played side by side in one process give exactly what one game at a time gives."""
+    configs = protocol_configs("leaderboard", seed=3, games=6, treasures=2, max_step=40)
+    policy = "MultiInputLstmPolicy" if cls is RecurrentPPO else "MultiInputPolicy"
+    model = with_logger(cls(policy, venv(2), **PPO_KW), tmp_path)
+    entries = []
+    for batched in (True, False):
+        cb = CompetitionEvalCallback(1, configs, tmp_path / f"{batched}.zip", env_kwargs={"map_name": "small"},
+                                     batched=batched)
+        cb.init_callback(model)
+        assert cb._plays_batched() is batched
+        entries.append({k: v for k, v in cb.evaluate_now().items() if k != "wall_s"})
+    assert entries[0] == entries[1]
+    assert entries[0]["games"] == 6
+
+
+def test_frame_stacked_models_are_evaluated_one_game_at_a_time(tmp_path):
+    model = with_logger(PPO("MultiInputPolicy", VecFrameStack(venv(1), n_stack=2), **PPO_KW), tmp_path)
+    cb = CompetitionEvalCallback(1, CONFIGS, tmp_path / "best.zip", env_kwargs={"map_name": "small"})
+    cb.init_callback(model)
+    assert not cb._plays_batched()
+    assert cb.evaluate_now()["games"] == len(CONFIGS)

@@ -30,7 +30,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
-from ..evaluation import EvalReport, GameResult, evaluate, game_seed, protocol_configs
+from ..evaluation import evaluate, evaluate_batched, game_seed, play_games, protocol_configs
 from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
@@ -40,7 +40,6 @@ from ..training.run import build_model, resume_changes, start_new_run
 from .bc import fit, fit_sequences
 from .collect import Collector
 from .dataset import ExpertDataset
-from .screen import play_games
 
 __all__ = ["imitate", "training_games"]
 
@@ -141,13 +140,8 @@ class _Run:
         seed = self.config.eval_seed
         confs = protocol_configs("leaderboard", seed=seed, treasures=usr.treasure_num, games=self.config.eval_games,
                                  max_step=usr.max_step)
-        games = [(game_seed(seed, i), conf) for i, conf in enumerate(confs)]
-        played = play_games(model.policy, self.env_kwargs, games, masked=self.masked)
-        results = [GameResult(index=i, treasure_ids=g["treasure_ids"], score=g["score"], win=g["win"],
-                              treasures=g["treasures"], missed=g["missed"], steps=g["steps"],
-                              flash_used=g["flash_used"], buff_used=g["buff_used"]) for i, g in enumerate(played)]
-        return EvalReport(policy="model", protocol="leaderboard", map=self.venv.envs[0].unwrapped.game_map.name,
-                          seed=seed, games=results).summary()
+        return evaluate_batched(model.policy, confs, seed=seed, env_kwargs=self.env_kwargs, masked=self.masked,
+                                protocol="leaderboard", map_name=self.venv.envs[0].unwrapped.game_map.name).summary()
 
     # ------------------------------------------------------------------------------------------ one round
     def play_round(self, model, dataset: ExpertDataset, collector: Collector, round_no: int) -> None:

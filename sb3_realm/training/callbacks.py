@@ -21,10 +21,12 @@ import numpy as np
 from PIL import Image as PILImage
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import HParam, Image
+from stable_baselines3.common.vec_env import VecFrameStack, unwrap_vec_wrapper
 
 from ..agents import ModelPolicy
 from ..atomic import atomic_write
-from ..evaluation import evaluate, plot_route, record_episode
+from ..envs import RealmEnv
+from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..game.rules import USR_CONF_KEYS, EpisodeConfig
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
@@ -143,13 +145,17 @@ class CompetitionEvalCallback(BaseCallback):
     :param seed: evaluation seed passed to :func:`~sb3_realm.evaluation.evaluate`.
     :param evaluate_at_start: also evaluate before the first update (a run that starts from a trained model: that
         model is the best one until training beats it).
+    :param batched: play the games side by side in this process (:func:`~sb3_realm.evaluation.evaluate_batched`:
+        the same games, actions and figures, one forward pass a step for all of them: about 30 times faster, so
+        that hundreds of held-out games are affordable). Models that read stacked frames or normalised
+        observations, or another observation than the env's, are played one game at a time whatever this says.
     :param verbose: 1 prints each evaluation.
     """
 
     def __init__(self, eval_freq: int, configs: Sequence[Mapping], best_model_path: str | os.PathLike,
                  map_path: str | os.PathLike | None = None, env_kwargs: dict | None = None,
                  json_path: str | os.PathLike | None = None, replay_every: int = 0, seed: int = 0,
-                 evaluate_at_start: bool = False, verbose: int = 0) -> None:
+                 evaluate_at_start: bool = False, batched: bool = True, verbose: int = 0) -> None:
         super().__init__(verbose)
         if isinstance(eval_freq, bool) or not isinstance(eval_freq, int) or eval_freq < 1:
             raise ValueError(f"eval_freq = {eval_freq!r} must be an integer >= 1 (callback calls between evaluations)")
@@ -177,6 +183,7 @@ class CompetitionEvalCallback(BaseCallback):
         self.n_evals = 0
         self.history: list[dict] = []
         self.evaluate_at_start = evaluate_at_start
+        self.batched = batched
         self._started = 0.0  # perf_counter at training start, less the wall time of the evaluations before a resume
         self.last_summary: dict | None = None
 
@@ -205,9 +212,14 @@ class CompetitionEvalCallback(BaseCallback):
     def evaluate_now(self) -> dict:
         """Evaluate the current model, log, keep it if best, append to the JSON; returns the summary."""
         policy = ModelPolicy(self.model, self.training_env, name=f"step_{self.num_timesteps}")
-        report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
-                          max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed, workers=1,
-                          oracle_gap=False, env_kwargs=self.env_kwargs)
+        if self._plays_batched():
+            report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
+                                      env_kwargs={**self.env_kwargs, "map_path": self.map_path},
+                                      masked="Maskable" in type(self.model.policy).__name__)
+        else:
+            report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
+                              max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed,
+                              workers=1, oracle_gap=False, env_kwargs=self.env_kwargs)
         summary = report.summary()
         self.n_evals += 1
         improved = summary["mean_score"] > self.best_score
@@ -234,6 +246,19 @@ class CompetitionEvalCallback(BaseCallback):
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
         return entry
+
+    def _plays_batched(self) -> bool:
+        """Whether the model reads the env's own observations, so that :func:`evaluate_batched` can play it."""
+        if not self.batched or unwrap_vec_wrapper(self.training_env, VecFrameStack) is not None:
+            return False
+        normalize = self.model.get_vec_normalize_env()
+        if normalize is not None and normalize.norm_obs:
+            return False
+        env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
+        try:
+            return self.model.observation_space == env.observation_space
+        finally:
+            env.close()
 
     def _save_best(self) -> None:
         atomic_write(self.best_model_path, self.model.save)

@@ -122,7 +122,7 @@ def _play(model, venv: VecEnv, games: int, masked: bool, gamma: float) -> tuple[
         actions, _ = model.predict(obs, deterministic=False, **({"action_masks": masks} if masked else {}))
         new_obs, rewards, dones, _ = venv.step(actions)
         for i in range(n):
-            running[i].append(({k: v[i] for k, v in obs.items()}, float(rewards[i])))
+            running[i].append(({k: np.array(v[i]) for k, v in obs.items()}, float(rewards[i])))
             if dones[i]:
                 if done_games < games:
                     kept_obs.extend(o for o, _ in running[i])
