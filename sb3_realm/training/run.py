@@ -95,9 +95,8 @@ def _algo_class(config: TrainConfig):
 def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
     """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
     hyperparams = _model_kwargs(config.algo.hyperparams)
-    model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config),
-                                              seed=config.seed, device=config.device, tensorboard_log=tensorboard_log,
-                                              verbose=0, **hyperparams)
+    model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
+                                device=config.device, tensorboard_log=tensorboard_log, verbose=0, **hyperparams)
     model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
     return model
 
