@@ -204,3 +204,10 @@ def test_init_from_a_recurrent_model(tmp_path):
         assert torch.equal(fresh.policy.state_dict()[key], value), key
     with pytest.raises(ValueError, match="is a recurrent_ppo model and the config trains ppo"):
         train(tiny(tmp_path, "other", (f"finetune.init_from={json.dumps(str(tmp_path / 'lstm.zip'))}",)))
+
+
+def test_the_shipped_finetune_config_needs_a_model(trained):
+    with pytest.raises(ValueError, match=r"set finetune.init_from \(or --init-from MODEL.zip\)"):
+        load_config(REPO / "configs/finetune.yaml")
+    config = load_config(REPO / "configs/finetune.yaml", [f"finetune.init_from={json.dumps(str(trained['ppo']))}"])
+    assert config.finetune.anchor_coef > 0 and config.finetune.warm_start_games > 0 and config.eval_games == 1000
