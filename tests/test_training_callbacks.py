@@ -104,7 +104,7 @@ def test_best_model_kept_by_competition_score(tmp_path, monkeypatch):
     monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
     folder = tmp_path / "best"
-    cb = CompetitionEvalCallback(2, CONFIGS, folder / "best_model", json_path=folder / "eval.json")
+    cb = CompetitionEvalCallback(2, CONFIGS, folder / "best_model", json_path=folder / "eval.json", batched=False)
     cb.init_callback(model)
     kept = []
     for k in range(1, 11):
