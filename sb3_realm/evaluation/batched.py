@@ -22,21 +22,20 @@ __all__ = ["play_games", "evaluate_batched"]
 
 
 @torch.no_grad()
-def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | None, lstm=None) -> np.ndarray:
-    """The argmax actions of ``policy`` for a batch of states; ``lstm``: ``(h, c, starts)`` of a recurrent policy,
-    whose ``h`` and ``c`` (layers, batch, hidden) are updated in place."""
+def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | None, lstm=None):
+    """The argmax actions of ``policy`` for a batch of states, and for a recurrent policy (``lstm``: ``(h, c,
+    starts)``) its next ``(h, c)`` (None otherwise)."""
     obs = {"maps": torch.as_tensor(maps, device=policy.device), "vector": torch.as_tensor(vector, device=policy.device)}
+    state = None
     if lstm is not None:
         h, c, starts = lstm
-        dist, (h_new, c_new) = policy.get_distribution(obs, (h, c), torch.as_tensor(starts, dtype=torch.float32,
-                                                                                    device=policy.device))
-        h.copy_(h_new)
-        c.copy_(c_new)
+        dist, state = policy.get_distribution(obs, (h, c), torch.as_tensor(starts, dtype=torch.float32,
+                                                                          device=policy.device))
     elif masks is None:
         dist = policy.get_distribution(obs)
     else:
         dist = policy.get_distribution(obs, action_masks=masks)
-    return dist.distribution.probs.argmax(dim=1).cpu().numpy()
+    return dist.distribution.probs.argmax(dim=1).cpu().numpy(), state
 
 
 def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
@@ -76,12 +75,10 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
         maps = np.stack([slots[i][1]["maps"] for i in live])
         vector = np.stack([slots[i][1]["vector"] for i in live])
         masks = np.stack([envs[i].action_masks() for i in live]) if masked else None
-        lstm = None
+        lstm = (h[:, live], c[:, live], first[live]) if recurrent else None
+        chosen, state = _actions(policy, maps, vector, masks, lstm)
         if recurrent:
-            lstm = (h[:, live].contiguous(), c[:, live].contiguous(), first[live])
-        chosen = _actions(policy, maps, vector, masks, lstm)
-        if recurrent:
-            h[:, live], c[:, live] = lstm[0], lstm[1]
+            h[:, live], c[:, live] = state
             first[live] = False
         for i, action in zip(live, chosen, strict=True):
             env, (index, _) = envs[i], slots[i]

@@ -184,6 +184,7 @@ class CompetitionEvalCallback(BaseCallback):
         self.history: list[dict] = []
         self.evaluate_at_start = evaluate_at_start
         self.batched = batched
+        self._batchable: bool | None = None  # whether the model can be played batched: found at the first evaluation
         self._started = 0.0  # perf_counter at training start, less the wall time of the evaluations before a resume
         self.last_summary: dict | None = None
 
@@ -248,17 +249,20 @@ class CompetitionEvalCallback(BaseCallback):
         return entry
 
     def _plays_batched(self) -> bool:
-        """Whether the model reads the env's own observations, so that :func:`evaluate_batched` can play it."""
-        if not self.batched or unwrap_vec_wrapper(self.training_env, VecFrameStack) is not None:
+        """Whether the model reads the env's own observations, so that :func:`evaluate_batched` can play it (found
+        once: the model and its env keep their spaces and wrappers)."""
+        if not self.batched:
             return False
-        normalize = self.model.get_vec_normalize_env()
-        if normalize is not None and normalize.norm_obs:
-            return False
-        env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
-        try:
-            return self.model.observation_space == env.observation_space
-        finally:
-            env.close()
+        if self._batchable is None:
+            normalize = self.model.get_vec_normalize_env()
+            env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
+            try:
+                self._batchable = (unwrap_vec_wrapper(self.training_env, VecFrameStack) is None
+                                   and not (normalize is not None and normalize.norm_obs)
+                                   and self.model.observation_space == env.observation_space)
+            finally:
+                env.close()
+        return self._batchable
 
     def _save_best(self) -> None:
         atomic_write(self.best_model_path, self.model.save)
