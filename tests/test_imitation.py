@@ -292,6 +292,67 @@ def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
     assert all(game in chosen for game in lost[:4])
 
 
+def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
+    from math import comb
+
+    from sb3_realm.imitation.dagger import _Run
+
+    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=5",
+                                "imitation.treasure_counts=[2, 2, 0, 3, 13]", f"out={json.dumps(str(tmp_path))}"])
+    state = _Run(config, tmp_path)
+    try:
+        games = state.sweep_games()
+    finally:
+        state.venv.close()
+        state.logger.close()
+    sets = [tuple(conf["treasure_id"]) for _, conf in games]
+    assert len(set(sets)) == len(sets)  # each set once
+    assert len({seed for seed, _ in games}) == len(games)
+    by_count = {k: [s for s in sets if len(s) == k] for k in range(14)}
+    assert len(by_count[2]) == comb(13, 2) and sets[:comb(13, 2)] == by_count[2]  # env.usr_conf's count, first
+    assert by_count[0] == [()] and by_count[13] == [tuple(range(3, 16))]
+    assert (3, 4, 5) in by_count[3] and 1 < len(by_count[3]) <= 6  # the fixed set and up to 5 random ones
+    assert not any(by_count[k] for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+    assert all(conf["treasure_random"] == 0 and conf["max_step"] == 200 for _, conf in games)
+
+
+def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run, tmp_path):
+    from sb3_realm.imitation.dagger import _Run
+
+    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
+                                "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=5",
+                                f"out={json.dumps(str(tmp_path))}"])
+    state = _Run(config, tmp_path)
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    try:
+        chosen = state._dagger_games(model, 1)
+        swept = state._swept
+        games = state.sweep_games()
+    finally:
+        state.venv.close()
+        state.logger.close()
+    lost = [game for game, g in zip(games, swept, strict=True) if not g["win"]]
+    assert len(swept) == len(games) and len(chosen) == 5
+    assert chosen[:len(lost[:5])] == lost[:5]  # the sweep's lost games first, the rest fresh training games
+    assert state._screen["sweep_lost_labelled"] == min(5, len(lost))
+    two = [g for g in swept if len(g["treasure_ids"]) == 2]
+    key = state.select_key({"mean_score": 0.0}, swept)
+    assert key == (-len(lost), pytest.approx(np.mean([g["score"] for g in two])))
+    assert state.select_key({"mean_score": 7.5}, None) == (7.5,)  # without the sweep: the held-out mean
+
+
+def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):
+    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.rounds=2",
+                                "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(tmp_path / 'run'))}"])
+    imitate(config)
+    report = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))
+    history = report["history"]
+    assert [e["sweep_games"] for e in history] == [history[0]["sweep_games"]] * 3
+    keys = [(-e["sweep_lost"], e["sweep_mean_score"], e["round"]) for e in history]
+    assert report["best_round"] == max(keys)[2]
+    assert all("sweep_lost_labelled" in e for e in history[1:])
+
+
 def test_collection_runs_in_spawned_workers(monkeypatch):
     monkeypatch.setenv("SB3_REALM_START_METHOD", "spawn")
     with Collector(2) as collector:

@@ -7,7 +7,10 @@ expert's action with probability ``beta(r)``), the expert labels every state vis
 a new shard, and the policy is fitted again on the whole dataset. After every round the deterministic policy plays
 the held-out leaderboard games (``eval_games`` drawn from ``eval_seed``; env seeds the training never uses) and is
 kept as ``best_model.zip`` when its mean competition score is the best so far (ties: the later round, which has seen
-more data). ``final_model.zip`` is the best model, never simply the last round's.
+more data). ``final_model.zip`` is the best model, never simply the last round's. With ``imitation.sweep`` the learner
+also plays, after every round, every treasure set of the leaderboard's count (and a sample of the other counts): the
+games it loses there are labelled first in the next round, and the best round is the one that loses the fewest of
+them, then scores best over them (a game is a function of its treasure set: these are all the leaderboard's games).
 
 A run folder holds ``config.yaml``, ``dataset/`` (the expert data, one shard per round), ``checkpoints/`` (one per
 round, atomic: a run killed at any moment resumes from its last complete round with ``--resume``; shards a killed
@@ -83,13 +86,15 @@ class _Run:
         self.masked = config.algo.name == "maskable_ppo"
         self.recurrent = config.algo.name == "recurrent_ppo"
         self.history: list[dict] = []
-        self.best_score = -np.inf
+        self.best_score = -np.inf  # held-out mean score of the best round
+        self.best_key: tuple = (-np.inf,)  # what the best round is chosen by (see select_key)
         self.best_round = -1
         self.oracle_score: float | None = None
         self.elapsed = 0.0
         self.updates = 0
         self.round = -1  # last completed round
         self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
+        self._swept: list[dict] | None = None  # the sweep of the model as it stands (imitation.sweep)
         self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
         self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
@@ -105,6 +110,7 @@ class _Run:
         im = state["imitation"]
         self.round, self.history = im["round"], im["history"]
         self.best_score, self.best_round = im["best_score"], im["best_round"]
+        self.best_key = tuple(im.get("best_key", (im["best_score"],)))
         self.oracle_score, self.elapsed, self.updates = im["oracle_score"], im["elapsed"], im["updates"]
         return model, im["shards"]
 
@@ -122,16 +128,56 @@ class _Run:
         games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
         come first, the rest drawn at random from the others."""
         im = self.im
+        swept_lost: list[tuple[int, dict]] = []
+        if im.sweep:
+            if self._swept is None:  # a resumed run: sweep the model it resumed from
+                self._swept = self._sweep(model)
+            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
+            self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games:
-            return training_games(self.config, round_no, im.dagger_games)
+            fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
+            return (swept_lost + fresh)[:im.dagger_games]
         pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))
         played = play_games(model.policy, self.env_kwargs, pool, masked=self.masked, max_steps=im.dagger_max_steps)
         lost = [i for i, g in enumerate(played) if not g["win"]]
-        self._screen = {"screen_games": len(pool), "screen_wins": len(pool) - len(lost)}
+        self._screen.update(screen_games=len(pool), screen_wins=len(pool) - len(lost))
         rng = np.random.default_rng([self.config.seed, round_no, 3])
         rest = [i for i in rng.permutation(len(pool)).tolist() if played[i]["win"]]
-        chosen = (lost + rest)[:im.dagger_games]
-        return [pool[i] for i in sorted(chosen)]
+        chosen = sorted((lost + rest)[:max(0, im.dagger_games - len(swept_lost))])
+        return (swept_lost + [pool[i] for i in chosen])[:im.dagger_games]
+
+    def sweep_games(self) -> list[tuple[int, dict]]:
+        """The sweep (``imitation.sweep``): ``(env seed, usr_conf)`` of every treasure set of ``env.usr_conf``'s
+        count first, then for each other count of ``imitation.treasure_counts`` its fixed set and ``sweep_other``
+        random sets drawn from ``eval_seed`` (each set once)."""
+        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        base = {"start": usr.start, "end": usr.end, "talent_type": usr.talent_type}
+        confs = protocol_configs("exhaustive", treasures=usr.treasure_num, max_step=usr.max_step)
+        for count in sorted(set(self.im.treasure_counts) - {usr.treasure_num}):
+            confs += protocol_configs("fixed", treasures=count, max_step=usr.max_step)
+            if self.im.sweep_other:
+                confs += protocol_configs("leaderboard", seed=self.config.eval_seed + count, treasures=count,
+                                          games=self.im.sweep_other, max_step=usr.max_step)
+        seen, games = set(), []
+        for conf in confs:
+            key = tuple(conf["treasure_id"])
+            if key not in seen:
+                seen.add(key)
+                games.append((game_seed(self.config.eval_seed, len(games)), {**conf, **base}))
+        return games
+
+    def _sweep(self, model) -> list[dict]:
+        return play_games(model.policy, self.env_kwargs, self.sweep_games(), masked=self.masked,
+                          max_steps=self.im.dagger_max_steps)
+
+    def select_key(self, summary: dict, swept: list[dict] | None) -> tuple:
+        """What the best round is chosen by (the larger the better): with the sweep, fewer lost sweep games, then
+        the mean score over the sweep's sets of ``env.usr_conf``'s count; without it, the held-out mean score."""
+        if swept is None:
+            return (summary["mean_score"],)
+        count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
+        main = [g["score"] for g in swept if len(g["treasure_ids"]) == count]
+        return (-sum(not g["win"] for g in swept), float(np.mean(main)))
 
     def _evaluate_model(self, model) -> dict:
         """:meth:`_evaluate` for the model being trained, played batched in this process: the same games (the
@@ -187,9 +233,14 @@ class _Run:
         model.num_timesteps = dataset.states  # env steps behind the model: the states it learnt from
         t2 = time.perf_counter()
         summary = self._evaluate_model(model)
-        if summary["mean_score"] >= self.best_score:
-            self.best_score, self.best_round = summary["mean_score"], round_no
+        self._swept = self._sweep(model) if im.sweep else None
+        key = self.select_key(summary, self._swept)
+        # a resume that turned imitation.sweep on or off compares unlike keys: the choice starts afresh there
+        if len(key) != len(self.best_key) or key >= self.best_key:
+            self.best_key, self.best_score, self.best_round = key, summary["mean_score"], round_no
             atomic_write(self.run_dir / "best_model.zip", model.save)
+        sweep = {} if self._swept is None else {"sweep_games": len(self._swept), "sweep_lost": -key[0],
+                                                "sweep_mean_score": key[1]}
         eval_s = time.perf_counter() - t2
         self.elapsed += time.perf_counter() - t0
         entry = {
@@ -202,7 +253,7 @@ class _Run:
             "eval_mean_steps": summary["mean_steps"], "eval_missed_treasure_games":
                 summary["games_with_missed_treasure"], "oracle_mean_score": self.oracle_score,
             "best_round": self.best_round, "collect_s": round(collect_s, 2), "fit_s": round(fit_s, 2),
-            "eval_s": round(eval_s, 2), "wall_s": round(self.elapsed, 2), **self._screen,
+            "eval_s": round(eval_s, 2), "wall_s": round(self.elapsed, 2), **self._screen, **sweep,
         }
         self._screen = {}
         self.history.append(entry)
@@ -211,13 +262,17 @@ class _Run:
                            ("imitation/epoch_accuracy", stats.accuracy), ("imitation/dataset_states", dataset.states),
                            ("imitation/wall_s", self.elapsed)):
             self.logger.record(key, value)
+        if sweep:
+            self.logger.record("eval/sweep_lost", sweep["sweep_lost"])
+            self.logger.record("eval/sweep_mean_score", sweep["sweep_mean_score"])
         if self.oracle_score is not None:
             self.logger.record("eval/gap_to_oracle", self.oracle_score - summary["mean_score"])
         self.logger.dump(self.updates)
         self.round = round_no
         save_checkpoint(model, self.run_dir / "checkpoints", algo=self.config.algo.name, extra={"imitation": {
             "round": round_no, "shards": len(dataset.meta["shards"]), "history": self.history,
-            "best_score": self.best_score, "best_round": self.best_round, "oracle_score": self.oracle_score,
+            "best_score": self.best_score, "best_key": list(self.best_key), "best_round": self.best_round,
+            "oracle_score": self.oracle_score,
             "elapsed": self.elapsed, "updates": self.updates}})
         for old in list_checkpoints(self.run_dir / "checkpoints")[:-self.config.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)

@@ -183,6 +183,14 @@ class ImitationConfig:
     :param dagger_games: games per DAgger round.
     :param screen_games: 0, or games the deterministic learner plays first in each DAgger round (batched, fast): the
         ones it loses are among the round's ``dagger_games`` (all of them if they fit), the rest drawn at random.
+    :param sweep: after every round the deterministic learner also plays the sweep: every treasure set of
+        ``env.usr_conf``'s treasure count (C(13, 9) = 715 for the leaderboard's nine) and, for each other count in
+        ``treasure_counts``, its fixed set and ``sweep_other`` random sets (from ``eval_seed``). A game is a function of
+        its treasure set alone (the env seed draws only the set), so these are the competition's own games, and they
+        are trained on: the sweep games the learner loses are labelled first in the next round, and the best model is
+        the round with the fewest lost sweep games, ties broken by its mean score over the sets of ``env.usr_conf``'s
+        count (the held-out games still give the ``eval/*`` curve). False: the best round by the held-out games.
+    :param sweep_other: random sets per other treasure count in the sweep.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
@@ -211,6 +219,8 @@ class ImitationConfig:
     rounds: int = 4
     dagger_games: int = 60
     screen_games: int = 0
+    sweep: bool = False
+    sweep_other: int = 20
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
     beta_rampdown: int = 1
@@ -230,7 +240,8 @@ class ImitationConfig:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
-        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games"):
+        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games",
+                     "sweep_other"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
         for name in ("learning_rate", "dagger_learning_rate"):
