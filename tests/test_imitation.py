@@ -17,6 +17,7 @@ from gymnasium import spaces
 
 from sb3_realm import features
 from sb3_realm.envs import RealmEnv
+from sb3_realm.game.rules import EpisodeConfig
 from sb3_realm.imitation import (
     Block,
     Collector,
@@ -314,6 +315,25 @@ def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
     assert (3, 4, 5) in by_count[3] and 1 < len(by_count[3]) <= 6  # the fixed set and up to 5 random ones
     assert not any(by_count[k] for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
     assert all(conf["treasure_random"] == 0 and conf["max_step"] == 200 for _, conf in games)
+
+
+def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
+    from sb3_realm.imitation.dagger import _Run
+
+    config = load_config(None, [*QUICK, "env.usr_conf={treasure_num: 2, max_step: 200, start: 3, end: 15}",
+                                "imitation.sweep=true", "imitation.treasure_counts=[2, 4]",
+                                f"out={json.dumps(str(tmp_path))}"])
+    state = _Run(config, tmp_path)
+    try:
+        games = state.sweep_games()
+    finally:
+        state.venv.close()
+        state.logger.close()
+    assert sum(len(conf["treasure_id"]) == 2 for _, conf in games) == 78  # C(13, 2) of the ids other than 3 and 15
+    assert [1, 2, 4, 5] in [conf["treasure_id"] for _, conf in games]  # the fixed set: the pool's first four ids
+    for _, conf in games:
+        assert not {3, 15} & set(conf["treasure_id"])
+        assert EpisodeConfig.from_usr_conf(conf).start == 3  # a valid game of this config
 
 
 def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run, tmp_path):

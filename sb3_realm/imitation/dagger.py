@@ -20,10 +20,12 @@ round appended after it are dropped), ``tb/`` (``imitation/*`` and ``eval/*`` sc
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -148,23 +150,20 @@ class _Run:
 
     def sweep_games(self) -> list[tuple[int, dict]]:
         """The sweep (``imitation.sweep``): ``(env seed, usr_conf)`` of every treasure set of ``env.usr_conf``'s
-        count first, then for each other count of ``imitation.treasure_counts`` its fixed set and ``sweep_other``
-        random sets drawn from ``eval_seed`` (each set once)."""
+        count first, then for each other count of ``imitation.treasure_counts`` its fixed set (the first ids of the
+        pool, 3.. with the leaderboard's start and end) and ``sweep_other`` random sets drawn from ``eval_seed`` (each
+        set once). Sets come from ``env.usr_conf``'s own pool: never its start or end id."""
         usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
-        base = {"start": usr.start, "end": usr.end, "talent_type": usr.talent_type}
-        confs = protocol_configs("exhaustive", treasures=usr.treasure_num, max_step=usr.max_step)
+        pool = usr.treasure_pool()
+        sets = [tuple(ids) for ids in itertools.combinations(pool, usr.treasure_num)]
         for count in sorted(set(self.im.treasure_counts) - {usr.treasure_num}):
-            confs += protocol_configs("fixed", treasures=count, max_step=usr.max_step)
-            if self.im.sweep_other:
-                confs += protocol_configs("leaderboard", seed=self.config.eval_seed + count, treasures=count,
-                                          games=self.im.sweep_other, max_step=usr.max_step)
-        seen, games = set(), []
-        for conf in confs:
-            key = tuple(conf["treasure_id"])
-            if key not in seen:
-                seen.add(key)
-                games.append((game_seed(self.config.eval_seed, len(games)), {**conf, **base}))
-        return games
+            draw = replace(usr, treasure_random=1, treasure_num=count)
+            rng = np.random.default_rng(self.config.eval_seed + count)
+            sets += [tuple(pool[:count])] + [draw.draw_treasures(rng) for _ in range(self.im.sweep_other)]
+        base = {**usr.to_usr_conf(), "treasure_random": 0}
+        unique = list(dict.fromkeys(sets))  # each set once, in order
+        return [(game_seed(self.config.eval_seed, i), {**base, "treasure_num": len(ids), "treasure_id": list(ids)})
+                for i, ids in enumerate(unique)]
 
     def _sweep(self, model) -> list[dict]:
         return play_games(model.policy, self.env_kwargs, self.sweep_games(), masked=self.masked,
