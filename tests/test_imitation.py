@@ -507,7 +507,8 @@ def test_sigterm_leaves_no_worker_process_behind(tmp_path):
         time.sleep(0.2)  # the command, its pool's workers (and the forkserver) are running
     assert proc.poll() is None and len(_marked(mark)) >= 3, proc.stderr.read().decode()[-2000:]
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    code = proc.wait(timeout=60)
+    assert code == 128 + signal.SIGTERM, proc.stderr.read().decode()[-3000:]  # the traceback, when it is not
     deadline = time.monotonic() + 30
     while _marked(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
