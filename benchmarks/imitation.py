@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/imitate.yaml")
     parser.add_argument("--map", dest="map_path", default=None, help="map JSON (default: the config's map)")
-    parser.add_argument("--out", default="runs/bench-imitation", help="run folder (replaced if it exists)")
+    parser.add_argument("--out", default="runs/bench-imitation", help="run folder (and OUT-finetune); refused if it "
+                                                                       "exists, unless --overwrite")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out (and OUT-finetune)")
     parser.add_argument("--run", default=None, help="evaluate this finished imitate run instead of running one (its "
                                                       "config.yaml and eval.json give the config and the curve)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
@@ -57,6 +60,12 @@ def main() -> None:
     parser.add_argument("--json", dest="json_path", default=None, help="also write the JSON here")
     parser.add_argument("--plot", default=None, help="write the PNG curve here")
     args = parser.parse_args()
+    fresh = ([] if args.run else [Path(args.out)]) + \
+        ([Path(args.out + "-finetune")] if args.finetune_config and not args.finetune_run else [])
+    for out in fresh:  # checked before any work starts
+        if out.exists() and not args.overwrite:
+            parser.error(f"--out: {out} exists and holds an earlier run; choose another --out, or add --overwrite "
+                         "to replace it")
 
     if args.run is not None:
         run_dir = Path(args.run)
@@ -69,9 +78,7 @@ def main() -> None:
             overrides.append(f"env.map_path={json.dumps(args.map_path)}")
         config = load_config(args.config, overrides)
         out = Path(args.out)
-        if out.exists():
-            import shutil
-
+        if out.exists():  # --overwrite (checked in main)
             shutil.rmtree(out)
         t0 = time.perf_counter()
         _, run_dir = imitate(config)
@@ -122,9 +129,7 @@ def finetune_phase(args, model: str, before, common: dict) -> dict:
         run_s, rss = None, None
     else:
         out = Path(args.out + "-finetune")
-        if out.exists():
-            import shutil
-
+        if out.exists():  # --overwrite (checked in main)
             shutil.rmtree(out)
         overrides = [f"out={json.dumps(str(out))}", f"finetune.init_from={json.dumps(model)}", "progress_bar=false"]
         if args.map_path:

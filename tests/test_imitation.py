@@ -361,6 +361,31 @@ def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run
     assert state.select_key({"mean_score": 7.5}, None) == (7.5,)  # without the sweep: the held-out mean
 
 
+def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
+    from sb3_realm.imitation.dagger import _Run
+
+    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.screen_games=10", "imitation.sweep_other=2",
+                                "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3",
+                                f"out={json.dumps(str(tmp_path))}"])
+    state = _Run(config, tmp_path)
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    try:
+        games = state.sweep_games()
+        state._swept = [{"win": i % 2 == 0} for i in range(len(games))]  # every other sweep game lost: more than 3
+        filled = state._dagger_games(model, 1)
+        filled_screen = dict(state._screen)
+        state._swept = [{"win": i != 4} for i in range(len(games))]  # one lost: the screening fills the other two
+        screened = state._dagger_games(model, 1)
+        screened_screen = dict(state._screen)
+    finally:
+        state.venv.close()
+        state.logger.close()
+    assert filled == [games[1], games[3], games[5]]
+    assert filled_screen == {"sweep_lost_labelled": 3}  # no screening played
+    assert screened[0] == games[4] and len(screened) == 3
+    assert screened_screen["sweep_lost_labelled"] == 1 and screened_screen["screen_games"] == 10
+
+
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):
     config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.rounds=2",
                                 "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(tmp_path / 'run'))}"])

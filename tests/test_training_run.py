@@ -25,6 +25,13 @@ CLI = [sys.executable, "-m", "sb3_realm.cli"]
 TINY = ["--config", "configs/tiny.yaml", "--no-progress"]
 
 
+def test_the_progress_bar_of_train_has_its_dependencies():
+    # `sb3-realm train` shows SB3's progress bar by default; it needs tqdm and rich, which the package must install
+    from stable_baselines3.common.callbacks import ProgressBarCallback
+
+    ProgressBarCallback()  # ImportError when either is missing
+
+
 def test_train_python_api_writes_a_complete_run(tmp_path):
     config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=1024",
                                                "checkpoint_freq=512", "eval_freq=512", "eval_games=2"])

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..envs import RealmEnv
+from ..models.algorithms import action_distribution
 from .protocols import game_seed
 from .reports import EvalReport, GameResult
 
@@ -31,10 +32,8 @@ def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | N
         h, c, starts = lstm
         dist, state = policy.get_distribution(obs, (h, c), torch.as_tensor(starts, dtype=torch.float32,
                                                                           device=policy.device))
-    elif masks is None:
-        dist = policy.get_distribution(obs)
     else:
-        dist = policy.get_distribution(obs, action_masks=masks)
+        dist = action_distribution(policy, obs, masks)
     return dist.distribution.probs.argmax(dim=1).cpu().numpy(), state
 
 

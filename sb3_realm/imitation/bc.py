@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..models.algorithms import action_distribution
 from .dataset import Block, Blocks
 
 __all__ = ["BCStats", "fit", "fit_sequences", "episode_bounds", "action_accuracy"]
@@ -76,12 +77,6 @@ def _bc_step(optimizer, dist, actions: torch.Tensor, weight: torch.Tensor | None
     return loss.item(), hit, mean_entropy
 
 
-def _distribution(policy, obs_t: dict, masks: np.ndarray, masked: bool):
-    if masked:
-        return policy.get_distribution(obs_t, action_masks=masks)
-    return policy.get_distribution(obs_t)
-
-
 def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning_rate: float, ent_weight: float = 0.0,
         l2_weight: float = 0.0, masked: bool = False, rng: np.random.Generator | None = None, final_lr: float = 0.0,
         on_update=None) -> BCStats:
@@ -110,7 +105,7 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
         for start in range(0, n, batch_size):
             index = np.sort(order[start:start + batch_size])  # sorted: faster gathers from the compact arrays
             obs_t, actions, masks = _tensors(policy, block, index)
-            dist = _distribution(policy, obs_t, masks, masked)
+            dist = action_distribution(policy, obs_t, masks if masked else None)
             loss, hit, entropy = _bc_step(optimizer, dist, actions, None, ent_weight,
                                           _cosine(learning_rate, final_lr, update, total))
             update += 1
@@ -203,6 +198,6 @@ def action_accuracy(policy, block: Block | Blocks, *, masked: bool = False, batc
     for start in range(0, len(block), batch_size):
         index = np.arange(start, min(start + batch_size, len(block)))
         obs_t, actions, masks = _tensors(policy, block, index)
-        dist = _distribution(policy, obs_t, masks, masked)
+        dist = action_distribution(policy, obs_t, masks if masked else None)
         hits += int((dist.distribution.probs.argmax(dim=1) == actions).sum())
     return hits / max(1, len(block))

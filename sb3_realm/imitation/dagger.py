@@ -136,7 +136,7 @@ class _Run:
                 self._swept = self._sweep(model)
             swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
-        if not im.screen_games:
+        if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
             return (swept_lost + fresh)[:im.dagger_games]
         pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))

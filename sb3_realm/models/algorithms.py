@@ -11,7 +11,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Algorithm", "ALGORITHMS", "algorithm", "algorithm_class", "detect_algorithm", "read_sb3_data"]
+__all__ = ["Algorithm", "ALGORITHMS", "action_distribution", "algorithm", "algorithm_class", "detect_algorithm",
+           "read_sb3_data"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ def algorithm(name: str) -> Algorithm:
 def algorithm_class(name: str):
     """The SB3 / sb3-contrib class of ``name`` (``PPO``, ``MaskablePPO``, ``RecurrentPPO``)."""
     return algorithm(name).cls
+
+
+def action_distribution(policy, obs, masks=None):
+    """The SB3 action distribution of a feed-forward ``policy`` at ``obs``; ``masks`` (MaskablePPO's action masks, or
+    None) are applied as in training."""
+    if masks is None:
+        return policy.get_distribution(obs)
+    return policy.get_distribution(obs, action_masks=masks)
 
 
 def read_sb3_data(path: Path) -> dict:

@@ -23,7 +23,7 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
 from .. import features
-from ..models.algorithms import detect_algorithm, read_sb3_data
+from ..models.algorithms import action_distribution, detect_algorithm, read_sb3_data
 from ..models.saved import model_feature_version
 
 __all__ = ["check_init_model", "policy_state", "load_initial_weights", "reference_policy", "warm_start_value",
@@ -217,11 +217,6 @@ class _Anchor:
             p.requires_grad_(False)
         self.anchor_coef, self.anchor_epochs = float(coef), int(epochs)
 
-    def _distribution(self, policy, obs, masks):
-        if masks is None:
-            return policy.get_distribution(obs).distribution
-        return policy.get_distribution(obs, action_masks=masks).distribution
-
     def train(self) -> None:
         super().train()
         if not self.anchor_coef or self.reference is None:
@@ -233,8 +228,8 @@ class _Anchor:
                 masks = getattr(data, "action_masks", None)
                 masks = None if masks is None else masks.cpu().numpy()
                 with torch.no_grad():
-                    ref = self._distribution(self.reference, data.observations, masks)
-                cur = self._distribution(self.policy, data.observations, masks)
+                    ref = action_distribution(self.reference, data.observations, masks).distribution
+                cur = action_distribution(self.policy, data.observations, masks).distribution
                 kl = torch.distributions.kl_divergence(ref, cur).mean()
                 self.policy.optimizer.zero_grad()
                 (self.anchor_coef * kl).backward()
