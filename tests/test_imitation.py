@@ -4,6 +4,7 @@ replay and build-submission."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -272,19 +273,27 @@ def test_batched_play_is_the_evaluation(run):
         [(g["score"], g["steps"], g["treasures"], g["missed"]) for g in played]
 
 
-def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
-    from sb3_realm.evaluation.batched import play_games
-    from sb3_realm.imitation.dagger import _Run, training_games
+@contextlib.contextmanager
+def _run_state(tmp_path, *overrides):
+    """An imitation run's state (``dagger._Run``) on the QUICK config with ``overrides``, closed afterwards."""
+    from sb3_realm.imitation.dagger import _Run
 
-    config = load_config(None, [*QUICK, "imitation.screen_games=10", "imitation.dagger_games=4",
-                                f"out={json.dumps(str(tmp_path))}"])
-    state = _Run(config, tmp_path)
-    model = algorithm_class("ppo").load(run / "final_model.zip")
+    state = _Run(load_config(None, [*QUICK, *overrides, f"out={json.dumps(str(tmp_path))}"]), tmp_path)
     try:
-        chosen = state._dagger_games(model, 1)
+        yield state
     finally:
         state.venv.close()
         state.logger.close()
+
+
+def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
+    from sb3_realm.evaluation.batched import play_games
+    from sb3_realm.imitation.dagger import training_games
+
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    with _run_state(tmp_path, "imitation.screen_games=10", "imitation.dagger_games=4") as state:
+        config = state.config
+        chosen = state._dagger_games(model, 1)
     pool = training_games(config, 1, 10)
     played = play_games(model.policy, state.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps)
     lost = [game for game, p in zip(pool, played, strict=True) if not p["win"]]
@@ -296,16 +305,9 @@ def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
 def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
     from math import comb
 
-    from sb3_realm.imitation.dagger import _Run
-
-    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=5",
-                                "imitation.treasure_counts=[2, 2, 0, 3, 13]", f"out={json.dumps(str(tmp_path))}"])
-    state = _Run(config, tmp_path)
-    try:
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.sweep_other=5",
+                    "imitation.treasure_counts=[2, 2, 0, 3, 13]") as state:
         games = state.sweep_games()
-    finally:
-        state.venv.close()
-        state.logger.close()
     sets = [tuple(conf["treasure_id"]) for _, conf in games]
     assert len(set(sets)) == len(sets)  # each set once
     assert len({seed for seed, _ in games}) == len(games)
@@ -318,17 +320,9 @@ def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
 
 
 def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
-    from sb3_realm.imitation.dagger import _Run
-
-    config = load_config(None, [*QUICK, "env.usr_conf={treasure_num: 2, max_step: 200, start: 3, end: 15}",
-                                "imitation.sweep=true", "imitation.treasure_counts=[2, 4]",
-                                f"out={json.dumps(str(tmp_path))}"])
-    state = _Run(config, tmp_path)
-    try:
+    with _run_state(tmp_path, "env.usr_conf={treasure_num: 2, max_step: 200, start: 3, end: 15}",
+                    "imitation.sweep=true", "imitation.treasure_counts=[2, 4]") as state:
         games = state.sweep_games()
-    finally:
-        state.venv.close()
-        state.logger.close()
     assert sum(len(conf["treasure_id"]) == 2 for _, conf in games) == 78  # C(13, 2) of the ids other than 3 and 15
     assert [1, 2, 4, 5] in [conf["treasure_id"] for _, conf in games]  # the fixed set: the pool's first four ids
     for _, conf in games:
@@ -337,20 +331,12 @@ def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
 
 
 def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run, tmp_path):
-    from sb3_realm.imitation.dagger import _Run
-
-    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
-                                "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=5",
-                                f"out={json.dumps(str(tmp_path))}"])
-    state = _Run(config, tmp_path)
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    try:
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=5") as state:
         chosen = state._dagger_games(model, 1)
         swept = state._swept
         games = state.sweep_games()
-    finally:
-        state.venv.close()
-        state.logger.close()
     lost = [game for game, g in zip(games, swept, strict=True) if not g["win"]]
     assert len(swept) == len(games) and len(chosen) == 5
     assert chosen[:len(lost[:5])] == lost[:5]  # the sweep's lost games first, the rest fresh training games
@@ -362,14 +348,9 @@ def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run
 
 
 def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
-    from sb3_realm.imitation.dagger import _Run
-
-    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.screen_games=10", "imitation.sweep_other=2",
-                                "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3",
-                                f"out={json.dumps(str(tmp_path))}"])
-    state = _Run(config, tmp_path)
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    try:
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=10", "imitation.sweep_other=2",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
         games = state.sweep_games()
         state._swept = [{"win": i % 2 == 0} for i in range(len(games))]  # every other sweep game lost: more than 3
         filled = state._dagger_games(model, 1)
@@ -377,9 +358,6 @@ def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
         state._swept = [{"win": i != 4} for i in range(len(games))]  # one lost: the screening fills the other two
         screened = state._dagger_games(model, 1)
         screened_screen = dict(state._screen)
-    finally:
-        state.venv.close()
-        state.logger.close()
     assert filled == [games[1], games[3], games[5]]
     assert filled_screen == {"sweep_lost_labelled": 3}  # no screening played
     assert screened[0] == games[4] and len(screened) == 3
