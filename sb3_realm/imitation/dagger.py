@@ -128,7 +128,8 @@ class _Run:
     def _dagger_games(self, model, round_no: int) -> list[tuple[int, dict]]:
         """The games the learner plays for the expert in DAgger round ``round_no``: ``dagger_games`` fresh training
         games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
-        come first, the rest drawn at random from the others."""
+        come first, the rest drawn at random from the others. With ``sweep``, the lost sweep games come before all of
+        them, and a round they fill plays no screening."""
         im = self.im
         swept_lost: list[tuple[int, dict]] = []
         if im.sweep:
