@@ -386,6 +386,22 @@ def test_collection_runs_in_spawned_workers(monkeypatch):
     assert sorted(g["seed"] for g in parallel.games) == [7, 8, 9, 10]
 
 
+@pytest.mark.processes
+def test_the_pool_plays_the_learner_s_games_as_this_process_does(run, monkeypatch):
+    """``Collector.play`` (the screening, held-out and sweep games of a run, shared out over spawned workers) gives
+    the summaries ``play_games`` gives in this process, in the order of the games."""
+    from sb3_realm.evaluation.batched import play_games
+
+    monkeypatch.setenv("SB3_REALM_START_METHOD", "spawn")
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    games = small_games(7, seed=11)
+    serial = play_games(model.policy, SMALL_ENV, games, max_steps=40)
+    with Collector(2) as collector:
+        parallel = collector.play(model, "ppo", SMALL_ENV, games, max_steps=40)
+    assert parallel == serial
+    assert [g["seed"] for g in parallel] == [seed for seed, _ in games]
+
+
 # ------------------------------------------------------------------------------------------ the imitate run
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:

@@ -19,7 +19,7 @@ from ..models.algorithms import action_distribution
 from .protocols import game_seed
 from .reports import EvalReport, GameResult
 
-__all__ = ["play_games", "evaluate_batched"]
+__all__ = ["play_games", "evaluate_batched", "played_report"]
 
 
 @torch.no_grad()
@@ -107,8 +107,14 @@ def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: 
     ``seed``), played by :func:`play_games`: the same games, actions and figures, without worker processes."""
     games = [(game_seed(seed, i), conf) for i, conf in enumerate(configs)]
     played = play_games(policy, env_kwargs, games, masked=masked)
+    where = map_name or env_kwargs.get("map_path") or env_kwargs.get("map_name", "default")
+    return played_report(played, seed=seed, name=name, protocol=protocol, map_name=str(where))
+
+
+def played_report(played: list[dict], *, seed: int, name: str, protocol: str, map_name: str) -> EvalReport:
+    """The :class:`EvalReport` of games ``played`` by :func:`play_games` (game ``i`` from env seed
+    ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them)."""
     results = [GameResult(index=i, treasure_ids=g["treasure_ids"], score=g["score"], win=g["win"],
                           treasures=g["treasures"], missed=g["missed"], steps=g["steps"], flash_used=g["flash_used"],
                           buff_used=g["buff_used"]) for i, g in enumerate(played)]
-    where = map_name or env_kwargs.get("map_path") or env_kwargs.get("map_name", "default")
-    return EvalReport(policy=name, protocol=protocol, map=str(where), seed=seed, games=results)
+    return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=results)

@@ -6,23 +6,30 @@ expert's (expert data) or, in DAgger, the learner's except with probability ``be
 reset at the start of each game and asked at every state in order, so its per-episode state follows the game it
 labels.
 
+The same workers also play the learner's own games (:meth:`Collector.play`: the screening, the held-out evaluation
+and the sweep of an imitation run), each a share of the games batched by :func:`~sb3_realm.evaluation.play_games`.
+
 Workers are module-level functions with picklable jobs, so they run under ``spawn`` as under ``forkserver``
 (:mod:`sb3_realm.processes`).
 """
 
 from __future__ import annotations
 
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ..agents import SB3Policy, load_policy
 from ..envs import RealmEnv
+from ..evaluation import play_games
+from ..models.algorithms import algorithm_class
 from ..processes import mp_context
 from .dataset import Block
 
-__all__ = ["Rollouts", "CollectJob", "collect_games", "Collector"]
+__all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "Collector"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,26 @@ def collect_games(job: CollectJob) -> Rollouts:
     return Rollouts(block, games)
 
 
+@dataclass(frozen=True)
+class PlayJob:
+    """A share of the games of :meth:`Collector.play`: the deterministic model saved at ``path`` (of algorithm
+    ``algo``) plays ``games`` (``(env seed, usr_conf)`` each) batched, as :func:`~sb3_realm.evaluation.play_games`
+    with ``masked`` and ``max_steps``."""
+
+    path: str
+    algo: str
+    env_kwargs: dict
+    games: tuple
+    masked: bool = False
+    max_steps: int = 0
+
+
+def play_job(job: PlayJob) -> list[dict]:
+    """Play a :class:`PlayJob`'s games; one summary per game, in order (see ``play_games``)."""
+    model = algorithm_class(job.algo).load(job.path, device="cpu")
+    return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps)
+
+
 def _init_worker() -> None:
     import torch
 
@@ -165,3 +192,21 @@ class Collector:
         else:
             parts = list(self._pool.map(collect_games, jobs))
         return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games])
+
+    def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
+             max_steps: int = 0) -> list[dict]:
+        """:func:`~sb3_realm.evaluation.play_games` of the in-memory SB3 ``model`` (algorithm ``algo``) on ``games``,
+        shared out over the workers (in this process when there is no pool): the same games with the same
+        deterministic actions, one summary per game in the order of ``games``."""
+        if self._pool is None or len(games) < 2:
+            return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps)
+        n = min(self.workers, len(games))
+        with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
+            path = str(Path(tmp) / "model.zip")
+            model.save(path)
+            jobs = [PlayJob(path, algo, env_kwargs, tuple(games[i::n]), masked, max_steps) for i in range(n)]
+            parts = list(self._pool.map(play_job, jobs))
+        played: list[dict] = [{}] * len(games)
+        for i, part in enumerate(parts):  # interleaved shares (long and short games spread evenly), back in order
+            played[i::n] = part
+        return played

@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
-from ..evaluation import evaluate, evaluate_batched, game_seed, play_games, protocol_configs
+from ..evaluation import evaluate, game_seed, play_games, played_report, protocol_configs
 from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
@@ -97,6 +97,9 @@ class _Run:
         self.round = -1  # last completed round
         self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
         self._swept: list[dict] | None = None  # the sweep of the model as it stands (imitation.sweep)
+        #: the run's worker pool: the learner's own games (screening, held-out evaluation, sweep) are shared out
+        #: over its workers; None: played in this process
+        self.collector: Collector | None = None
         self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
         self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
@@ -125,6 +128,13 @@ class _Run:
                           env_kwargs={k: v for k, v in self.env_kwargs.items() if k != "map_path"})
         return report.summary()
 
+    def _play(self, model, games: list[tuple[int, dict]], max_steps: int = 0) -> list[dict]:
+        """``play_games`` of the deterministic ``model`` on ``games``, over the run's workers when it has them."""
+        if self.collector is None:
+            return play_games(model.policy, self.env_kwargs, games, masked=self.masked, max_steps=max_steps)
+        return self.collector.play(model, self.config.algo.name, self.env_kwargs, games, masked=self.masked,
+                                   max_steps=max_steps)
+
     def _dagger_games(self, model, round_no: int) -> list[tuple[int, dict]]:
         """The games the learner plays for the expert in DAgger round ``round_no``: ``dagger_games`` fresh training
         games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
@@ -141,7 +151,7 @@ class _Run:
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
             return (swept_lost + fresh)[:im.dagger_games]
         pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))
-        played = play_games(model.policy, self.env_kwargs, pool, masked=self.masked, max_steps=im.dagger_max_steps)
+        played = self._play(model, pool, max_steps=im.dagger_max_steps)
         lost = [i for i, g in enumerate(played) if not g["win"]]
         self._screen.update(screen_games=len(pool), screen_wins=len(pool) - len(lost))
         rng = np.random.default_rng([self.config.seed, round_no, 3])
@@ -167,8 +177,7 @@ class _Run:
                 for i, ids in enumerate(unique)]
 
     def _sweep(self, model) -> list[dict]:
-        return play_games(model.policy, self.env_kwargs, self.sweep_games(), masked=self.masked,
-                          max_steps=self.im.dagger_max_steps)
+        return self._play(model, self.sweep_games(), max_steps=self.im.dagger_max_steps)
 
     def select_key(self, summary: dict, swept: list[dict] | None) -> tuple:
         """What the best round is chosen by (the larger the better): with the sweep, fewer lost sweep games, then
@@ -180,14 +189,15 @@ class _Run:
         return (-sum(not g["win"] for g in swept), float(np.mean(main)))
 
     def _evaluate_model(self, model) -> dict:
-        """:meth:`_evaluate` for the model being trained, played batched in this process: the same games (the
+        """:meth:`_evaluate` for the model being trained, played batched (:meth:`_play`): the same games (the
         leaderboard protocol's sets and per-game env seeds) and the same figures as ``evaluate``."""
         usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
         seed = self.config.eval_seed
         confs = protocol_configs("leaderboard", seed=seed, treasures=usr.treasure_num, games=self.config.eval_games,
                                  max_step=usr.max_step)
-        return evaluate_batched(model.policy, confs, seed=seed, env_kwargs=self.env_kwargs, masked=self.masked,
-                                protocol="leaderboard", map_name=self.venv.envs[0].unwrapped.game_map.name).summary()
+        played = self._play(model, [(game_seed(seed, i), conf) for i, conf in enumerate(confs)])
+        return played_report(played, seed=seed, name="model", protocol="leaderboard",
+                             map_name=self.venv.envs[0].unwrapped.game_map.name).summary()
 
     # ------------------------------------------------------------------------------------------ one round
     def play_round(self, model, dataset: ExpertDataset, collector: Collector, round_no: int) -> None:
@@ -335,6 +345,7 @@ def imitate(config: TrainConfig, resume: str | Path | None = None, progress: boo
 
             bar = tqdm(total=config.imitation.rounds + 1, initial=run.round + 1, desc="imitate", unit="round")
         with Collector(config.imitation.workers) as collector:
+            run.collector = collector
             if run.oracle_score is None and config.imitation.expert == "oracle":
                 run.oracle_score = run._evaluate("oracle")["mean_score"]
             for round_no in rounds:
