@@ -95,3 +95,25 @@ def test_frame_stacked_checkpoint_matches_vec_frame_stack(tmp_path):
         stacked, _, done, _ = venv.step(action)
         obs, _, te, tr, _ = env.step(int(action[0]))
         assert not done[0] and not (te or tr)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "maskable_ppo"])
+def test_a_checkpoint_acts_as_its_model_predicts(checkpoints, algo):
+    """The policy's own argmax (feed-forward models skip ``predict``'s per-call overhead) is ``predict``'s action,
+    masks included, at every state of a game; after a training-mode switch too."""
+    env = RealmEnv(map_name="small")
+    policy = SB3Policy(checkpoints[algo])
+    model = algorithm_class(algo).load(checkpoints[algo])
+    env.reset(seed=3)
+    policy.reset(env)
+    obs, *_ = env.step(8)  # spend the flash: MaskablePPO's masks now forbid the flashes
+    for step in range(40):
+        if step == 20:
+            policy.model.policy.set_training_mode(True)  # as a model in training would be between two calls
+        masks = {"action_masks": env.action_masks()} if algo == "maskable_ppo" else {}
+        expected, _ = model.predict(obs, deterministic=True, **masks)
+        assert policy.act(env, obs) == int(expected)
+        assert not policy.model.policy.training
+        obs, _, terminated, truncated, _ = env.step(int(expected))
+        if terminated or truncated:
+            break
