@@ -352,16 +352,35 @@ def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
     with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=10", "imitation.sweep_other=2",
                     "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
         games = state.sweep_games()
-        state._swept = [{"win": i % 2 == 0} for i in range(len(games))]  # every other sweep game lost: more than 3
+        state._swept = [{"win": i % 2 == 0, "missed": []} for i in range(len(games))]  # every other one lost: > 3
         filled = state._dagger_games(model, 1)
         filled_screen = dict(state._screen)
-        state._swept = [{"win": i != 4} for i in range(len(games))]  # one lost: the screening fills the other two
+        state._swept = [{"win": i != 4, "missed": []} for i in range(len(games))]  # one lost: screening fills 2
         screened = state._dagger_games(model, 1)
         screened_screen = dict(state._screen)
     assert filled == [games[1], games[3], games[5]]
     assert filled_screen == {"sweep_lost_labelled": 3}  # no screening played
     assert screened[0] == games[4] and len(screened) == 3
     assert screened_screen["sweep_lost_labelled"] == 1 and screened_screen["screen_games"] == 10
+
+
+def test_a_game_that_ends_with_a_treasure_left_is_lost(run, tmp_path):
+    """Reaching the end is ``win`` for the platform, but a game ended with a treasure left behind is lost for the
+    sweep and the screening: it is labelled first and it counts against its round."""
+    from sb3_realm.imitation.dagger import won
+
+    assert won({"win": True, "missed": []}) and not won({"win": True, "missed": [7]})
+    assert not won({"win": False, "missed": []})
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
+        games = state.sweep_games()
+        state._swept = [{"win": True, "missed": [5] if i in (2, 6) else [], "treasure_ids": [3, 5], "score": 1.0}
+                        for i in range(len(games))]
+        chosen = state._dagger_games(model, 1)
+        key = state.select_key({"mean_score": 0.0}, state._swept)
+    assert chosen[:2] == [games[2], games[6]]
+    assert key[0] == -2
 
 
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):

@@ -46,7 +46,7 @@ from .bc import fit, fit_sequences
 from .collect import Collector
 from .dataset import ExpertDataset
 
-__all__ = ["imitate", "training_games"]
+__all__ = ["imitate", "training_games", "won"]
 
 SUPPORTED = ("ppo", "maskable_ppo", "recurrent_ppo")
 
@@ -57,6 +57,12 @@ def _check_config(config: TrainConfig) -> None:
     if config.env.frame_stack != 1:
         raise ValueError(f"env.frame_stack = {config.env.frame_stack}: imitation datasets hold single frames; set "
                          "env.frame_stack: 1")
+
+
+def won(game: dict) -> bool:
+    """Whether a game summary of ``play_games`` is won as the competition's other games count it: the end reached with
+    every treasure (``win`` alone is the end reached, also with treasures left behind)."""
+    return bool(game["win"]) and not game["missed"]
 
 
 def training_games(config: TrainConfig, round_no: int, n: int) -> list[tuple[int, dict]]:
@@ -139,23 +145,24 @@ class _Run:
         """The games the learner plays for the expert in DAgger round ``round_no``: ``dagger_games`` fresh training
         games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
         come first, the rest drawn at random from the others. With ``sweep``, the lost sweep games come before all of
-        them, and a round they fill plays no screening."""
+        them, and a round they fill plays no screening. A game is lost unless the end is reached with every treasure
+        (:func:`won`)."""
         im = self.im
         swept_lost: list[tuple[int, dict]] = []
         if im.sweep:
             if self._swept is None:  # a resumed run: sweep the model it resumed from
                 self._swept = self._sweep(model)
-            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
+            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not won(g)]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
             return (swept_lost + fresh)[:im.dagger_games]
         pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))
         played = self._play(model, pool, max_steps=im.dagger_max_steps)
-        lost = [i for i, g in enumerate(played) if not g["win"]]
+        lost = [i for i, g in enumerate(played) if not won(g)]
         self._screen.update(screen_games=len(pool), screen_wins=len(pool) - len(lost))
         rng = np.random.default_rng([self.config.seed, round_no, 3])
-        rest = [i for i in rng.permutation(len(pool)).tolist() if played[i]["win"]]
+        rest = [i for i in rng.permutation(len(pool)).tolist() if won(played[i])]
         chosen = sorted((lost + rest)[:max(0, im.dagger_games - len(swept_lost))])
         return (swept_lost + [pool[i] for i in chosen])[:im.dagger_games]
 
@@ -186,7 +193,7 @@ class _Run:
             return (summary["mean_score"],)
         count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
         main = [g["score"] for g in swept if len(g["treasure_ids"]) == count]
-        return (-sum(not g["win"] for g in swept), float(np.mean(main)))
+        return (-sum(not won(g) for g in swept), float(np.mean(main)))
 
     def _evaluate_model(self, model) -> dict:
         """:meth:`_evaluate` for the model being trained, played batched (:meth:`_play`): the same games (the
