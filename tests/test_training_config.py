@@ -23,7 +23,7 @@ def test_shipped_configs_load(name):
 
 def test_the_real_map_recipe_is_the_imitate_recipe_with_the_sweep():
     base, real = load_config("configs/imitate.yaml"), load_config("configs/imitate_real_map.yaml")
-    assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 7
+    assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 5
     for section in ("algo", "env"):
         assert getattr(real, section) == getattr(base, section)
 
