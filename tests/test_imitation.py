@@ -364,9 +364,9 @@ def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
     assert screened_screen["sweep_lost_labelled"] == 1 and screened_screen["screen_games"] == 10
 
 
-def test_a_game_that_ends_with_a_treasure_left_is_lost(run, tmp_path):
-    """Reaching the end is ``win`` for the platform, but a game ended with a treasure left behind is lost for the
-    sweep and the screening: it is labelled first and it counts against its round."""
+def test_a_game_that_ends_with_a_treasure_left_counts_against_its_round(run, tmp_path):
+    """Reaching the end is ``win`` for the platform, but a sweep game ended with a treasure left behind is lost in
+    the choice of the best round; the games labelled first are those the learner never finishes (its loops)."""
     from sb3_realm.imitation.dagger import won
 
     assert won({"win": True, "missed": []}) and not won({"win": True, "missed": [7]})
@@ -375,12 +375,12 @@ def test_a_game_that_ends_with_a_treasure_left_is_lost(run, tmp_path):
     with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
                     "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
         games = state.sweep_games()
-        state._swept = [{"win": True, "missed": [5] if i in (2, 6) else [], "treasure_ids": [3, 5], "score": 1.0}
+        state._swept = [{"win": i != 4, "missed": [5] if i in (2, 6) else [], "treasure_ids": [3, 5], "score": 1.0}
                         for i in range(len(games))]
         chosen = state._dagger_games(model, 1)
         key = state.select_key({"mean_score": 0.0}, state._swept)
-    assert chosen[:2] == [games[2], games[6]]
-    assert key[0] == -2
+    assert chosen[0] == games[4] and games[2] not in chosen[:1]
+    assert key[0] == -3  # the loop and the two games that left a treasure behind
 
 
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):

@@ -145,24 +145,26 @@ class _Run:
         """The games the learner plays for the expert in DAgger round ``round_no``: ``dagger_games`` fresh training
         games; with ``screen_games``, the deterministic learner first plays that many (batched) and the games it loses
         come first, the rest drawn at random from the others. With ``sweep``, the lost sweep games come before all of
-        them, and a round they fill plays no screening. A game is lost unless the end is reached with every treasure
-        (:func:`won`)."""
+        them, and a round they fill plays no screening. Put first are the games the learner never finishes (``win``
+        false: its loops); a game that ends with a treasure left is lost for the choice of the best round
+        (:func:`won`, :meth:`select_key`) but not put first here: measured, putting those first too gave worse models
+        (README, imitation benchmarks)."""
         im = self.im
         swept_lost: list[tuple[int, dict]] = []
         if im.sweep:
             if self._swept is None:  # a resumed run: sweep the model it resumed from
                 self._swept = self._sweep(model)
-            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not won(g)]
+            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
             return (swept_lost + fresh)[:im.dagger_games]
         pool = training_games(self.config, round_no, max(im.screen_games, im.dagger_games))
         played = self._play(model, pool, max_steps=im.dagger_max_steps)
-        lost = [i for i, g in enumerate(played) if not won(g)]
+        lost = [i for i, g in enumerate(played) if not g["win"]]
         self._screen.update(screen_games=len(pool), screen_wins=len(pool) - len(lost))
         rng = np.random.default_rng([self.config.seed, round_no, 3])
-        rest = [i for i in rng.permutation(len(pool)).tolist() if won(played[i])]
+        rest = [i for i in rng.permutation(len(pool)).tolist() if played[i]["win"]]
         chosen = sorted((lost + rest)[:max(0, im.dagger_games - len(swept_lost))])
         return (swept_lost + [pool[i] for i in chosen])[:im.dagger_games]
 

@@ -183,8 +183,9 @@ class ImitationConfig:
     :param dagger_games: games per DAgger round.
     :param screen_games: 0, or games the deterministic learner plays first in each DAgger round (batched, fast): the
         ones it loses are among the round's ``dagger_games`` (all of them if they fit), the rest drawn at random. With
-        the sweep, the lost sweep games come first, and a round they fill skips the screening. Here and in the sweep a
-        game is lost unless the learner reaches the end with every treasure.
+        the sweep, the lost sweep games come first, and a round they fill skips the screening. The games put first are
+        those the learner never finishes; for the choice of the best round (the sweep's count of lost games) a game is
+        also lost when the end is reached with a treasure left.
     :param sweep: after every round the deterministic learner also plays the sweep: every treasure set of
         ``env.usr_conf``'s treasure count (C(13, 9) = 715 for the leaderboard's nine) and, for each other count in
         ``treasure_counts``, its fixed set and ``sweep_other`` random sets (from ``eval_seed``). A game is a function of
