@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
-from ..evaluation import evaluate, game_seed, play_games, played_report, protocol_configs
+from ..evaluation import evaluate, game_seed, played_report, protocol_configs
 from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
@@ -103,9 +103,9 @@ class _Run:
         self.round = -1  # last completed round
         self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
         self._swept: list[dict] | None = None  # the sweep of the model as it stands (imitation.sweep)
-        #: the run's worker pool: the learner's own games (screening, held-out evaluation, sweep) are shared out
-        #: over its workers; None: played in this process
-        self.collector: Collector | None = None
+        #: plays the learner's own games (screening, held-out evaluation, sweep): ``imitate`` puts its pool here, which
+        #: shares them out over the workers; without a pool (as here) they are played in this process
+        self.collector = Collector(1)
         self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
         self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
@@ -136,8 +136,6 @@ class _Run:
 
     def _play(self, model, games: list[tuple[int, dict]], max_steps: int = 0) -> list[dict]:
         """``play_games`` of the deterministic ``model`` on ``games``, over the run's workers when it has them."""
-        if self.collector is None:
-            return play_games(model.policy, self.env_kwargs, games, masked=self.masked, max_steps=max_steps)
         return self.collector.play(model, self.config.algo.name, self.env_kwargs, games, masked=self.masked,
                                    max_steps=max_steps)
 
