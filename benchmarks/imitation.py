@@ -36,7 +36,7 @@ from sb3_realm.training.config import load_config
 
 def summary(report) -> dict:
     s = report.summary()
-    keys = ("games", "wins", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
+    keys = ("games", "wins", "full_wins", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
             "oracle_mean_score", "mean_gap_to_oracle", "max_gap_to_oracle")
     return {k: s[k] for k in keys if k in s}
 
@@ -97,7 +97,7 @@ def main() -> None:
         "map": config.env.map_path or config.env.map_name,
         "imitate_wall_s": round(run_s, 1), "peak_rss_during_imitate": rss_run,
         "curve": [{k: h.get(k) for k in ("round", "wall_s", "states", "bc_accuracy", "eval_mean_score", "eval_wins",
-                                         "eval_games", "games_cut", "screen_games", "screen_wins")}
+                                         "eval_full_wins", "eval_games", "games_cut", "screen_games", "screen_wins")}
                   for h in report["history"]],
         "held_out_oracle_mean_score": report["oracle_mean_score"], "best_round": report["best_round"],
         "exhaustive_9": summary(exhaustive), "exhaustive_s": round(exhaustive_s, 1),
@@ -109,8 +109,9 @@ def main() -> None:
             fixed = evaluate(model, "fixed", treasures=n, **common)
             others[str(n)] = {"random": summary(rand), "fixed": summary(fixed)}
         result["other_games"] = others
-        result["other_games_all_won"] = all(v["random"]["wins"] == v["random"]["games"] and
-                                            v["fixed"]["wins"] == 1 for v in others.values())
+        # won: the end reached with every treasure (full_wins), not the env's win alone
+        result["other_games_all_won"] = all(v["random"]["full_wins"] == v["random"]["games"] and
+                                            v["fixed"]["full_wins"] == 1 for v in others.values())
     if args.finetune_config or args.finetune_run:
         result["finetune"] = finetune_phase(args, model, exhaustive, common)
     result["peak_rss_total"] = peak_rss_mib()
@@ -143,7 +144,7 @@ def finetune_phase(args, model: str, before, common: dict) -> dict:
     exhaustive_s = time.perf_counter() - t1
     gain = np.array([a.score - b.score for a, b in zip(after.games, before.games, strict=True)])
     steps = np.array([b.steps - a.steps for a, b in zip(after.games, before.games, strict=True)
-                      if a.win and b.win])
+                      if a.full_win and b.full_win])
     return {
         "run": str(run_dir), "finetune_wall_s": None if run_s is None else round(run_s, 1),
         "peak_rss_during_finetune": rss,
@@ -178,8 +179,8 @@ def plot_curve(result: dict, path: str) -> None:
                 label=f"PPO fine-tuning, held-out games (715 sets: {fine['exhaustive_9']['mean_score']:.2f})")
     ax.set_xlabel("wall time (min), expert data + imitation, 2 cores")
     ax.set_ylabel("mean competition score")
-    ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['wins']}/715 sets won, mean {ex['mean_score']:.2f}"
-                 f" (oracle {ex.get('oracle_mean_score', np.nan):.2f})", fontsize=9)
+    ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['full_wins']}/715 sets won, mean "
+                 f"{ex['mean_score']:.2f} (oracle {ex.get('oracle_mean_score', np.nan):.2f})", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -92,8 +92,11 @@ def test_scores_equal_hand_computed_values(tmp_path):
     assert report.games[2].missed == [5] and report.games[0].missed == []
     s = report.summary()
     assert s["wins"] == 3 and s["games_with_missed_treasure"] == 1 and s["missed_by_id"] == {5: 1}
+    # the game that reached the end without treasure 5 is not a full win (the competition's clean win)
+    assert s["full_wins"] == 2 and [r.full_win for r in report.games] == [True, True, False]
     text = format_report(report)
     assert "missed by id: {5: 1}" in text and "[5] / [5]" in text
+    assert "wins 2/3 with every treasure, 3 reached the end" in text
 
 
 @pytest.mark.processes

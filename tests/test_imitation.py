@@ -242,6 +242,7 @@ def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
 
 def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
     from sb3_realm.agents import OracleAdapter
+    from sb3_realm.imitation.dagger import won
 
     model = small_model()  # untrained: it never finishes
     path = tmp_path / "learner.zip"
@@ -256,6 +257,9 @@ def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
         oracle.reset(env)
         oracle.act(env, obs)
         assert game["cut"] and game["steps"] == oracle.planned_steps + 30
+        # a cut game's summary names the treasures left, as play_games does: it is not a win
+        assert set(game["missed"]) <= set(game["treasure_ids"]) and not won(game)
+        assert game["treasures"] + len(game["missed"]) == len(game["treasure_ids"])
 
 
 def test_batched_play_is_the_evaluation(run):

@@ -33,6 +33,11 @@ class GameResult:
     planned_steps: int | None = None  # the oracle's own plan, when the policy is the oracle
 
     @property
+    def full_win(self) -> bool:
+        """The end reached with every treasure of the set (``win`` alone: the end reached)."""
+        return self.win and not self.missed
+
+    @property
     def gap(self) -> float | None:
         return None if self.oracle_score is None else self.oracle_score - self.score
 
@@ -46,12 +51,16 @@ class EvalReport:
     games: list[GameResult] = field(default_factory=list)
 
     def summary(self) -> dict:
+        """The protocol's figures. ``wins`` counts the games that reached the end (the env's ``win``);
+        ``full_wins`` those that reached it with every treasure of their set, the competition's clean win (a game
+        that ends with a treasure left forfeits 100 points for it)."""
         g = self.games
         scores = np.array([r.score for r in g], dtype=np.float64)
         out = {
             "policy": self.policy, "protocol": self.protocol, "map": self.map, "seed": self.seed, "games": len(g),
             "mean_score": float(scores.mean()), "min_score": float(scores.min()), "max_score": float(scores.max()),
             "wins": int(sum(r.win for r in g)), "win_rate": float(np.mean([r.win for r in g])),
+            "full_wins": int(sum(r.full_win for r in g)),
             "mean_treasures": float(np.mean([r.treasures for r in g])),
             "games_with_missed_treasure": int(sum(bool(r.missed) for r in g)),
             "missed_by_id": dict(sorted(Counter(i for r in g for i in r.missed).items())),
@@ -74,7 +83,8 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
     lines = [
         f"policy {s['policy']} | protocol {s['protocol']} ({s['games']} games) | map {s['map']} | seed {s['seed']}",
         f"score mean {s['mean_score']:.2f}  min {s['min_score']:.2f}  max {s['max_score']:.2f}  | wins "
-        f"{s['wins']}/{s['games']}  | treasures {s['mean_treasures']:.2f}  | steps {s['mean_steps']:.1f}",
+        f"{s['full_wins']}/{s['games']} with every treasure, {s['wins']} reached the end  | treasures "
+        f"{s['mean_treasures']:.2f}  | steps {s['mean_steps']:.1f}",
         f"games with a missed treasure: {s['games_with_missed_treasure']}  missed by id: {s['missed_by_id']}  | "
         f"flash in {s['flash_games']} games, buff in {s['buff_games']}",
     ]

@@ -262,11 +262,12 @@ class _Run:
         self.elapsed += time.perf_counter() - t0
         entry = {
             "round": round_no, "source": source, "games_played": len(played), "states": dataset.states,
-            "new_states": len(rollouts.block), "learner_wins": int(sum(g["win"] for g in played)),
+            "new_states": len(rollouts.block), "learner_wins": int(sum(won(g) for g in played)),
             "games_cut": int(sum(g["cut"] for g in played)),
             "learner_mean_score": float(np.mean([g["score"] for g in played])), "bc_loss": stats.loss,
             "bc_accuracy": stats.accuracy, "bc_entropy": stats.entropy, "updates": self.updates,
-            "eval_mean_score": summary["mean_score"], "eval_wins": summary["wins"], "eval_games": summary["games"],
+            "eval_mean_score": summary["mean_score"], "eval_wins": summary["wins"],
+            "eval_full_wins": summary["full_wins"], "eval_games": summary["games"],
             "eval_mean_steps": summary["mean_steps"], "eval_missed_treasure_games":
                 summary["games_with_missed_treasure"], "oracle_mean_score": self.oracle_score,
             "best_round": self.best_round, "collect_s": round(collect_s, 2), "fit_s": round(fit_s, 2),
