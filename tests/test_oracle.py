@@ -300,14 +300,14 @@ def test_real_map_all_715_sets_within_2_percent_of_plan(real_map):
 
 
 
-def _labels_in_a_learner_loop(seed: int, tell: bool) -> list[tuple[tuple[float, float], int]]:
+def _labels_in_a_learner_loop(seed: int, tell: bool, max_step: int = 200) -> list[tuple[tuple[float, float], int]]:
     """The oracle labels 40 steps of a learner that walks east, west, east, ... (DAgger on a looping learner);
     ``tell``: the oracle is told whenever the learner's move was not its own."""
     from sb3_realm.agents import OracleAdapter
     from sb3_realm.envs import RealmEnv
 
     env = RealmEnv(map_name="small")
-    obs, _ = env.reset(seed=seed, options={"treasure_random": 1, "treasure_num": 2, "max_step": 200})
+    obs, _ = env.reset(seed=seed, options={"treasure_random": 1, "treasure_num": 2, "max_step": max_step})
     oracle = OracleAdapter(env)
     oracle.reset(env)
     out = []
@@ -332,3 +332,83 @@ def test_labels_of_a_learner_loop_depend_on_the_state_only(seed):
 
     assert flips(_labels_in_a_learner_loop(seed, tell=True)) == 0
     assert flips(_labels_in_a_learner_loop(seed, tell=False)) > 0  # what DAgger's labels were without it
+
+
+def test_a_plan_knows_the_steps_left_it_fits():
+    """``Plan.fits``: the whole tour is planned again from the same state for any steps left that it fits in; a tour
+    cut down to fit has no such range."""
+    game_map = small_map()
+    ids = (3, 9, 14)
+    whole = plan_tour(game_map, ids, end=1, start=2)
+    cost, margin = whole.fit
+    assert cost == pytest.approx(whole.cost) and whole.fits(None) and whole.fits(cost + margin)
+    assert not whole.fits(cost + margin - 0.5)
+    again = plan_tour(game_map, ids, end=1, start=2, steps_left=cost + margin)
+    assert again == whole and again.fit == whole.fit
+    cut = plan_tour(game_map, ids, end=1, start=2, steps_left=cost + margin - 0.5)
+    assert cut.fit is None and not cut.fits(10_000) and len(cut.order) < len(whole.order)
+
+
+@pytest.mark.parametrize(("seed", "max_step"), [(0, 200), (4, 200), (0, 45), (4, 45)])
+def test_plans_reused_in_a_learner_loop_label_as_fresh_plans_do(seed, max_step, monkeypatch):
+    """In a learner's loop the oracle is asked for a new plan at every step; the plan it made before in the same
+    state is reused (and the route's fields kept when the route is unchanged). The labels are those of planning
+    afresh every time, also when the steps left cut the tour down (``max_step`` 45)."""
+    import sb3_realm.oracle.expert as expert
+
+    calls = []
+    plan_from_state = expert.plan_from_state
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return plan_from_state(*args, **kwargs)
+
+    monkeypatch.setattr(expert, "plan_from_state", counted)
+    reused = _labels_in_a_learner_loop(seed, tell=True, max_step=max_step), _labels_of_a_random_walker(seed, max_step)
+    n_reused = len(calls)
+    calls.clear()
+    _plan_afresh_every_time(monkeypatch)
+    fresh = _labels_in_a_learner_loop(seed, tell=True, max_step=max_step), _labels_of_a_random_walker(seed, max_step)
+    assert reused == fresh
+    assert n_reused < len(calls)  # the loop did call for plans, and some were reused
+
+
+def _plan_afresh_every_time(monkeypatch) -> None:
+    """The oracle as it was before plans were reused: every new plan planned and its route valued from scratch."""
+    from sb3_realm.oracle.expert import OraclePolicy
+    from sb3_realm.oracle.tour import Plan
+
+    monkeypatch.setattr(Plan, "fits", lambda self, steps_left: False)
+    replan = OraclePolicy._replan
+
+    def from_scratch(self, *args):
+        replan(self, *args)
+        self._fields = {}
+        self._chain()
+
+    monkeypatch.setattr(OraclePolicy, "_replan", from_scratch)
+
+
+def _labels_of_a_random_walker(seed: int, max_step: int) -> list[tuple[tuple[float, float], int]]:
+    """The oracle labels 120 steps of a learner that mostly walks back and forth at random on the default map (exact
+    revisits, pickups out of the planned order, so routes that change), told that the moves were not its own."""
+    from sb3_realm.agents import OracleAdapter
+    from sb3_realm.envs import RealmEnv
+
+    env = RealmEnv(map_name="default")
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed, options={"treasure_random": 1, "treasure_num": 9, "max_step": max_step * 4})
+    oracle = OracleAdapter(env)
+    oracle.reset(env)
+    out = []
+    for _ in range(120):
+        label = oracle.act(env, obs)
+        action = label if rng.random() < 0.5 else int(rng.choice([0, 2, 4, 6]))
+        if action != label:
+            oracle.played_other()
+        hero = env.competition_obs()[1].frame_state.heroes[0]
+        out.append(((hero.pos.x, hero.pos.z), label))
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
+    return out

@@ -98,6 +98,7 @@ class OraclePolicy:
         self._last_step = -1
         self._last_query: tuple[tuple, int] | None = None
         self._visits: dict[tuple[int, int, int, bool], int] = {}
+        self._plans: dict[tuple, Plan] = {}  # this episode's plans by planning state (see _replan)
 
     def _read(self, obs: Observation, env_info: EnvInfo) -> _State:
         hero = env_info.frame_state.heroes[0]
@@ -173,19 +174,31 @@ class OraclePolicy:
         if self.plan is not None:
             self.replans += 1
         left = self._config.max_step - st.step
-        plan, _ = plan_from_state(self._tables, x, z, st.available, use_flash=self.use_flash, use_buff=self.use_buff,
-                               flash_ready=st.talent, buff_available=st.buff_available and st.buff_remaining == 0,
-                               buff_remaining=st.buff_remaining, steps_left=left)
+        buff_available = st.buff_available and st.buff_remaining == 0
+        # A plan is a function of its planning state; the steps left only matter when the whole tour does not fit.
+        # A learner's loop (DAgger) revisits the same exact states and calls for a new plan at each of them: the plan
+        # made there before is reused whenever it would be planned again (Plan.fits).
+        key = (x, z, frozenset(st.available), st.talent, buff_available, st.buff_remaining)
+        plan = self._plans.get(key)
+        if plan is None or not plan.fits(left):
+            plan, _ = plan_from_state(self._tables, x, z, st.available, use_flash=self.use_flash,
+                                      use_buff=self.use_buff, flash_ready=st.talent, buff_available=buff_available,
+                                      buff_remaining=st.buff_remaining, steps_left=left)
+            self._plans[key] = plan
+        flash_leg = plan.flash.leg if plan.flash is not None else None
+        # the route values and fields are functions of the route and the flash leg alone: kept when both stay
+        same_route = self.plan is not None and plan.route == self._route and flash_leg == self._flash_leg
         self.plan = plan
         if self.planned_steps is None:
             self.planned_steps, self.planned_cost = plan.predicted_steps, plan.cost
         self._route = plan.route
         self._leg = 0
-        self._flash_leg = plan.flash.leg if plan.flash is not None else None
+        self._flash_leg = flash_leg
         self._pre = self._flash_leg is not None
         self._remaining = set(plan.order[:-1])
-        self._fields = {}
-        self._chain()
+        if not same_route:
+            self._fields = {}
+            self._chain()
         self.plan_seconds += time.perf_counter() - t0
 
     def _chain(self) -> None:

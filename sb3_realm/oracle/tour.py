@@ -29,7 +29,7 @@ Approximations (all on the model side; the policy always plays the real rules):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -68,6 +68,14 @@ class Plan:
     buff_before: int | None
     predicted_steps: int
     cost: float
+    #: ``(cost, margin)`` of the whole tour when it was planned because it fits (``cost <= steps_left - margin``):
+    #: the planning state then gives this same plan for every ``steps_left`` that passes that test. ``None`` when the
+    #: tour was cut down to a subset that fits.
+    fit: tuple[float, float] | None = field(default=None, compare=False, repr=False)
+
+    def fits(self, steps_left: float | None) -> bool:
+        """Whether planning from the same state with ``steps_left`` gives this plan again (see ``fit``)."""
+        return self.fit is not None and self.fit[0] <= (INF if steps_left is None else steps_left) - self.fit[1]
 
     @property
     def route(self) -> tuple[int, ...]:
@@ -203,7 +211,9 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
             flash_after = 0 if flash_before else int(from_buff_f[full ^ mask, b] < from_buff[full ^ mask, b])
             best_cost, best = float(tot[mask, b]), (int(mask), int(buff_ent[b]), flash_before, flash_after)
     margin = max(2.0, 0.03 * best_cost) + LEG_ROUNDING * (n + 2) if math.isfinite(best_cost) else 0.0
+    fit = (best_cost, margin)
     if not best_cost <= (INF if steps_left is None else steps_left) - margin:
+        fit = None
         # the whole tour does not fit: the best-scoring set of treasures (no buff)
         limit = INF if steps_left is None else steps_left
         d = np.minimum(end_no_flash, end_one_flash).astype(np.float64)
@@ -214,7 +224,7 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
         score = np.where(played <= limit - np.maximum(2.0, 0.03 * played), 100.0 * count - 0.2 * played, -INF)
         mask = int(np.argmax(score)) if np.isfinite(score).any() else int(np.argmin(played))
         best_cost, best = float(cost[mask]), (mask, None, int(end_one_flash[mask] < end_no_flash[mask]), 0)
-    return _reconstruct(problem, end, g, r, legs, legs_f, e_n, ef_n, end_ent, best, best_cost)
+    return replace(_reconstruct(problem, end, g, r, legs, legs_f, e_n, ef_n, end_ent, best, best_cost), fit=fit)
 
 
 def _reconstruct(problem: _Problem, end: int, g: np.ndarray, r: np.ndarray | None, legs: np.ndarray,
