@@ -11,7 +11,10 @@ in the look-ahead, which searches ``cruise_lookahead`` (2) moves deep, ``lookahe
 corners (no oscillation: repeated states deepen the search, then fall back on the BFS field). The plan is redone
 when something unplanned happens: an out-of-order pickup, a failed, foreign or missed flash, the buff taken early,
 or the hero being moved elsewhere than predicted and losing ground (the fields are global, so small deviations need
-no new plan).
+no new plan). Labelling a learner's loop (DAgger) calls for a new plan at almost every step, in states it has seen
+before: a plan made in the same exact state earlier in the episode is reused whenever planning again would give it
+(:meth:`~sb3_realm.oracle.tour.Plan.fits`), and a new plan with the same route and flash leg keeps the route's
+values and fields, so the labels are those of planning afresh.
 """
 
 from __future__ import annotations
