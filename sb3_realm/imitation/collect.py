@@ -123,8 +123,8 @@ def collect_games(job: CollectJob) -> Rollouts:
                 info, done = env.episode_summary(), True  # cut: the game was not over
         games.append({"seed": int(env_seed), "treasure_ids": list(env.game.treasure_ids), "score": info["score"],
                       "win": info["win"], "treasures": info["treasures"], "missed": list(info["treasures_missed"]),
-                      "steps": info["steps"],
-                      "expert_steps": expert_steps, "cut": not (env.game.terminated or env.game.truncated)})
+                      "steps": info["steps"], "expert_steps": expert_steps,
+                      "cut": not (env.game.terminated or env.game.truncated)})
     block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
     return Rollouts(block, games)
 
