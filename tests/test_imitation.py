@@ -115,6 +115,18 @@ def test_dataset_round_trips_and_grows_by_shards(expert_block, tmp_path):
     assert not list((tmp_path / "ds").glob(".*.tmp"))
 
 
+def test_the_expert_breaks_ties_as_configured(expert_block):
+    """``tie_break`` reaches the oracle in the collector (in this process, so its cached expert too): other labels
+    in some states, the same won games."""
+    with Collector(1) as collector:
+        heading = collector.run(SMALL_ENV, small_games(30), tie_break="heading")
+        index = collector.run(SMALL_ENV, small_games(30))
+    assert all(g["win"] and not g["missed"] for g in heading.games)
+    assert np.array_equal(index.block.actions, expert_block.actions)  # the default: the lowest action
+    n = min(len(heading.block), len(index.block))
+    assert np.mean(heading.block.actions[:n] != index.block.actions[:n]) > 0.05
+
+
 def test_dataset_refuses_damage_and_mismatches(expert_block, tmp_path):
     ds = ExpertDataset.create(tmp_path / "ds", expert="oracle", map_name="small")
     ds.append(expert_block, "expert")
@@ -485,6 +497,7 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.treasure_counts=[3, 14]"], "each count must be an integer in 0..13"),
     (["algo.name=recurrent_ppo", "imitation.window=0"], "imitation.window = 0 must be >= 1"),
     (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
+    (["imitation.tie_break=sideways"], "imitation.tie_break = 'sideways'; use one of ['index', 'heading']"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

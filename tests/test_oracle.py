@@ -223,6 +223,34 @@ def test_recovers_from_random_deviations_and_never_flashes_illegally(seed):
     assert game.win and sorted(game.collected) == list(ids)
 
 
+def test_ties_broken_toward_the_next_node_play_as_well():
+    """``tie_break = "heading"`` (the labels of ``imitation.tie_break``) changes the move in many states, never the
+    outcome: every treasure, about as many steps."""
+    game_map = default_map()
+    for ids in [(3, 5, 6, 8, 10, 11, 12, 14, 15), (4, 5, 7, 8, 9, 11, 13, 14, 15)]:
+        games, moves = {}, {}
+        for rule in ("index", "heading"):
+            policy = OraclePolicy(game_map)
+            policy.tie_break = rule
+            config = EpisodeConfig.from_usr_conf({"start": 2, "end": 1, "treasure_random": 0, "treasure_id": list(ids)})
+            game = Game(game_map, policy.rules)
+            game.reset(config, config.treasure_id)
+            policy.reset(config)
+            moves[rule] = []
+            while not (game.terminated or game.truncated):
+                moves[rule].append(oracle_action(policy, *competition_observation(game)))
+                game.step(moves[rule][-1])
+            games[rule] = game
+            assert game.win and sorted(game.collected) == sorted(ids)
+        assert abs(games["heading"].step_no - games["index"].step_no) <= 0.02 * games["index"].step_no
+        n = min(len(moves["index"]), len(moves["heading"]))
+        assert np.mean(np.array(moves["index"][:n]) != np.array(moves["heading"][:n])) > 0.05
+    policy = OraclePolicy(game_map)
+    policy.tie_break = "sideways"
+    with pytest.raises(ValueError, match="tie_break = 'sideways'"):
+        play(game_map, (3, 4), policy)
+
+
 def test_greedy_policy_is_kept_out_of_loops():
     """With the look-ahead off (1 move), corners would trap a greedy walker; repeated states deepen the search."""
     game_map = default_map()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 import yaml
@@ -21,11 +23,15 @@ def test_shipped_configs_load(name):
     assert config.algo.name in ("ppo", "maskable_ppo", "recurrent_ppo")
 
 
-def test_the_real_map_recipe_is_the_imitate_recipe_with_the_sweep():
+def test_the_map_recipes_are_the_imitate_recipe_with_the_sweep():
     base, real = load_config("configs/imitate.yaml"), load_config("configs/imitate_real_map.yaml")
+    default = load_config("configs/imitate_default_map.yaml")
     assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 5
+    assert real.imitation.tie_break == base.imitation.tie_break == "index"
+    # the default map's: the real map's with 7 rounds and the oracle's ties broken toward its next node
+    assert default.imitation == replace(real.imitation, rounds=7, tie_break="heading")
     for section in ("algo", "env"):
-        assert getattr(real, section) == getattr(base, section)
+        assert getattr(real, section) == getattr(base, section) == getattr(default, section)
 
 
 @pytest.mark.parametrize(

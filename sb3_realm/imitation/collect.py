@@ -46,6 +46,7 @@ class CollectJob:
         would otherwise fill the dataset with the same few states until ``max_step``.
     :param overrun: with a learner, a game also stops once it runs this many steps past the expert's own plan for it
         (the oracle's ``planned_steps``; 0: no such stop).
+    :param tie_break: the oracle expert's ``OraclePolicy.tie_break`` (how it breaks exact ties of its cost-to-go).
     """
 
     env_kwargs: dict
@@ -56,6 +57,7 @@ class CollectJob:
     seed: int = 0
     max_steps: int = 0
     overrun: int = 0
+    tie_break: str = "index"
 
 
 @dataclass
@@ -69,11 +71,14 @@ class Rollouts:
 _CACHE: dict = {}
 
 
-def _env_and_expert(env_kwargs: dict, expert: str):
-    key = (repr(sorted(env_kwargs.items())), expert)
+def _env_and_expert(env_kwargs: dict, expert: str, tie_break: str = "index"):
+    key = (repr(sorted(env_kwargs.items())), expert, tie_break)
     if _CACHE.get("key") != key:
         env = RealmEnv(**env_kwargs)
-        _CACHE.update(key=key, env=env, expert=load_policy(expert, env), learners={})
+        policy = load_policy(expert, env)
+        if hasattr(policy, "oracle"):
+            policy.oracle.tie_break = tie_break
+        _CACHE.update(key=key, env=env, expert=policy, learners={})
     return _CACHE["env"], _CACHE["expert"]
 
 
@@ -87,7 +92,7 @@ def _learner(path: str) -> SB3Policy:
 
 def collect_games(job: CollectJob) -> Rollouts:
     """Play the job's games (see the module docstring); returns the labelled states in compact form."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert)
+    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break)
     learner = _learner(job.learner) if job.learner is not None else None
     rng = np.random.default_rng(job.seed)
     maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
@@ -180,13 +185,13 @@ class Collector:
 
     def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
             learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
-            overrun: int = 0) -> Rollouts:
+            overrun: int = 0, tie_break: str = "index") -> Rollouts:
         """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
         n = min(len(games), self.workers * 4 if self._pool is not None else 1)
         chunks = [tuple(games[i::n]) for i in range(n)]  # interleaved: long and short games spread evenly
-        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun)
+        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break)
                 for i, chunk in enumerate(chunks)]
         if self._pool is None:
             parts = [collect_games(job) for job in jobs]

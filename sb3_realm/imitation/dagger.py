@@ -220,7 +220,8 @@ class _Run:
                 source = f"dagger round {round_no} (beta {beta:g})"
             rollouts = collector.run(self.env_kwargs, games, expert=im.expert,
                                      learner=learner, beta=beta, seed=self.config.seed + round_no,
-                                     max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun)
+                                     max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun,
+                                     tie_break=im.tie_break)
         dataset.append(rollouts.block, source)
         collect_s = time.perf_counter() - t0
         played = rollouts.games

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..game.core import flash_landing, simulate_move
+from ..game.core import DIRECTIONS, flash_landing, simulate_move
 from ..game.maps import BUFF_ID, RealmMap
 from ..game.observation import EnvInfo, Observation
 from ..game.rules import EpisodeConfig, Rules
@@ -60,6 +60,11 @@ class OraclePolicy:
     lookahead: int = 3
     #: moves searched ahead elsewhere
     cruise_lookahead: int = 2
+    #: how ties of the cost-to-go (within ``tie_tolerance`` world units; in over half of the states) are broken:
+    #: "index" (the lowest action) or "heading" (the move closest to the straight line to the next node of the route,
+    #: then the lowest action: labels a policy imitates better, see ``imitation.tie_break``)
+    tie_break: str = "index"
+    tie_tolerance: float = 1.0
 
     def __init__(self, game_map: RealmMap, rules: Rules | None = None, *, use_flash: bool = True,
                  use_buff: bool = True) -> None:
@@ -319,7 +324,7 @@ class OraclePolicy:
                 q = flash_landing(x, z, d, r.flash_distance, walk, w, h)
                 if q is not None:
                     cands.append((unit + self._eval(q[0], q[1], st, False)[0], 8 + d, q))
-        best = min(cands, key=lambda c: (c[0], c[1]))
+        best = self._pick(cands, x, z)
         here = self._value(x, z, self._leg, self._pre)
         node = self._route[self._leg]
         px, pz = self._pos[node]
@@ -340,11 +345,29 @@ class OraclePolicy:
             deep = [(unit + self._search(q[0], q[1], st, depth - 1, speed, unit, memo), d, q)
                     for d, q in enumerate(moves)]
             deep += [c for c in cands if c[1] >= 8]
-            best = min(deep, key=lambda c: (c[0], c[1]))
+            best = self._pick(deep, x, z)
             if best[1] < 8:
                 best = (cands[best[1]][0], best[1], best[2])
         self._expect, self._expect_val, self._last_flash = best[2], best[0] - unit, best[1] >= 8
         return best[1]
+
+    def _pick(self, costs: list, x: float, z: float):
+        """The candidate ``(cost, action, landing)`` of least cost, ties broken as ``tie_break`` says."""
+        low = min(c[0] for c in costs)
+        if self.tie_break not in ("index", "heading"):
+            raise ValueError(f"OraclePolicy.tie_break = {self.tie_break!r}; use 'index' or 'heading'")
+        if self.tie_break == "index" or not low < INF:
+            return min(costs, key=lambda c: (c[0], c[1]))
+        px, pz = self._pos[self._route[self._leg]]
+        dx, dz = px - x, pz - z
+
+        def key(c):
+            if c[0] > low + self.tie_tolerance:
+                return (1, c[0], c[1])
+            ux, uz = DIRECTIONS[c[1] % 8]
+            return (0, -(ux * dx + uz * dz), c[1])
+
+        return min(costs, key=key)
 
     def _raw_units(self) -> bool:
         """Whether the current leg's values are raw distance (the buff is behind us on the route)."""

@@ -171,6 +171,9 @@ def _schedule(value: str, key: str):
     raise ValueError(f"algo.hyperparams.{key} = {value!r}: a number or 'lin_<number>' (linear decay to 0)")
 
 
+TIE_BREAKS = ("index", "heading")  # OraclePolicy.tie_break
+
+
 @dataclass
 class ImitationConfig:
     """Imitation of an expert (``sb3-realm imitate``): expert games, behaviour cloning, then DAgger rounds. The
@@ -214,6 +217,10 @@ class ImitationConfig:
         empty: the count of ``env.usr_conf``. Treasure sets are random; ``max_step`` and the rest are env.usr_conf's.
     :param window: RecurrentPPO: states per training window (episodes are cloned in order, the LSTM state carried
         from one window to the next); ``batch_size // window`` episodes go side by side in a gradient step.
+    :param tie_break: how the oracle expert breaks exact ties of its cost-to-go, which it meets in over half of its
+        states: ``index`` (the lowest action, as the oracle plays by default) or ``heading`` (the move closest to the
+        straight line to the next node of its route): the labels the policy must reproduce then follow a rule it can
+        read from its own observation (the target's direction), and it imitates them better.
     :param workers: processes that play the games (collection and held-out evaluation).
     """
 
@@ -237,6 +244,7 @@ class ImitationConfig:
     l2_weight: float = 0.0
     treasure_counts: list = field(default_factory=list)
     window: int = 64
+    tie_break: str = "index"
     workers: int = 2
 
     def validate(self) -> None:
@@ -263,6 +271,8 @@ class ImitationConfig:
         if self.expert not in ("oracle",) and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle' nor an existing SB3 checkpoint "
                              "(.zip); the oracle planner is the expert the package ships")
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
 
     def beta(self, round_no: int) -> float:
         """The expert's share of the played actions in DAgger round ``round_no`` (1, 2, ...)."""
