@@ -25,9 +25,10 @@ def positions(**ids: tuple[int, int]) -> list[tuple[int, int]]:
 
 
 def play(game_map, ids, policy: OraclePolicy, start: int = 2, end: int = 1, max_step: int = 2000,
-         perturb: float = 0.0, seed: int = 0) -> Game:
+         perturb: float = 0.0, seed: int = 0, moves: list | None = None) -> Game:
     """One episode of the oracle through the competition observation; with ``perturb`` > 0 a random legal action
-    replaces the oracle's with that probability. Asserts that the oracle never flashes while the talent is down."""
+    replaces the oracle's with that probability; ``moves`` (a list) receives the oracle's actions. Asserts that the
+    oracle never flashes while the talent is down."""
     config = EpisodeConfig.from_usr_conf({"start": start, "end": end, "treasure_random": 0,
                                           "treasure_id": list(ids), "max_step": max_step})
     game = Game(game_map, policy.rules)
@@ -39,6 +40,8 @@ def play(game_map, ids, policy: OraclePolicy, start: int = 2, end: int = 1, max_
         action = oracle_action(policy, obs, env_info)
         assert 0 <= action < 16
         assert obs.legal_act[1] == 1 or action < 8, "the oracle flashed while the talent was cooling down"
+        if moves is not None:
+            moves.append(action)
         if perturb and rng.random() < perturb:
             action = int(rng.integers(16 if obs.legal_act[1] else 8))
         game.step(action)
@@ -232,15 +235,8 @@ def test_ties_broken_toward_the_next_node_play_as_well():
         for rule in ("index", "heading"):
             policy = OraclePolicy(game_map)
             policy.tie_break = rule
-            config = EpisodeConfig.from_usr_conf({"start": 2, "end": 1, "treasure_random": 0, "treasure_id": list(ids)})
-            game = Game(game_map, policy.rules)
-            game.reset(config, config.treasure_id)
-            policy.reset(config)
             moves[rule] = []
-            while not (game.terminated or game.truncated):
-                moves[rule].append(oracle_action(policy, *competition_observation(game)))
-                game.step(moves[rule][-1])
-            games[rule] = game
+            game = games[rule] = play(game_map, ids, policy, moves=moves[rule])
             assert game.win and sorted(game.collected) == sorted(ids)
         assert abs(games["heading"].step_no - games["index"].step_no) <= 0.02 * games["index"].step_no
         n = min(len(moves["index"]), len(moves["heading"]))

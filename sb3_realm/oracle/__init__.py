@@ -6,8 +6,8 @@
 - :mod:`.expert`: the expert that plays the tour step by step with look-ahead (:class:`OraclePolicy`).
 """
 
-from .expert import OraclePolicy, oracle_action
+from .expert import TIE_BREAKS, OraclePolicy, oracle_action
 from .tour import LEG_ROUNDING, FlashPlan, Plan, buff_steps, held_karp, plan_tour, predict_steps
 
-__all__ = ["OraclePolicy", "oracle_action", "plan_tour", "Plan", "FlashPlan", "held_karp", "buff_steps",
+__all__ = ["OraclePolicy", "oracle_action", "TIE_BREAKS", "plan_tour", "Plan", "FlashPlan", "held_karp", "buff_steps",
            "predict_steps", "LEG_ROUNDING"]

@@ -32,7 +32,10 @@ from ..game.rules import EpisodeConfig, Rules
 from .paths import INF, PathTables, dijkstra, field_value, path_tables, point_links
 from .tour import Plan, buff_steps, plan_from_state
 
-__all__ = ["OraclePolicy", "oracle_action"]
+__all__ = ["OraclePolicy", "oracle_action", "TIE_BREAKS"]
+
+#: the values of ``OraclePolicy.tie_break``
+TIE_BREAKS = ("index", "heading")
 
 
 @dataclass
@@ -84,6 +87,8 @@ class OraclePolicy:
     # ------------------------------------------------------------------------------------ episode state
     def reset(self, config: EpisodeConfig) -> None:
         """Start a new episode of ``config`` (its end id and ``max_step``); forgets the plan."""
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"OraclePolicy.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
         self._config = config
         self._tables = path_tables(self.map, self.rules, config.end, self.use_buff, self.corner_penalty)
         self._clear()
@@ -353,10 +358,10 @@ class OraclePolicy:
 
     def _pick(self, costs: list, x: float, z: float):
         """The candidate ``(cost, action, landing)`` of least cost, ties broken as ``tie_break`` says."""
+        if self.tie_break == "index":
+            return min(costs, key=lambda c: (c[0], c[1]))
         low = min(c[0] for c in costs)
-        if self.tie_break not in ("index", "heading"):
-            raise ValueError(f"OraclePolicy.tie_break = {self.tie_break!r}; use 'index' or 'heading'")
-        if self.tie_break == "index" or not low < INF:
+        if not low < INF:
             return min(costs, key=lambda c: (c[0], c[1]))
         px, pz = self._pos[self._route[self._leg]]
         dx, dz = px - x, pz - z

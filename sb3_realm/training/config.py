@@ -23,6 +23,7 @@ from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class
 from ..models.nets import ACTIVATIONS
+from ..oracle import TIE_BREAKS
 
 __all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "FinetuneConfig", "TrainConfig", "load_config",
            "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
@@ -169,9 +170,6 @@ def _schedule(value: str, key: str):
         else:
             return lambda progress_remaining: progress_remaining * start
     raise ValueError(f"algo.hyperparams.{key} = {value!r}: a number or 'lin_<number>' (linear decay to 0)")
-
-
-TIE_BREAKS = ("index", "heading")  # OraclePolicy.tie_break
 
 
 @dataclass
