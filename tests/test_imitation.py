@@ -274,6 +274,28 @@ def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
         assert game["treasures"] + len(game["missed"]) == len(game["treasure_ids"])
 
 
+def test_the_expert_takes_over_a_game_the_learner_overruns(tmp_path):
+    """``takeover``: where a game would be cut, the oracle plays it to the end instead, and those states are
+    labelled like the rest (the way out of the learner's loop)."""
+    model = small_model()  # untrained: it never finishes
+    path = tmp_path / "learner.zip"
+    model.save(path)
+    games = small_games(2, seed=100)
+    with Collector(1) as collector:
+        cut = collector.run(SMALL_ENV, games, learner=str(path), beta=0.0, overrun=30)
+        taken = collector.run(SMALL_ENV, games, learner=str(path), beta=0.0, overrun=30, takeover=True)
+    for short, game in zip(cut.games, taken.games, strict=True):
+        assert short["cut"] and not short["taken_over"]
+        assert game["taken_over"] == short["steps"] and not game["cut"]
+        assert game["win"] and not game["missed"]  # the oracle finishes what the learner could not
+        assert game["expert_steps"] == game["steps"] - game["taken_over"]
+    # the same learner states first, then the expert's way to the end
+    assert len(taken.block) == sum(g["steps"] for g in taken.games) > len(cut.block)
+    first = cut.games[0]["steps"]
+    np.testing.assert_array_equal(taken.block.vector[:first], cut.block.vector[:first])
+    np.testing.assert_array_equal(taken.block.actions[:first], cut.block.actions[:first])
+
+
 def test_batched_play_is_the_evaluation(run):
     """``play_games`` plays the same games as ``evaluate`` (same sets, env seeds, deterministic actions)."""
     from sb3_realm.agents import SB3Policy

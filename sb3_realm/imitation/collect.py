@@ -47,6 +47,9 @@ class CollectJob:
     :param overrun: with a learner, a game also stops once it runs this many steps past the expert's own plan for it
         (the oracle's ``planned_steps``; 0: no such stop).
     :param tie_break: the oracle expert's ``OraclePolicy.tie_break`` (how it breaks exact ties of its cost-to-go).
+    :param takeover: with a learner, a game that reaches ``max_steps`` or its ``overrun`` is not cut: the expert
+        takes over and plays it to the end from where the learner went astray (its states labelled as the rest),
+        in the manner of HG-DAgger: the data then holds the way out of the learner's loop, not only its first move.
     """
 
     env_kwargs: dict
@@ -58,6 +61,7 @@ class CollectJob:
     max_steps: int = 0
     overrun: int = 0
     tie_break: str = "index"
+    takeover: bool = False
 
 
 @dataclass
@@ -101,7 +105,7 @@ def collect_games(job: CollectJob) -> Rollouts:
         expert.reset(env)
         if learner is not None:
             learner.reset(env)
-        done, info, first, expert_steps = False, {}, True, 0
+        done, info, first, expert_steps, taken_over = False, {}, True, 0, 0
         while not done:
             label = expert.act(env, obs)
             maps.append(obs["maps"])
@@ -112,7 +116,7 @@ def collect_games(job: CollectJob) -> Rollouts:
             first = False
             # a recurrent learner sees every state, also those the expert plays, so that its LSTM state is its own
             proposed = learner.act(env, obs) if learner is not None and learner.recurrent else None
-            if learner is None or rng.random() < job.beta:
+            if learner is None or taken_over or rng.random() < job.beta:
                 action, expert_steps = label, expert_steps + 1
             else:
                 action = proposed if proposed is not None else learner.act(env, obs)
@@ -124,11 +128,14 @@ def collect_games(job: CollectJob) -> Rollouts:
             planned = getattr(expert, "planned_steps", None) if learner is not None and job.overrun else None
             if planned is not None:
                 limit = min(limit, planned + job.overrun)
-            if not done and env.game.step_no >= limit:
-                info, done = env.episode_summary(), True  # cut: the game was not over
+            if not done and not taken_over and env.game.step_no >= limit:
+                if job.takeover and learner is not None:
+                    taken_over = env.game.step_no  # the expert plays the rest of the game
+                else:
+                    info, done = env.episode_summary(), True  # cut: the game was not over
         games.append({"seed": int(env_seed), "treasure_ids": list(env.game.treasure_ids), "score": info["score"],
                       "win": info["win"], "treasures": info["treasures"], "missed": list(info["treasures_missed"]),
-                      "steps": info["steps"], "expert_steps": expert_steps,
+                      "steps": info["steps"], "expert_steps": expert_steps, "taken_over": taken_over,
                       "cut": not (env.game.terminated or env.game.truncated)})
     block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
     return Rollouts(block, games)
@@ -185,13 +192,14 @@ class Collector:
 
     def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
             learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
-            overrun: int = 0, tie_break: str = "index") -> Rollouts:
+            overrun: int = 0, tie_break: str = "index", takeover: bool = False) -> Rollouts:
         """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
         n = min(len(games), self.workers * 4 if self._pool is not None else 1)
         chunks = [tuple(games[i::n]) for i in range(n)]  # interleaved: long and short games spread evenly
-        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break)
+        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
+                           takeover)
                 for i, chunk in enumerate(chunks)]
         if self._pool is None:
             parts = [collect_games(job) for job in jobs]

@@ -221,7 +221,7 @@ class _Run:
             rollouts = collector.run(self.env_kwargs, games, expert=im.expert,
                                      learner=learner, beta=beta, seed=self.config.seed + round_no,
                                      max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun,
-                                     tie_break=im.tie_break)
+                                     tie_break=im.tie_break, takeover=im.dagger_takeover)
         dataset.append(rollouts.block, source)
         collect_s = time.perf_counter() - t0
         played = rollouts.games
@@ -263,8 +263,8 @@ class _Run:
         self.elapsed += time.perf_counter() - t0
         entry = {
             "round": round_no, "source": source, "games_played": len(played), "states": dataset.states,
-            "new_states": len(rollouts.block), "learner_wins": int(sum(won(g) for g in played)),
-            "games_cut": int(sum(g["cut"] for g in played)),
+            "new_states": len(rollouts.block), "learner_wins": int(sum(won(g) and not g["taken_over"] for g in played)),
+            "games_cut": int(sum(g["cut"] for g in played)), "games_taken_over": int(sum(bool(g["taken_over"]) for g in played)),
             "learner_mean_score": float(np.mean([g["score"] for g in played])), "bc_loss": stats.loss,
             "bc_accuracy": stats.accuracy, "bc_entropy": stats.entropy, "updates": self.updates,
             "eval_mean_score": summary["mean_score"], "eval_wins": summary["wins"],

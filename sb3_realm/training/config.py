@@ -199,6 +199,9 @@ class ImitationConfig:
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
         (0: only ``dagger_max_steps`` stops it).
+    :param dagger_takeover: a DAgger game that reaches ``dagger_max_steps`` or its ``dagger_overrun`` is not cut:
+        the expert takes over and plays it to the end, labelled (HG-DAgger's expert intervention), so the dataset
+        holds the way out of a learner's loop.
     :param beta_rampdown: rounds over which ``beta``, the probability that a step plays the expert's action rather
         than the learner's, falls linearly from 1: ``beta = max(0, 1 - round / beta_rampdown)`` (round 1 is the first
         DAgger round; 0 = the learner plays every step from round 1).
@@ -231,6 +234,7 @@ class ImitationConfig:
     sweep_other: int = 20
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
+    dagger_takeover: bool = False
     beta_rampdown: int = 1
     epochs: int = 8
     dagger_epochs: int = 3
