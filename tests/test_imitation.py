@@ -520,6 +520,7 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["algo.name=recurrent_ppo", "imitation.window=0"], "imitation.window = 0 must be >= 1"),
     (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
     (["imitation.tie_break=sideways"], "imitation.tie_break = 'sideways'; use one of ['index', 'heading']"),
+    (["imitation.dagger_takeover=maybe"], "imitation.dagger_takeover = 'maybe' has the wrong type; expected bool"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

@@ -28,8 +28,10 @@ def test_the_map_recipes_are_the_imitate_recipe_with_the_sweep():
     default = load_config("configs/imitate_default_map.yaml")
     assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 5
     assert real.imitation.tie_break == base.imitation.tie_break == "index"
-    # the default map's: the real map's with 7 rounds and the oracle's ties broken toward its next node
-    assert default.imitation == replace(real.imitation, rounds=7, tie_break="heading")
+    assert not real.imitation.dagger_takeover and not base.imitation.dagger_takeover
+    # the default map's: the real map's with 7 rounds, the oracle's ties broken toward its next node, and the oracle
+    # taking over the DAgger games the learner overruns
+    assert default.imitation == replace(real.imitation, rounds=7, tie_break="heading", dagger_takeover=True)
     for section in ("algo", "env"):
         assert getattr(real, section) == getattr(base, section) == getattr(default, section)
 

@@ -263,9 +263,11 @@ class _Run:
         self.elapsed += time.perf_counter() - t0
         entry = {
             "round": round_no, "source": source, "games_played": len(played), "states": dataset.states,
-            "new_states": len(rollouts.block), "learner_wins": int(sum(won(g) and not g["taken_over"] for g in played)),
-            "games_cut": int(sum(g["cut"] for g in played)), "games_taken_over": int(sum(bool(g["taken_over"]) for g in played)),
-            "learner_mean_score": float(np.mean([g["score"] for g in played])), "bc_loss": stats.loss,
+            "new_states": len(rollouts.block),
+            "learner_wins": int(sum(won(g) and not g["taken_over"] for g in played)),
+            "games_cut": int(sum(g["cut"] for g in played)),
+            "games_taken_over": int(sum(bool(g["taken_over"]) for g in played)),
+            "learner_mean_score": float(np.mean([0.0 if g["taken_over"] else g["score"] for g in played])), "bc_loss": stats.loss,
             "bc_accuracy": stats.accuracy, "bc_entropy": stats.entropy, "updates": self.updates,
             "eval_mean_score": summary["mean_score"], "eval_wins": summary["wins"],
             "eval_full_wins": summary["full_wins"], "eval_games": summary["games"],
