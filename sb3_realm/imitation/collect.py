@@ -2,7 +2,8 @@
 
 Each game is played from its own env seed and ``usr_conf``. At every state the expert (the oracle by default) gives
 its action, which is stored with the Gym env's observation and the action mask; the action actually played is the
-expert's (expert data) or, in DAgger, the learner's except with probability ``beta`` the expert's. The expert is
+expert's (expert data) or, in DAgger, the learner's except with probability ``beta`` the expert's (and every step
+once the expert has taken over a game the learner overran: ``CollectJob.takeover``). The expert is
 reset at the start of each game and asked at every state in order, so its per-episode state follows the game it
 labels.
 
