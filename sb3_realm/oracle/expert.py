@@ -358,11 +358,10 @@ class OraclePolicy:
 
     def _pick(self, costs: list, x: float, z: float):
         """The candidate ``(cost, action, landing)`` of least cost, ties broken as ``tie_break`` says."""
-        if self.tie_break == "index":
-            return min(costs, key=lambda c: (c[0], c[1]))
-        low = min(c[0] for c in costs)
-        if not low < INF:
-            return min(costs, key=lambda c: (c[0], c[1]))
+        best = min(costs, key=lambda c: (c[0], c[1]))
+        if self.tie_break == "index" or not best[0] < INF:
+            return best
+        low = best[0]
         px, pz = self._pos[self._route[self._leg]]
         dx, dz = px - x, pz - z
 
