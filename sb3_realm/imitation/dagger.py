@@ -153,6 +153,8 @@ class _Run:
             if self._swept is None:  # a resumed run: sweep the model it resumed from
                 self._swept = self._sweep(model)
             swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
+            if im.sweep_all and len(swept_lost) > im.dagger_games:
+                swept_lost = self._sample_lost(swept_lost, round_no)
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
@@ -166,15 +168,28 @@ class _Run:
         chosen = sorted((lost + rest)[:max(0, im.dagger_games - len(swept_lost))])
         return (swept_lost + [pool[i] for i in chosen])[:im.dagger_games]
 
+    def _sample_lost(self, lost: list[tuple[int, dict]], round_no: int) -> list[tuple[int, dict]]:
+        """``dagger_games`` of the ``lost`` sweep games (``imitation.sweep_all``): those of ``env.usr_conf``'s
+        treasure count first, then the others in a random order drawn from ``(seed, round)``."""
+        count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
+        main = [game for game in lost if len(game[1]["treasure_id"]) == count]
+        other = [game for game in lost if len(game[1]["treasure_id"]) != count]
+        rng = np.random.default_rng([self.config.seed, round_no, 5])
+        return (main + [other[i] for i in rng.permutation(len(other)).tolist()])[:self.im.dagger_games]
+
     def sweep_games(self) -> list[tuple[int, dict]]:
         """The sweep (``imitation.sweep``): ``(env seed, usr_conf)`` of every treasure set of ``env.usr_conf``'s
         count first, then for each other count of ``imitation.treasure_counts`` its fixed set (the first ids of the
         pool, 3.. with the leaderboard's start and end) and ``sweep_other`` random sets drawn from ``eval_seed`` (each
-        set once). Sets come from ``env.usr_conf``'s own pool: never its start or end id."""
+        set once), or with ``sweep_all`` every set of each other count. Sets come from ``env.usr_conf``'s own pool:
+        never its start or end id."""
         usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
         pool = usr.treasure_pool()
         sets = [tuple(ids) for ids in itertools.combinations(pool, usr.treasure_num)]
         for count in sorted(set(self.im.treasure_counts) - {usr.treasure_num}):
+            if self.im.sweep_all:
+                sets += list(itertools.combinations(pool, count))  # the first is the fixed set, pool[:count]
+                continue
             draw = replace(usr, treasure_random=1, treasure_num=count)
             rng = np.random.default_rng(self.config.eval_seed + count)
             sets += [tuple(pool[:count])] + [draw.draw_treasures(rng) for _ in range(self.im.sweep_other)]

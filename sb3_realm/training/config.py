@@ -195,6 +195,11 @@ class ImitationConfig:
         the round with the fewest lost sweep games, ties broken by its mean score over the sets of ``env.usr_conf``'s
         count (the held-out games still give the ``eval/*`` curve). False: the best round by the held-out games.
     :param sweep_other: random sets per other treasure count in the sweep.
+    :param sweep_all: the sweep holds every set of every other count of ``treasure_counts`` instead of ``sweep_other``
+        random ones (with counts 0..13, all 8,192 sets of the 13 slots, about 9 times the default sweep's games), so
+        no set of the competition's other games is left untried; when more sweep games are lost than a round labels,
+        the lost games of ``env.usr_conf``'s count come first and the rest are drawn at random from the other lost
+        ones (one game of each way of losing, rather than the first in order).
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
@@ -232,6 +237,7 @@ class ImitationConfig:
     screen_games: int = 0
     sweep: bool = False
     sweep_other: int = 20
+    sweep_all: bool = False
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
     dagger_takeover: bool = False
