@@ -132,8 +132,6 @@ class FoveaExtractor(NetExtractor):
     :param maps_scale: see :class:`RealmExtractor`.
     :param cell_offset: also give the MLP the hero's position inside its grid cell (see
         :class:`~sb3_realm.nets.FoveaNet`); what imitation of the step-exact oracle needs.
-    :param cell_embedding: size of a learned, zero-initialised vector per grid cell given to the MLP (0: none; see
-        :class:`~sb3_realm.nets.FoveaNet`).
     """
 
     net_name = "fovea"
@@ -141,11 +139,10 @@ class FoveaExtractor(NetExtractor):
     def __init__(self, observation_space: gym.Space, features_dim: int = 128, pool: int = 3,
                  cnn_channels: Sequence[int] = (16, 16), mlp_hidden: int = 128,
                  kernel_sizes: int | Sequence[int] | None = None, strides: int | Sequence[int] | None = None,
-                 activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0, cell_offset: bool = False,
-                 cell_embedding: int = 0) -> None:
+                 activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0, cell_offset: bool = False) -> None:
         super().__init__(observation_space, features_dim, activation_fn, pool=pool, cnn_channels=cnn_channels,
                          mlp_hidden=mlp_hidden, kernel_sizes=kernel_sizes, strides=strides, maps_scale=maps_scale,
-                         cell_offset=cell_offset, cell_embedding=cell_embedding)
+                         cell_offset=cell_offset)
 
 
 EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {

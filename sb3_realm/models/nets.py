@@ -155,17 +155,13 @@ class FoveaNet(nn.Module):
     :param cell_offset: also feed the MLP the hero's position inside its grid cell (x and z, each in [-1, 1)),
         computed from the vector's ``norm_pos`` (elements 0 and 1, world / 64000): where in its cell the hero stands
         decides which step reaches a pickup disc or clears a corner, and an MLP cannot cut it out of ``norm_pos``.
-    :param cell_embedding: size of a learned vector per grid cell (0: none), looked up by the vector's ``grid_pos``
-        (elements 2 and 3, cell / 128) and fed to the MLP. It starts at zero, so a cell the training never visited
-        adds nothing; a visited one can hold what the map asks of a hero there (which way round a wall block), so
-        fixing the moves of one place moves the rest of the policy less.
     """
 
     def __init__(self, maps_shape: Sequence[int], vector_size: int, features_dim: int = 128, pool: int = 3,
                  cnn_channels: Sequence[int] = (16, 16), mlp_hidden: int = 128,
                  kernel_sizes: int | Sequence[int] | None = None, strides: int | Sequence[int] | None = None,
                  activation: str | type[nn.Module] = "relu", maps_scale: float = 1.0,
-                 cell_offset: bool = False, cell_embedding: int = 0) -> None:
+                 cell_offset: bool = False) -> None:
         super().__init__()
         c, h, w = (int(v) for v in maps_shape)
         if h != w or not 1 <= pool <= h:
@@ -181,26 +177,14 @@ class FoveaNet(nn.Module):
         self.cnn = conv2d_stack(2 * c, cnn_channels, kernels, stride, act)
         self.n_flatten = n_flatten(self.cnn, (2 * c, self.crop, self.crop), type(self).__name__)
         self.cell_offset = bool(cell_offset)
-        if isinstance(cell_embedding, bool) or not isinstance(cell_embedding, int) or cell_embedding < 0:
-            raise ValueError(f"cell_embedding = {cell_embedding!r} must be an int >= 0 (0: no per-cell vector)")
-        self.cell_embedding = int(cell_embedding)
-        if self.cell_embedding:
-            self.cells = nn.Embedding(GRID_CELLS * GRID_CELLS, self.cell_embedding)
-            nn.init.zeros_(self.cells.weight)
-        extra = 2 * self.cell_offset + self.cell_embedding
-        self.mlp = nn.Sequential(nn.Linear(int(vector_size) + extra, mlp_hidden), act())
+        self.mlp = nn.Sequential(nn.Linear(int(vector_size) + 2 * self.cell_offset, mlp_hidden), act())
         self.fuse = nn.Sequential(nn.Linear(self.n_flatten + mlp_hidden, features_dim), act())
         self.features_dim = int(features_dim)
 
     def forward(self, maps: th.Tensor, vector: th.Tensor) -> th.Tensor:
         """(B, C, H, W) maps and (B, N) vector -> (B, features_dim)."""
-        extra = [vector]
         if self.cell_offset:
-            extra.append(cell_offsets(vector))  # (B, 2)
-        if self.cell_embedding:
-            extra.append(self.cells(cell_indices(vector)))  # (B, cell_embedding)
-        if len(extra) > 1:
-            vector = th.cat(extra, dim=1)
+            vector = th.cat([vector, cell_offsets(vector)], dim=1)  # (B, N + 2)
         a, b = self.offset, self.offset + self.crop
         fovea = maps[:, :, a:b, a:b]  # (B, C, crop, crop): the cells around the hero
         periphery = F.avg_pool2d(maps, self.pool)  # (B, C, crop, crop): block averages of the whole maps
@@ -213,7 +197,6 @@ class FoveaNet(nn.Module):
 WORLD_SIZE = 64000.0  # norm_pos = world / WORLD_SIZE (the features module's layout)
 CELL_WIDTH = 500.0
 GRID_ORIGIN = (-2250.0, -5250.0)  # world (x, z) of the grid's corner
-GRID_CELLS = 128  # grid_pos = cell / GRID_CELLS (the features module's layout)
 
 
 def cell_offsets(vector: th.Tensor) -> th.Tensor:
@@ -221,12 +204,6 @@ def cell_offsets(vector: th.Tensor) -> th.Tensor:
     x then z, scaled from [0, 1) to [-1, 1)."""
     cells = (vector[:, :2] * WORLD_SIZE - vector.new_tensor(GRID_ORIGIN)) / CELL_WIDTH  # (B, 2) in cell units
     return 2.0 * (cells - th.floor(cells)) - 1.0
-
-
-def cell_indices(vector: th.Tensor) -> th.Tensor:
-    """(B, N) vectors whose elements 2, 3 are ``grid_pos`` (cell / 128) -> (B,) int64 cell index ``z * 128 + x``."""
-    cells = th.round(vector[:, 2:4] * GRID_CELLS).long().clamp(0, GRID_CELLS - 1)  # (B, 2): x, z
-    return cells[:, 1] * GRID_CELLS + cells[:, 0]
 
 
 NETS: dict[str, type[nn.Module]] = {"realm": RealmNet, "fovea": FoveaNet}
