@@ -5,6 +5,7 @@ replay and build-submission."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -357,6 +358,39 @@ def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
     assert all(conf["treasure_random"] == 0 and conf["max_step"] == 200 for _, conf in games)
 
 
+def test_sweep_all_holds_every_set_of_every_count(tmp_path):
+    from math import comb
+
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.sweep_all=true", "imitation.sweep_other=1",
+                    "imitation.treasure_counts=[2, 0, 3, 11]") as state:
+        games = state.sweep_games()
+    sets = [tuple(conf["treasure_id"]) for _, conf in games]
+    assert len(set(sets)) == len(sets) and len({seed for seed, _ in games}) == len(games)
+    assert len(sets) == comb(13, 2) + 1 + comb(13, 3) + comb(13, 11)
+    assert sets[:comb(13, 2)] == [s for s in sets if len(s) == 2]  # env.usr_conf's count first, as without it
+    assert set(sets) == {c for k in (2, 0, 3, 11) for c in itertools.combinations(range(3, 16), k)}
+    assert sets[comb(13, 2) + 1] == (3, 4, 5)  # each other count begins with its fixed set
+
+
+def test_sweep_all_labels_the_main_count_first_then_a_sample_of_the_other_lost_games(run, tmp_path):
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    overrides = ("imitation.sweep=true", "imitation.sweep_all=true", "imitation.screen_games=0",
+                 "imitation.treasure_counts=[2, 1, 3]", "imitation.dagger_games=6")
+    chosen = []
+    for round_no in (1, 1, 2):
+        (tmp_path / str(len(chosen))).mkdir()
+        with _run_state(tmp_path / str(len(chosen)), *overrides) as state:
+            games = state.sweep_games()
+            lost = {0, 5, 77, *range(78, 78 + 13), *range(100, 140)}  # 3 of count 2, 53 of counts 1 and 3
+            state._swept = [{"win": i not in lost, "missed": []} for i in range(len(games))]
+            chosen.append(state._dagger_games(model, round_no))
+    first, again, other_round = chosen
+    assert first[:3] == [games[0], games[5], games[77]]  # the main count's lost games, in order
+    assert len(first) == 6 and all(games.index(g) in lost for g in first)
+    assert [games.index(g) for g in first[3:]] != [78, 79, 80]  # not the first lost ones: a random sample
+    assert again == first and other_round[:3] == first[:3] and other_round[3:] != first[3:]  # drawn from (seed, round)
+
+
 def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
     with _run_state(tmp_path, "env.usr_conf={treasure_num: 2, max_step: 200, start: 3, end: 15}",
                     "imitation.sweep=true", "imitation.treasure_counts=[2, 4]") as state:
@@ -521,6 +555,8 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
     (["imitation.tie_break=sideways"], "imitation.tie_break = 'sideways'; use one of ['index', 'heading']"),
     (["imitation.dagger_takeover=maybe"], "imitation.dagger_takeover = 'maybe' has the wrong type; expected bool"),
+    (["imitation.sweep_all=2"], "imitation.sweep_all = 2 has the wrong type; expected bool"),
+    (["imitation.sweep_all=true"], "imitation.sweep_all = true needs imitation.sweep = true"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

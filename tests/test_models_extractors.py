@@ -145,36 +145,6 @@ def test_fovea_cell_offset_gives_the_mlp_the_position_inside_the_cell():
     assert FoveaExtractor(realm_space()).net.mlp[0].in_features == 216  # off by default
 
 
-def test_fovea_cell_embedding_gives_the_mlp_a_learned_vector_of_the_hero_cell():
-    from sb3_realm.models.nets import cell_indices, cell_offsets
-
-    env = RealmEnv()
-    env.reset(seed=0)
-    for action in (0, 1, 1, 2, 5, 6, 6):
-        env.step(action)
-        gx, gz = env.game.cell
-        vector = th.as_tensor(env._obs()["vector"])[None]  # noqa: SLF001
-        assert cell_indices(vector).tolist() == [gz * 128 + gx]
-    ext = FoveaExtractor(realm_space(), cell_offset=True, cell_embedding=4)
-    assert ext.net.mlp[0].in_features == 216 + 2 + 4 and ext.net_kwargs["cell_embedding"] == 4
-    assert ext.net.cells.weight.abs().sum() == 0  # a cell never trained on adds nothing
-    captured = {}
-    ext.net.mlp.register_forward_pre_hook(lambda mod, args: captured.update(v=args[0]))
-    with th.no_grad():
-        ext.net.cells.weight[7 * 128 + 5] = th.tensor([1.0, 2.0, 3.0, 4.0])
-    vector = th.zeros(2, 216)
-    vector[0, 2], vector[0, 3] = 5 / 128, 7 / 128  # the cell (x 5, z 7)
-    vector[1, 2], vector[1, 3] = 7 / 128, 5 / 128  # the cell (x 7, z 5)
-    ext({"maps": th.zeros(2, 4, 51, 51), "vector": vector})
-    assert captured["v"][0, -4:].tolist() == [1.0, 2.0, 3.0, 4.0]
-    assert captured["v"][1, -4:].tolist() == [0.0, 0.0, 0.0, 0.0]
-    assert captured["v"][0, -6:-4].tolist() == pytest.approx(cell_offsets(vector)[0].tolist())
-    assert not hasattr(FoveaExtractor(realm_space()).net, "cells")  # off by default
-    for bad in (-1, 2.5, True, "8"):
-        with pytest.raises(ValueError, match="cell_embedding"):
-            FoveaExtractor(realm_space(), cell_embedding=bad)
-
-
 @pytest.mark.parametrize("cls", [RealmExtractor, FoveaExtractor])
 def test_maps_scale_inside_the_net_equals_sb3_normalisation(cls):
     th.manual_seed(0)

@@ -279,6 +279,9 @@ class ImitationConfig:
         if self.expert not in ("oracle",) and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle' nor an existing SB3 checkpoint "
                              "(.zip); the oracle planner is the expert the package ships")
+        if self.sweep_all and not self.sweep:
+            raise ValueError("imitation.sweep_all = true needs imitation.sweep = true (it widens the sweep to every "
+                             "treasure set); set both, or drop sweep_all")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
 
