@@ -1,0 +1,74 @@
+"""Every treasure set of the 13 leaderboard slots (2 ** 13 = 8,192 games: each count 0..13, start 2, end 1, max_step
+2000) played by a model, deterministic and batched (``sb3_realm.evaluation.play_games``, the games and actions of
+``sb3-realm eval --protocol exhaustive --treasures N``). A game is a function of its treasure set, so this is every
+game of the competition's kind. Per count: sets, won (the end reached with every treasure), ended with a treasure
+left, never finished; the mean score of the nine-treasure sets; the lost sets; wall time and peak RSS. Prints JSON.
+
+    python benchmarks/all_sets.py MODEL --map realm_map_1.json [--counts 0 1 2 ...] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+
+import torch
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
+
+from sb3_realm.evaluation import game_seed, write_json_atomic
+from sb3_realm.evaluation.batched import play_games
+from sb3_realm.evaluation.protocols import SLOTS
+from sb3_realm.game.rules import LEADERBOARD_CONF
+from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--map", dest="map_path", default=None, help="map JSON (default: the built-in default map)")
+    parser.add_argument("--counts", type=int, nargs="+", default=list(range(len(SLOTS) + 1)),
+                        help="treasure counts to play (default: all, 0..13)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", dest="json_path", default=None)
+    args = parser.parse_args()
+    bad = [n for n in args.counts if not 0 <= n <= len(SLOTS)]
+    if bad:
+        parser.error(f"--counts {bad} out of range; each count must be in 0..{len(SLOTS)}")
+    torch.set_num_threads(args.threads)
+    algo = detect_algorithm(args.model)
+    policy = algorithm_class(algo).load(args.model, device="cpu").policy
+    base = {**LEADERBOARD_CONF, "treasure_random": 0, "max_step": 2000}
+    sets = [list(c) for n in sorted(set(args.counts)) for c in itertools.combinations(SLOTS, n)]
+    games = [(game_seed(0, i), {**base, "treasure_num": len(s), "treasure_id": s}) for i, s in enumerate(sets)]
+    t0 = time.perf_counter()
+    played = play_games(policy, {"map_path": args.map_path}, games, masked=algo == "maskable_ppo", batch=128)
+    wall = time.perf_counter() - t0
+    by_count: dict[int, dict] = {}
+    for g in played:
+        row = by_count.setdefault(len(g["treasure_ids"]), {"sets": 0, "won": 0, "treasure_left": 0,
+                                                           "never_finished": 0})
+        row["sets"] += 1
+        row["won"] += bool(g["win"] and not g["missed"])
+        row["treasure_left"] += bool(g["win"] and g["missed"])
+        row["never_finished"] += not g["win"]
+    nine = [g["score"] for g in played if len(g["treasure_ids"]) == 9]
+    out = {
+        "model": args.model, "map": args.map_path or "default", "games": len(played),
+        "won": sum(r["won"] for r in by_count.values()),
+        "won_other_counts": sum(r["won"] for n, r in by_count.items() if n != 9),
+        "games_other_counts": sum(r["sets"] for n, r in by_count.items() if n != 9),
+        "nine_treasure_mean_score": round(sum(nine) / len(nine), 2) if nine else None,
+        "by_count": {str(n): r for n, r in sorted(by_count.items())},
+        "lost": [{k: g[k] for k in ("treasure_ids", "win", "missed", "steps", "score")}
+                 for g in played if not (g["win"] and not g["missed"])],
+        "wall_s": round(wall, 1), "peak_rss": peak_rss_mib(),
+    }
+    if args.json_path:
+        write_json_atomic(out, args.json_path)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
