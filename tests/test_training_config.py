@@ -36,13 +36,14 @@ def test_the_map_recipes_are_the_imitate_recipe_with_the_sweep():
         assert getattr(real, section) == getattr(base, section) == getattr(default, section)
 
 
-def test_the_all_sets_recipe_is_the_real_map_recipe_sweeping_every_set():
-    real, every = load_config("configs/imitate_real_map.yaml"), load_config("configs/imitate_real_map_all_sets.yaml")
-    assert not real.imitation.sweep_all
+@pytest.mark.parametrize("name", ["real_map", "default_map"])
+def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name):
+    fast, every = load_config(f"configs/imitate_{name}.yaml"), load_config(f"configs/imitate_{name}_all_sets.yaml")
+    assert not fast.imitation.sweep_all
     # every treasure set swept, no screening (its games are all in the sweep), 8 rounds
-    assert every.imitation == replace(real.imitation, sweep_all=True, screen_games=0, rounds=8)
+    assert every.imitation == replace(fast.imitation, sweep_all=True, screen_games=0, rounds=8)
     assert sorted(set(every.imitation.treasure_counts)) == list(range(14))  # so the sweep holds all 8,192 sets
-    assert (every.algo, every.env) == (real.algo, real.env)
+    assert (every.algo, every.env) == (fast.algo, fast.env)
 
 
 @pytest.mark.parametrize(
