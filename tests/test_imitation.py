@@ -455,6 +455,20 @@ def test_a_game_that_ends_with_a_treasure_left_counts_against_its_round(run, tmp
     assert key[0] == -3  # the loop and the two games that left a treasure behind
 
 
+def test_sweep_label_left_labels_the_games_with_a_treasure_left_after_the_loops(run, tmp_path):
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=4",
+                    "imitation.sweep_label_left=true") as state:
+        games = state.sweep_games()
+        state._swept = [{"win": i != 6, "missed": [5] if i in (2, 9) else [], "treasure_ids": [3, 5], "score": 1.0}
+                        for i in range(len(games))]
+        chosen = state._dagger_games(model, 1)
+    assert chosen[:3] == [games[6], games[2], games[9]]  # the loop, then the two that left a treasure
+    assert len(chosen) == 4 and chosen[3] not in games  # then a fresh training game
+    assert state._screen["sweep_lost_labelled"] == 3
+
+
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):
     config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.rounds=2",
                                 "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(tmp_path / 'run'))}"])
@@ -557,6 +571,7 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.dagger_takeover=maybe"], "imitation.dagger_takeover = 'maybe' has the wrong type; expected bool"),
     (["imitation.sweep_all=2"], "imitation.sweep_all = 2 has the wrong type; expected bool"),
     (["imitation.sweep_all=true"], "imitation.sweep_all = true needs imitation.sweep = true"),
+    (["imitation.sweep_label_left=true"], "imitation.sweep_label_left = true needs imitation.sweep = true"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

@@ -36,12 +36,14 @@ def test_the_map_recipes_are_the_imitate_recipe_with_the_sweep():
         assert getattr(real, section) == getattr(base, section) == getattr(default, section)
 
 
-@pytest.mark.parametrize("name", ["real_map", "default_map"])
-def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name):
+@pytest.mark.parametrize("name, more", [("real_map", {"rounds": 8}),
+                                        ("default_map", {"rounds": 10, "sweep_label_left": True})])
+def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name, more):
     fast, every = load_config(f"configs/imitate_{name}.yaml"), load_config(f"configs/imitate_{name}_all_sets.yaml")
-    assert not fast.imitation.sweep_all
-    # every treasure set swept, no screening (its games are all in the sweep), 8 rounds
-    assert every.imitation == replace(fast.imitation, sweep_all=True, screen_games=0, rounds=8)
+    assert not fast.imitation.sweep_all and not fast.imitation.sweep_label_left
+    # every treasure set swept, no screening (its games are all in the sweep), 8 or 10 rounds; on the default map
+    # the games that end with a treasure left are labelled too
+    assert every.imitation == replace(fast.imitation, sweep_all=True, screen_games=0, **more)
     assert sorted(set(every.imitation.treasure_counts)) == list(range(14))  # so the sweep holds all 8,192 sets
     assert (every.algo, every.env) == (fast.algo, fast.env)
 

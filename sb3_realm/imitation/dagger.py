@@ -146,7 +146,7 @@ class _Run:
         them, and a round they fill plays no screening. Put first are the games the learner never finishes (``win``
         false: its loops); a game that ends with a treasure left is lost for the choice of the best round
         (:func:`won`, :meth:`select_key`) but not put first here: measured, putting those first too gave worse models
-        (README, imitation benchmarks)."""
+        (README, imitation benchmarks). With ``sweep_label_left`` they follow the loops."""
         im = self.im
         swept_lost: list[tuple[int, dict]] = []
         if im.sweep:
@@ -155,6 +155,9 @@ class _Run:
             swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
             if im.sweep_all and len(swept_lost) > im.dagger_games:
                 swept_lost = self._sample_lost(swept_lost, round_no)
+            if im.sweep_label_left:  # then the games that reach the end with a treasure left
+                swept_lost += [game for game, g in zip(self.sweep_games(), self._swept, strict=True)
+                               if g["win"] and not won(g)]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))

@@ -200,6 +200,9 @@ class ImitationConfig:
         no set of the competition's other games is left untried; when more sweep games are lost than a round labels,
         the lost games of ``env.usr_conf``'s count come first and the rest are drawn at random from the other lost
         ones (one game of each way of losing, rather than the first in order).
+    :param sweep_label_left: with the sweep, the lost sweep games that reach the end with a treasure left are
+        labelled too, after those the learner never finishes (before screened or fresh games). Measured with
+        ``sweep_all`` on the default map, where after 8 rounds they were all the losses left.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
@@ -238,6 +241,7 @@ class ImitationConfig:
     sweep: bool = False
     sweep_other: int = 20
     sweep_all: bool = False
+    sweep_label_left: bool = False
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
     dagger_takeover: bool = False
@@ -279,9 +283,10 @@ class ImitationConfig:
         if self.expert not in ("oracle",) and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle' nor an existing SB3 checkpoint "
                              "(.zip); the oracle planner is the expert the package ships")
-        if self.sweep_all and not self.sweep:
-            raise ValueError("imitation.sweep_all = true needs imitation.sweep = true (it widens the sweep to every "
-                             "treasure set); set both, or drop sweep_all")
+        for name in ("sweep_all", "sweep_label_left"):
+            if getattr(self, name) and not self.sweep:
+                raise ValueError(f"imitation.{name} = true needs imitation.sweep = true (it changes what the sweep "
+                                 f"does); set both, or drop {name}")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
 
