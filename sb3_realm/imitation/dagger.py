@@ -152,12 +152,12 @@ class _Run:
         if im.sweep:
             if self._swept is None:  # a resumed run: sweep the model it resumed from
                 self._swept = self._sweep(model)
-            swept_lost = [game for game, g in zip(self.sweep_games(), self._swept, strict=True) if not g["win"]]
+            swept = list(zip(self.sweep_games(), self._swept, strict=True))  # (game, its summary)
+            swept_lost = [game for game, g in swept if not g["win"]]
             if im.sweep_all and len(swept_lost) > im.dagger_games:
                 swept_lost = self._sample_lost(swept_lost, round_no)
             if im.sweep_label_left:  # then the games that reach the end with a treasure left
-                swept_lost += [game for game, g in zip(self.sweep_games(), self._swept, strict=True)
-                               if g["win"] and not won(g)]
+                swept_lost += [game for game, g in swept if g["win"] and not won(g)]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
         if not im.screen_games or len(swept_lost) >= im.dagger_games:  # nothing left for screened games to fill
             fresh = training_games(self.config, round_no, max(0, im.dagger_games - len(swept_lost)))
