@@ -10,17 +10,18 @@ left, never finished; the mean score of the nine-treasure sets; the lost sets; w
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import time
 
 import torch
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
-from sb3_realm.evaluation import game_seed, write_json_atomic
+from sb3_realm.atomic import check_output_file
+from sb3_realm.envs import RealmEnv
+from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.evaluation.batched import play_games
 from sb3_realm.evaluation.protocols import SLOTS
-from sb3_realm.game.rules import LEADERBOARD_CONF
+from sb3_realm.imitation.dagger import won
 from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
 
 
@@ -36,12 +37,17 @@ def main() -> None:
     bad = [n for n in args.counts if not 0 <= n <= len(SLOTS)]
     if bad:
         parser.error(f"--counts {bad} out of range; each count must be in 0..{len(SLOTS)}")
+    try:  # bad input fails here, before any game is played
+        if args.json_path:
+            check_output_file(args.json_path, "--json")
+        RealmEnv(map_path=args.map_path)  # the map file is read and checked
+        algo = detect_algorithm(args.model)
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
     torch.set_num_threads(args.threads)
-    algo = detect_algorithm(args.model)
     policy = algorithm_class(algo).load(args.model, device="cpu").policy
-    base = {**LEADERBOARD_CONF, "treasure_random": 0, "max_step": 2000}
-    sets = [list(c) for n in sorted(set(args.counts)) for c in itertools.combinations(SLOTS, n)]
-    games = [(game_seed(0, i), {**base, "treasure_num": len(s), "treasure_id": s}) for i, s in enumerate(sets)]
+    confs = [c for n in sorted(set(args.counts)) for c in protocol_configs("exhaustive", treasures=n)]
+    games = [(game_seed(0, i), conf) for i, conf in enumerate(confs)]
     t0 = time.perf_counter()
     played = play_games(policy, {"map_path": args.map_path}, games, masked=algo == "maskable_ppo", batch=128)
     wall = time.perf_counter() - t0
@@ -50,8 +56,8 @@ def main() -> None:
         row = by_count.setdefault(len(g["treasure_ids"]), {"sets": 0, "won": 0, "treasure_left": 0,
                                                            "never_finished": 0})
         row["sets"] += 1
-        row["won"] += bool(g["win"] and not g["missed"])
-        row["treasure_left"] += bool(g["win"] and g["missed"])
+        row["won"] += won(g)
+        row["treasure_left"] += bool(g["win"]) and not won(g)
         row["never_finished"] += not g["win"]
     nine = [g["score"] for g in played if len(g["treasure_ids"]) == 9]
     out = {
@@ -62,7 +68,7 @@ def main() -> None:
         "nine_treasure_mean_score": round(sum(nine) / len(nine), 2) if nine else None,
         "by_count": {str(n): r for n, r in sorted(by_count.items())},
         "lost": [{k: g[k] for k in ("treasure_ids", "win", "missed", "steps", "score")}
-                 for g in played if not (g["win"] and not g["missed"])],
+                 for g in played if not won(g)],
         "wall_s": round(wall, 1), "peak_rss": peak_rss_mib(),
     }
     if args.json_path:
