@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
@@ -23,6 +24,7 @@ from sb3_realm.evaluation.batched import play_games
 from sb3_realm.evaluation.protocols import SLOTS
 from sb3_realm.imitation.dagger import won
 from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
+from sb3_realm.models.saved import run_mask_wall_moves
 
 
 def main() -> None:
@@ -31,6 +33,8 @@ def main() -> None:
     parser.add_argument("--map", dest="map_path", default=None, help="map JSON (default: the built-in default map)")
     parser.add_argument("--counts", type=int, nargs="+", default=list(range(len(SLOTS) + 1)),
                         help="treasure counts to play (default: all, 0..13)")
+    parser.add_argument("--mask-wall-moves", action="store_true",
+                        help="play with the wall mask (default: as the model's run config says)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", dest="json_path", default=None)
     args = parser.parse_args()
@@ -44,12 +48,14 @@ def main() -> None:
         algo = detect_algorithm(args.model)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    mask_walls = args.mask_wall_moves or run_mask_wall_moves(Path(args.model))
     torch.set_num_threads(args.threads)
     policy = algorithm_class(algo).load(args.model, device="cpu").policy
     confs = [c for n in sorted(set(args.counts)) for c in protocol_configs("exhaustive", treasures=n)]
     games = [(game_seed(0, i), conf) for i, conf in enumerate(confs)]
     t0 = time.perf_counter()
-    played = play_games(policy, {"map_path": args.map_path}, games, masked=algo == "maskable_ppo", batch=128)
+    env_kwargs = {"map_path": args.map_path, "mask_wall_moves": mask_walls}
+    played = play_games(policy, env_kwargs, games, masked=algo == "maskable_ppo", batch=128)
     wall = time.perf_counter() - t0
     by_count: dict[int, dict] = {}
     for g in played:

@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-oracle", action="store_true", help="skip the oracle's score (no gap column)")
     ev.add_argument("--no-flash", action="store_true", help="oracle policy: never flash")
     ev.add_argument("--no-buff", action="store_true", help="oracle policy: ignore the buff")
-    ev.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
+    ev.add_argument("--mask-wall-moves", action="store_true",
+                    help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
 
     tr = sub.add_parser("train", help="train PPO / MaskablePPO / RecurrentPPO from a YAML config (or resume a run)")
     tr.add_argument("--config", default=None, help="YAML config (see configs/); default: built-in defaults")
@@ -88,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--map", dest="map_path", default=None)
     rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
-    rp.add_argument("--mask-wall-moves", action="store_true", help="env option the policy was trained with")
+    rp.add_argument("--mask-wall-moves", action="store_true",
+                    help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
 
     bs = sub.add_parser("build-submission", help="export a trained policy into the competition's agent package "
                                                  "(torch + numpy only), optionally proving it acts like the model")

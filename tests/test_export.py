@@ -163,6 +163,32 @@ def test_eval_of_the_folder_matches_the_model(built, models):
     assert [g.steps for g in folder.games] == [g.steps for g in model.games]
 
 
+def test_a_wall_masked_checkpoint_plays_with_its_runs_mask_in_any_env(models):
+    """A MaskablePPO model trained with ``env.mask_wall_moves`` (its run's config.yaml) plays with that mask even in
+    an env without the option: eval gives the same games with or without ``--mask-wall-moves``."""
+    from sb3_realm.agents.sb3 import SB3Policy
+    from sb3_realm.evaluation import evaluate
+
+    policy = SB3Policy(models["maskable_ppo"])
+    assert policy.mask_walls is True and SB3Policy(models["ppo"]).mask_walls is False
+    plain = RealmEnv(map_name="small", max_step=150, treasure_num=3)
+    walled = RealmEnv(map_name="small", max_step=150, treasure_num=3, mask_wall_moves=True)
+    plain.reset(seed=1)
+    walled.reset(seed=1)
+    differ = 0
+    for t in range(60):
+        np.testing.assert_array_equal(policy.action_masks(plain), walled.action_masks())
+        differ += bool((plain.action_masks() != walled.action_masks()).any())
+        action = 0 if t < 30 else 2  # east, then north: into the walls
+        plain.step(action)
+        walled.step(action)
+    assert differ > 0  # the walk met walls: the env's own mask would have let the model bump into them
+    kw = {"map_path": None, "games": 4, "max_step": 150, "oracle_gap": False, "seed": 3}
+    default = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small"}, **kw)
+    flagged = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
+    assert [(g.score, g.steps) for g in default.games] == [(g.score, g.steps) for g in flagged.games]
+
+
 def test_eval_refuses_a_package_changed_after_the_build(built, tmp_path):
     """``eval DIR`` verifies every file against the manifest before playing: bytecode caches are not part of a
     package; a changed, missing or extra file is named."""

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..envs import RealmEnv
+from ..features import action_mask
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
-from ..models.saved import run_frame_stack
+from ..models.saved import run_frame_stack, run_mask_wall_moves
 
 if TYPE_CHECKING:
     from stable_baselines3.common.vec_env import VecEnv
@@ -54,12 +55,16 @@ class ModelPolicy:
     :param name: the policy name in reports.
     :param frame_stack: frames the model expects when there is no ``venv`` to replay.
     :param deterministic: play the most likely action (else sample from the policy).
+    :param mask_walls: MaskablePPO: the mask forbids moves straight into an adjacent wall (the env option
+        ``mask_wall_moves`` the model was trained with) whatever the env it plays in; None: the env's own
+        ``action_masks()``.
     """
 
     def __init__(self, model, venv: VecEnv | None = None, name: str = "model", frame_stack: int = 1,
-                 deterministic: bool = True) -> None:
+                 deterministic: bool = True, mask_walls: bool | None = None) -> None:
         self.model, self.name, self.frame_stack = model, name, int(frame_stack)
         self.deterministic = bool(deterministic)
+        self.mask_walls = mask_walls
         entry = _algorithm_of(model)
         self.masked = entry is not None and entry.maskable
         self.recurrent = entry is not None and entry.recurrent
@@ -127,13 +132,19 @@ class ModelPolicy:
             obs, _ = policy.obs_to_tensor(batch)
             return int(action_distribution(policy, obs, masks).distribution.probs.argmax(dim=1)[0])
 
+    def action_masks(self, env: RealmEnv) -> np.ndarray:
+        """The (16,) action mask the model plays with in ``env``'s current state."""
+        if self.mask_walls is None:
+            return env.action_masks()
+        return action_mask(env.game.talent_ready(), env.game.window[0], self.mask_walls)
+
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
         batch = self.model_input(obs)
         if self._direct:
-            return self._argmax(batch, env.action_masks()[None] if self.masked else None)
+            return self._argmax(batch, self.action_masks(env)[None] if self.masked else None)
         if self.masked:
             action, _ = self.model.predict(batch, deterministic=self.deterministic,
-                                           action_masks=env.action_masks()[None])
+                                           action_masks=self.action_masks(env)[None])
         elif self.recurrent:
             action, self._state = self.model.predict(batch, state=self._state, episode_start=self._start,
                                                      deterministic=self.deterministic)
@@ -150,6 +161,9 @@ class SB3Policy(ModelPolicy):
     :param algo: its algorithm name; default: read from the checkpoint.
     :param device: torch device of the model.
     :param frame_stack: frames the model expects; default: read from the run's ``config.yaml``.
+
+    A MaskablePPO checkpoint plays with the action mask of its run (``env.mask_wall_moves`` in ``config.yaml``),
+    whatever the env's own option.
     """
 
     def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu",
@@ -157,4 +171,5 @@ class SB3Policy(ModelPolicy):
         self.path = Path(path)
         self.algo = algo or detect_algorithm(self.path)
         model = algorithm(self.algo).cls.load(self.path, device=device)
-        super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path))
+        super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path),
+                         mask_walls=run_mask_wall_moves(self.path))

@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import features
 from .algorithms import detect_algorithm, read_sb3_data
 
-__all__ = ["LEGACY_FEATURE_VERSION", "run_config", "run_frame_stack", "model_feature_version",
+__all__ = ["LEGACY_FEATURE_VERSION", "run_config", "run_frame_stack", "run_mask_wall_moves", "model_feature_version",
            "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
 
 LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
@@ -29,6 +29,12 @@ def run_config(path: Path) -> dict | None:
 def run_frame_stack(path: Path) -> int:
     """``env.frame_stack`` of the checkpoint's training run (1 when there is no run config)."""
     return int(((run_config(path) or {}).get("env") or {}).get("frame_stack", 1) or 1)
+
+
+def run_mask_wall_moves(path: Path) -> bool:
+    """``env.mask_wall_moves`` of the checkpoint's training run (False when there is no run config): the action
+    mask a MaskablePPO model was trained with, so it plays with that mask in any env."""
+    return bool(((run_config(path) or {}).get("env") or {}).get("mask_wall_moves", False))
 
 
 def model_feature_version(path: str | Path) -> str:
