@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..envs import RealmEnv
-from ..features import action_mask
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
 from ..models.saved import run_frame_stack, run_mask_wall_moves
 
@@ -132,19 +131,13 @@ class ModelPolicy:
             obs, _ = policy.obs_to_tensor(batch)
             return int(action_distribution(policy, obs, masks).distribution.probs.argmax(dim=1)[0])
 
-    def action_masks(self, env: RealmEnv) -> np.ndarray:
-        """The (16,) action mask the model plays with in ``env``'s current state."""
-        if self.mask_walls is None:
-            return env.action_masks()
-        return action_mask(env.game.talent_ready(), env.game.window[0], self.mask_walls)
-
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
         batch = self.model_input(obs)
         if self._direct:
-            return self._argmax(batch, self.action_masks(env)[None] if self.masked else None)
+            return self._argmax(batch, env.action_masks(self.mask_walls)[None] if self.masked else None)
         if self.masked:
             action, _ = self.model.predict(batch, deterministic=self.deterministic,
-                                           action_masks=self.action_masks(env)[None])
+                                           action_masks=env.action_masks(self.mask_walls)[None])
         elif self.recurrent:
             action, self._state = self.model.predict(batch, state=self._state, episode_start=self._start,
                                                      deterministic=self.deterministic)

@@ -140,9 +140,11 @@ class RealmEnv(gym.Env):
         """Change the default episode configuration from the next reset on (for curricula via ``env_method``)."""
         self.base_config = EpisodeConfig.from_usr_conf(usr_conf, base=self.base_config)
 
-    def action_masks(self) -> np.ndarray:
-        """(16,) bool legal actions for MaskablePPO."""
-        return action_mask(self.game.talent_ready(), self.game.window[0], self.mask_wall_moves)
+    def action_masks(self, mask_walls: bool | None = None) -> np.ndarray:
+        """(16,) bool legal actions for MaskablePPO; ``mask_walls`` overrides the env's ``mask_wall_moves`` (a model
+        plays with the mask it was trained with)."""
+        walls = self.mask_wall_moves if mask_walls is None else bool(mask_walls)
+        return action_mask(self.game.talent_ready(), self.game.window[0], walls)
 
     def raw_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The features module's raw ``(scalars, relative, maps)`` straight from the game state."""
