@@ -38,12 +38,13 @@ def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True,
     """Build the policy named by ``spec`` for ``env``; a bad spec raises ``ValueError`` saying what is accepted."""
     if spec == "random":
         return RandomPolicy(seed)
-    if spec == "oracle":
-        return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff)
+    if spec in ("oracle", "oracle-refined"):
+        return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff, refined=spec == "oracle-refined")
     path = Path(spec)
     if path.is_dir():
         return SubmissionPolicy(path)  # a folder built by build-submission (ValueError if it is not one)
     if not path.is_file():
-        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', an existing SB3 checkpoint file "
-                         "(.zip saved by model.save) nor a submission folder (built by build-submission)")
+        raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', 'oracle-refined', an existing SB3 "
+                         "checkpoint file (.zip saved by model.save) nor a submission folder (built by "
+                         "build-submission)")
     return SB3Policy(path)

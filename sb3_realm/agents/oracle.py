@@ -6,6 +6,7 @@ import numpy as np
 
 from ..envs import RealmEnv
 from ..oracle import OraclePolicy
+from ..oracle.refine import RefinedOraclePolicy
 
 __all__ = ["OracleAdapter"]
 
@@ -15,8 +16,11 @@ class OracleAdapter:
 
     name = "oracle"
 
-    def __init__(self, env: RealmEnv, use_flash: bool = True, use_buff: bool = True) -> None:
-        self.oracle = OraclePolicy(env.game_map, env.rules, use_flash=use_flash, use_buff=use_buff)
+    def __init__(self, env: RealmEnv, use_flash: bool = True, use_buff: bool = True, refined: bool = False) -> None:
+        cls = RefinedOraclePolicy if refined else OraclePolicy
+        self.oracle = cls(env.game_map, env.rules, use_flash=use_flash, use_buff=use_buff)
+        if refined:
+            self.name = "oracle-refined"
 
     def reset(self, env: RealmEnv) -> None:
         self.oracle.reset(env.game.config)

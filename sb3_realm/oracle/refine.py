@@ -1,0 +1,206 @@
+"""The refined expert: the oracle's tour played step-exactly (numpy + standard library only).
+
+The oracle (:mod:`sb3_realm.oracle.expert`) values positions with a continuous cost-to-go and looks a few moves ahead,
+so each leg ends wherever that model puts it, rounded up to a whole step. ``../shared/docs/oracle-headroom.md``
+measured what a search under the exact rules gains over it: 1 to 6 steps a game, mostly from ending legs on the edge
+of a pickup disc, entering each disc where the next leg starts best, and flashing from the exact position.
+
+:func:`refine` is that search: a beam search over whole games with the simulator's own move, flash and pickup
+functions, on the oracle's route (the same visiting order, buff and flash leg), guided by the oracle's cost-to-go in
+steps. Every state of depth ``n`` has played ``n`` steps, so the first state that ends the game with every treasure
+of the route ends it in the fewest steps the beam found. Treasures off the route's order, the buff at another place
+and the end before the last treasure are pruned.
+
+:class:`RefinedOraclePolicy` is the expert that plays (and labels, for imitation) those sequences: at the first step
+and whenever the game leaves the refined sequence (a learner's move in DAgger), it refines from the exact state, up to
+``max_refines`` times a game, then plays the oracle's own actions. The competition observation gives whole-unit
+positions; the policy keeps the exact position by replaying each step's possible actions from the last exact one.
+
+Measured on the real map, every 100th of the 715 nine-treasure sets: beam width 10: +0.45 points a game over the
+oracle (0.8 s a game), 30: +0.55 (1.3 s), 100: +0.63 (3.1 s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..game.core import flash_landing, simulate_move
+from ..game.maps import BUFF_ID
+from ..game.observation import EnvInfo, Observation
+from .expert import OraclePolicy
+from .paths import INF
+from .tour import buff_steps
+
+__all__ = ["RefinedOraclePolicy", "Refined", "refine"]
+
+
+@dataclass(frozen=True)
+class Refined:
+    """A refined sequence from step ``start``: ``actions[i]`` is played at step ``start + i + 1`` and puts the hero at
+    ``positions[i]`` (exact world units); the game ends after the last one with every treasure of the route."""
+
+    start: int
+    actions: tuple[int, ...]
+    positions: tuple[tuple[float, float], ...]
+
+    @property
+    def steps(self) -> int:
+        """Steps of the whole game (``start`` + the sequence)."""
+        return self.start + len(self.actions)
+
+
+def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool, buff_available: bool,
+           buff_remaining: int, max_step: int, beam_width: int = 30) -> Refined | None:
+    """Beam search from the exact state ``(step, x, z, ...)`` along ``oracle``'s current plan (its route, leg and
+    flash leg, as :meth:`OraclePolicy.act` left them). ``None`` when the beam finds no game that collects every
+    treasure of the route within ``max_step``."""
+    if oracle.plan is None or oracle._config is None:
+        raise RuntimeError("refine() needs an oracle with a plan: call oracle.act() in this state first")
+    r = oracle.rules
+    route, f, leg0 = oracle._route, oracle._flash_leg, oracle._leg
+    last = len(route) - 1
+    end = oracle._config.end
+    walk, w, h, pos = oracle._walk, oracle._w, oracle._h, oracle._pos
+    r2 = r.pickup_radius ** 2
+    bidx = route.index(BUFF_ID) if BUFF_ID in route[leg0:] else None
+    move, flash, value = simulate_move, flash_landing, oracle._value
+    speed0, speed1, sub, fd = r.move_speed, r.buff_speed, r.substep, r.flash_distance
+
+    def within(p: int, px: float, pz: float) -> bool:
+        qx, qz = pos[p]
+        return (qx - px) ** 2 + (qz - pz) ** 2 <= r2
+
+    def steps_to_go(px: float, pz: float, k: int, pre: bool, boost: int, s: int) -> float:
+        v = value(px, pz, k, pre)
+        if not v < INF:
+            return INF
+        if bidx is not None and k <= bidx:
+            return v / speed0  # the route's values are in move-speed units up to the buff (see OraclePolicy._chain)
+        return buff_steps(v, r, max(0, boost - s))
+
+    # a state: (x, z, leg, flash still to come, last boosted step, buff available, parent index, action)
+    pre0 = oracle._pre and talent and f is not None
+    states = [(x, z, leg0, pre0, step + buff_remaining, buff_available, -1, -1)]
+    history: list[list[tuple]] = [states]
+    for s in range(step + 1, max_step + 1):
+        found: dict[tuple, tuple[float, tuple]] = {}
+        for parent, (px, pz, k, pre, boost, bav, _, _) in enumerate(states):
+            speed = speed1 if s <= boost else speed0
+            options = [(d, move(px, pz, d, speed, walk, w, h, sub)) for d in range(8)]
+            if pre and k == f:
+                for d in range(8):
+                    q = flash(px, pz, d, fd, walk, w, h)
+                    if q is not None:
+                        options.append((8 + d, q))
+            for a, (nx, nz) in options:
+                if within(end, nx, nz):
+                    if all(route[j] == BUFF_ID or within(route[j], nx, nz) for j in range(k, last)):
+                        return _trace(history, parent, (nx, nz, k, pre, boost, bav, parent, a), step)
+                    continue  # the end with a treasure left
+                nk, nboost, nbav = k, boost, bav
+                if nbav and within(BUFF_ID, nx, nz):
+                    if nk != bidx:
+                        continue  # the buff somewhere the route does not take it
+                    nboost, nbav, nk = s + r.buff_duration, False, nk + 1
+                while nk < last and route[nk] != BUFF_ID and within(route[nk], nx, nz):
+                    nk += 1
+                if any(route[j] != BUFF_ID and within(route[j], nx, nz) for j in range(nk + 1, last)):
+                    continue  # a treasure out of the route's order
+                npre = pre and a < 8
+                if npre and nk > f:
+                    continue  # the flash leg passed without the flash
+                cost = steps_to_go(nx, nz, nk, npre, nboost, s)
+                if not cost < INF:
+                    continue
+                key = (round(nx, 1), round(nz, 1), nk, npre, nboost)
+                old = found.get(key)
+                if old is None or cost < old[0]:
+                    found[key] = (cost, (nx, nz, nk, npre, nboost, nbav, parent, a))
+        if not found:
+            return None
+        states = [c[1] for c in sorted(found.values(), key=lambda c: c[0])[:beam_width]]
+        history.append(states)
+    return None
+
+
+def _trace(history: list[list[tuple]], parent: int, final: tuple, start: int) -> Refined:
+    chain = [final]
+    for depth in range(len(history) - 1, 0, -1):
+        node = history[depth][parent]
+        chain.append(node)
+        parent = node[6]
+    chain.reverse()
+    return Refined(start=start, actions=tuple(int(c[7]) for c in chain),
+                   positions=tuple((float(c[0]), float(c[1])) for c in chain))
+
+
+class RefinedOraclePolicy(OraclePolicy):
+    """The oracle's tour played by :func:`refine` (see the module docstring). Same interface as
+    :class:`OraclePolicy`; ``refined_steps`` is the length of the first refined game of the episode."""
+
+    #: states kept per step by the beam search
+    beam_width: int = 30
+    #: refinements per game (the first one and after leaving the sequence); then the oracle's own actions
+    max_refines: int = 4
+
+    def _clear(self) -> None:
+        super()._clear()
+        self._refined: Refined | None = None
+        self._refines = 0
+        self._exact: tuple[int, float, float] | None = None  # (step, x, z) of the last state seen
+        self.refined_steps: int | None = None
+
+    def act(self, obs: Observation, env_info: EnvInfo) -> int:
+        label = super().act(obs, env_info)  # keeps the oracle's plan current, and is the fallback
+        st = self._read(obs, env_info)
+        x, z = self._track(st)
+        seq = self._refined
+        i = st.step - seq.start if seq is not None else -1
+        if seq is not None and 0 <= i < len(seq.actions) and (i == 0 or self._on(seq, i - 1, st.x, st.z)):
+            return self._play(seq.actions[i])
+        if self._refines >= self.max_refines:
+            return label
+        self._refines += 1
+        seq = refine(self, st.step, x, z, talent=st.talent, buff_available=st.buff_available,
+                     buff_remaining=st.buff_remaining, max_step=self._config.max_step, beam_width=self.beam_width)
+        self._refined = seq
+        if seq is None:
+            return label
+        if self.refined_steps is None:
+            self.refined_steps = seq.steps
+        return self._play(seq.actions[0])
+
+    def _play(self, action: int) -> int:
+        # the oracle's loop guard counts its own moves only (as for a learner's, see played_other)
+        self._visits.clear()
+        self._last_query = None
+        self._expect = None
+        return action
+
+    @staticmethod
+    def _on(seq: Refined, i: int, x: float, z: float) -> bool:
+        px, pz = seq.positions[i]
+        return math.floor(px) == x and math.floor(pz) == z
+
+    def _track(self, st) -> tuple[float, float]:
+        """The exact position: the landing, among every action from the last exact position, whose whole units are
+        the observed ones (the observed position itself at the start or when none fits)."""
+        last, self._exact = self._exact, None
+        x, z = st.x, st.z
+        if last is not None and last[0] == st.step - 1:
+            r, (_, lx, lz) = self.rules, last
+            fits = []
+            for speed in (r.move_speed, r.buff_speed):
+                for d in range(8):
+                    q = simulate_move(lx, lz, d, speed, self._walk, self._w, self._h, r.substep)
+                    if math.floor(q[0]) == st.x and math.floor(q[1]) == st.z:
+                        fits.append(q)
+            for d in range(8):
+                q = flash_landing(lx, lz, d, r.flash_distance, self._walk, self._w, self._h)
+                if q is not None and math.floor(q[0]) == st.x and math.floor(q[1]) == st.z:
+                    fits.append(q)
+            if fits:
+                x, z = fits[0]
+        self._exact = (st.step, x, z)
+        return x, z
