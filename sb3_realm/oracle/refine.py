@@ -51,7 +51,7 @@ class Refined:
 
 
 def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool, buff_available: bool,
-           buff_remaining: int, max_step: int, beam_width: int = 30) -> Refined | None:
+           buff_remaining: int, max_step: int, beam_width: int = 30, departure_cost: float = 0.0) -> Refined | None:
     """Beam search from the exact state ``(step, x, z, ...)`` along ``oracle``'s current plan (its route, leg and
     flash leg, as :meth:`OraclePolicy.act` left them). ``None`` when the beam finds no game that collects every
     treasure of the route within ``max_step``."""
@@ -79,13 +79,13 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
             return v / speed0  # the route's values are in move-speed units up to the buff (see OraclePolicy._chain)
         return buff_steps(v, r, max(0, boost - s))
 
-    # a state: (x, z, leg, flash still to come, last boosted step, buff available, parent index, action)
+    # a state: (x, z, leg, flash still to come, last boosted step, buff available, parent index, action, departures)
     pre0 = oracle._pre and talent and f is not None
-    states = [(x, z, leg0, pre0, step + buff_remaining, buff_available, -1, -1)]
+    states = [(x, z, leg0, pre0, step + buff_remaining, buff_available, -1, -1, 0)]
     history: list[list[tuple]] = [states]
     for s in range(step + 1, max_step + 1):
         found: dict[tuple, tuple[float, tuple]] = {}
-        for parent, (px, pz, k, pre, boost, bav, _, _) in enumerate(states):
+        for parent, (px, pz, k, pre, boost, bav, _, _, dep) in enumerate(states):
             speed = speed1 if s <= boost else speed0
             options = [(d, move(px, pz, d, speed, walk, w, h, sub)) for d in range(8)]
             if pre and k == f:
@@ -93,10 +93,11 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
                     q = flash(px, pz, d, fd, walk, w, h)
                     if q is not None:
                         options.append((8 + d, q))
+            children = []
             for a, (nx, nz) in options:
                 if within(end, nx, nz):
                     if all(route[j] == BUFF_ID or within(route[j], nx, nz) for j in range(k, last)):
-                        return _trace(history, parent, (nx, nz, k, pre, boost, bav, parent, a), step)
+                        return _trace(history, parent, (nx, nz, k, pre, boost, bav, parent, a, dep), step)
                     continue  # the end with a treasure left
                 nk, nboost, nbav = k, boost, bav
                 if nbav and within(BUFF_ID, nx, nz):
@@ -111,12 +112,18 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
                 if npre and nk > f:
                     continue  # the flash leg passed without the flash
                 cost = steps_to_go(nx, nz, nk, npre, nboost, s)
-                if not cost < INF:
-                    continue
-                key = (round(nx, 1), round(nz, 1), nk, npre, nboost)
+                if cost < INF:
+                    children.append((cost, a, (nx, nz, nk, npre, nboost, nbav, parent, a)))
+            if not children:
+                continue
+            greedy = min(children)[1]  # the move the greedy cost-to-go picks (the lowest action of a tie)
+            for cost, a, child in children:
+                d = dep + (a != greedy)
+                key = (round(child[0], 1), round(child[1], 1), child[2], child[3], child[4])
+                score = cost + departure_cost * d
                 old = found.get(key)
-                if old is None or cost < old[0]:
-                    found[key] = (cost, (nx, nz, nk, npre, nboost, nbav, parent, a))
+                if old is None or score < old[0]:
+                    found[key] = (score, (*child, d))
         if not found:
             return None
         states = [c[1] for c in sorted(found.values(), key=lambda c: c[0])[:beam_width]]
@@ -143,6 +150,8 @@ class RefinedOraclePolicy(OraclePolicy):
     beam_width: int = 30
     #: refinements per game (the first one and after leaving the sequence); then the oracle's own actions
     max_refines: int = 4
+    #: steps a state of the beam is charged for each move that is not the greedy one (see :func:`refine`)
+    departure_cost: float = 0.2
 
     def _clear(self) -> None:
         super()._clear()
@@ -153,6 +162,7 @@ class RefinedOraclePolicy(OraclePolicy):
 
     def act(self, obs: Observation, env_info: EnvInfo) -> int:
         label = super().act(obs, env_info)  # keeps the oracle's plan current, and is the fallback
+        self._oracle_label = label
         st = self._read(obs, env_info)
         x, z = self._track(st)
         seq = self._refined
@@ -163,7 +173,8 @@ class RefinedOraclePolicy(OraclePolicy):
             return label
         self._refines += 1
         seq = refine(self, st.step, x, z, talent=st.talent, buff_available=st.buff_available,
-                     buff_remaining=st.buff_remaining, max_step=self._config.max_step, beam_width=self.beam_width)
+                     buff_remaining=st.buff_remaining, max_step=self._config.max_step, beam_width=self.beam_width,
+                     departure_cost=self.departure_cost)
         self._refined = seq
         if seq is None:
             return label

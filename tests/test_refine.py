@@ -1,0 +1,82 @@
+"""The refined expert (``oracle-refined``): the beam search's sequences replay exactly in the game, win with every
+treasure in no more steps than the oracle, survive a learner's deviations, and the spec reaches the imitation config."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sb3_realm.agents import load_policy, play_episode
+from sb3_realm.envs import RealmEnv
+from sb3_realm.game import EpisodeConfig, Game, competition_observation, default_map
+from sb3_realm.oracle import OraclePolicy
+from sb3_realm.oracle.refine import RefinedOraclePolicy, refine
+from sb3_realm.training.config import ImitationConfig
+
+SETS = [(3, 4, 5, 6, 7, 8, 9, 10, 11), (5, 6, 8, 9, 11, 12, 13, 14, 15), (3, 6, 7, 9, 10, 12, 13, 14, 15)]
+
+
+def start(game_map, ids, policy: OraclePolicy) -> Game:
+    config = EpisodeConfig.from_usr_conf({"treasure_random": 0, "treasure_id": list(ids)})
+    game = Game(game_map, policy.rules)
+    game.reset(config, config.treasure_id)
+    policy.reset(config)
+    return game
+
+
+@pytest.mark.parametrize("ids", SETS[:2])
+def test_a_refined_sequence_replays_exactly_and_wins_with_every_treasure(ids):
+    game_map = default_map()
+    oracle = OraclePolicy(game_map)
+    game = start(game_map, ids, oracle)
+    obs, env_info = competition_observation(game)
+    oracle.act(obs, env_info)  # the plan the beam follows
+    seq = refine(oracle, 0, game.x, game.z, talent=True, buff_available=True, buff_remaining=0,
+                 max_step=game.config.max_step, beam_width=10)
+    assert seq is not None and seq.start == 0 and len(seq.actions) == len(seq.positions)
+    for action, (x, z) in zip(seq.actions, seq.positions, strict=True):
+        assert not game.terminated
+        game.step(action)
+        assert (game.x, game.z) == (x, z)  # the beam's moves, flash and pickups are the game's
+    assert game.terminated and game.win and not game.available_treasures
+    assert game.step_no == seq.steps
+
+
+@pytest.mark.parametrize("ids", SETS)
+def test_the_refined_expert_wins_every_treasure_in_no_more_steps_than_the_oracle(ids):
+    env = RealmEnv()
+    conf = {"treasure_random": 0, "treasure_id": list(ids)}
+    oracle = play_episode(env, load_policy("oracle", env), 0, conf)
+    policy = load_policy("oracle-refined", env)
+    refined = play_episode(env, policy, 0, conf)
+    assert refined["win"] and refined["treasures"] == len(ids)
+    assert refined["steps"] <= oracle["steps"]
+    assert refined["steps"] == policy.oracle.refined_steps  # played as refined, from the first step
+    assert policy.name == "oracle-refined"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_it_keeps_the_exact_position_and_recovers_from_a_learners_moves(seed):
+    """A learner (random moves at random steps, as in DAgger) leaves the refined sequence: the policy tracks the
+    exact position through the whole-unit observation, refines again from it, and still wins every treasure."""
+    game_map = default_map()
+    policy = RefinedOraclePolicy(game_map)
+    policy.beam_width = 10
+    game = start(game_map, SETS[seed], policy)
+    rng = np.random.default_rng(seed)
+    while not (game.terminated or game.truncated):
+        obs, env_info = competition_observation(game)
+        action = policy.act(obs, env_info)
+        assert policy._exact[1:] == (game.x, game.z)
+        assert obs.legal_act[1] == 1 or action < 8
+        if 20 <= game.step_no <= 120 and rng.random() < 0.05:
+            action = int(rng.integers(8))
+        game.step(action)
+    assert game.win and not game.available_treasures
+    assert 1 < policy._refines <= policy.max_refines
+
+
+def test_the_imitation_config_takes_the_refined_expert():
+    assert ImitationConfig(expert="oracle-refined").expert == "oracle-refined"
+    with pytest.raises(ValueError, match="oracle-refined"):
+        ImitationConfig(expert="oracle-refind").validate()
