@@ -3,9 +3,12 @@ max_step 2000: C(13, 9) = 715 sets) and the 30-game leaderboard protocol (9 rand
 ``np.random.default_rng(seed)``). Prints JSON: wins, treasures, steps, scores, the gap between the steps played and the
 steps the first plan predicted, flash/buff use, planning and acting time per episode.
 
-    python benchmarks/oracle_real_map.py [--map PATH] [--no-flash] [--no-buff] [--compare] [--limit N] [--workers N]
+    python benchmarks/oracle_real_map.py [--map PATH] [--no-flash] [--no-buff] [--compare] [--refined] [--limit N]
+        [--workers N]
 
 ``--compare`` also plays the sets with the flash off and with the buff off and reports the steps each saves.
+``--refined`` also plays them with ``oracle-refined`` (the tour played step-exactly, :mod:`sb3_realm.oracle.refine`)
+and reports the steps it saves over the oracle, set by set.
 The map defaults to $SB3_REALM_REAL_MAP, else ../shared/data/realm_map_1.json beside the checkout, else the shipped
 default map.
 """
@@ -26,6 +29,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.game import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
 from sb3_realm.oracle import OraclePolicy
+from sb3_realm.oracle.refine import RefinedOraclePolicy
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"
@@ -57,21 +61,22 @@ def play_episode(game: Game, policy: OraclePolicy, config: EpisodeConfig, ids: t
 
 
 def _run_chunk(args: tuple) -> list[dict]:
-    map_path, use_flash, use_buff, jobs = args
+    map_path, use_flash, use_buff, jobs, refined = args
     game_map, _ = resolve_map(map_path)
-    policy = OraclePolicy(game_map, use_flash=use_flash, use_buff=use_buff)
+    policy = (RefinedOraclePolicy if refined else OraclePolicy)(game_map, use_flash=use_flash, use_buff=use_buff)
     game = Game(game_map, policy.rules)
     return [play_episode(game, policy, EpisodeConfig.from_usr_conf(conf), tuple(ids)) for conf, ids in jobs]
 
 
 def run(jobs: list[tuple[dict, tuple[int, ...]]], map_path: str | None, use_flash: bool, use_buff: bool,
-        workers: int) -> list[dict]:
-    """Play the ``(usr_conf, treasure ids)`` jobs, split over ``workers`` processes."""
+        workers: int, refined: bool = False) -> list[dict]:
+    """Play the ``(usr_conf, treasure ids)`` jobs, split over ``workers`` processes (``refined``: the refined
+    oracle)."""
     if workers <= 1:
-        return _run_chunk((map_path, use_flash, use_buff, jobs))
+        return _run_chunk((map_path, use_flash, use_buff, jobs, refined))
     chunks = [jobs[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(workers) as pool:
-        parts = list(pool.map(_run_chunk, [(map_path, use_flash, use_buff, c) for c in chunks]))
+        parts = list(pool.map(_run_chunk, [(map_path, use_flash, use_buff, c, refined) for c in chunks]))
     out: list[dict] = []
     for i in range(len(jobs)):
         out.append(parts[i % workers][i // workers])
@@ -117,6 +122,7 @@ def main() -> None:
     ap.add_argument("--no-flash", action="store_true", help="the oracle never flashes")
     ap.add_argument("--no-buff", action="store_true", help="the oracle never uses (and avoids) the speed buff")
     ap.add_argument("--compare", action="store_true", help="also play with the flash off and with the buff off")
+    ap.add_argument("--refined", action="store_true", help="also play the sets with oracle-refined")
     ap.add_argument("--games", type=int, default=30, help="games of the leaderboard protocol")
     ap.add_argument("--seed", type=int, default=0, help="seed of the leaderboard protocol's treasure draws")
     ap.add_argument("--limit", type=int, default=None, help="play only every k-th of the 715 sets (k = 715 // N)")
@@ -154,6 +160,14 @@ def main() -> None:
             out[name] = {**summary(other, base.treasure_num),
                          "steps_saved_mean": round(float(diff.mean()), 3),
                          "steps_saved_min": int(diff.min()), "steps_saved_max": int(diff.max())}
+    if args.refined:
+        t1 = time.perf_counter()
+        other = run(set_jobs, args.map, use_flash, use_buff, args.workers, refined=True)
+        saved = np.array([by - r["steps"] for by, r in zip([r["steps"] for r in res], other, strict=True)], dtype=float)
+        out["refined"] = {**summary(other, base.treasure_num), "steps_saved_mean": round(float(saved.mean()), 3),
+                          "steps_saved_min": int(saved.min()), "steps_saved_max": int(saved.max()),
+                          "sets_better": int((saved > 0).sum()), "sets_worse": int((saved < 0).sum()),
+                          "wall_seconds": round(time.perf_counter() - t1, 1)}
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     out["machine"] = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
                       "workers": args.workers}

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
 
     ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
-    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
+    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
+                    "step-exactly) or 'random'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
     ev.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
     ev.add_argument("--seed", type=int, default=0, help="seed of the leaderboard draw and of stochastic policies")
@@ -84,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
-    rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle' or 'random'")
+    rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
+                    "step-exactly) or 'random'")
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
     rp.add_argument("--map", dest="map_path", default=None)
     rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")

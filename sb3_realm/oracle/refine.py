@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..game.core import flash_landing, simulate_move
 from ..game.maps import BUFF_ID
 from ..game.observation import EnvInfo, Observation
-from .expert import OraclePolicy
+from .expert import OraclePolicy, _State
 from .paths import INF
 from .tour import buff_steps
 
@@ -51,7 +51,8 @@ class Refined:
 
 
 def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool, buff_available: bool,
-           buff_remaining: int, max_step: int, beam_width: int = 30, departure_cost: float = 0.0) -> Refined | None:
+           buff_remaining: int, max_step: int, beam_width: int = 30, departure_cost: float = 0.0,
+           guide=None) -> Refined | None:
     """Beam search from the exact state ``(step, x, z, ...)`` along ``oracle``'s current plan (its route, leg and
     flash leg, as :meth:`OraclePolicy.act` left them). ``None`` when the beam finds no game that collects every
     treasure of the route within ``max_step``."""
@@ -116,7 +117,10 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
                     children.append((cost, a, (nx, nz, nk, npre, nboost, nbav, parent, a)))
             if not children:
                 continue
-            greedy = min(children)[1]  # the move the greedy cost-to-go picks (the lowest action of a tie)
+            if guide is not None:
+                greedy = guide(s - 1, px, pz, k, pre, boost, bav)
+            else:
+                greedy = min(children)[1]  # the move the greedy cost-to-go picks (the lowest action of a tie)
             for cost, a, child in children:
                 d = dep + (a != greedy)
                 key = (round(child[0], 1), round(child[1], 1), child[2], child[3], child[4])
@@ -144,14 +148,17 @@ def _trace(history: list[list[tuple]], parent: int, final: tuple, start: int) ->
 
 class RefinedOraclePolicy(OraclePolicy):
     """The oracle's tour played by :func:`refine` (see the module docstring). Same interface as
-    :class:`OraclePolicy`; ``refined_steps`` is the length of the first refined game of the episode."""
+    :class:`OraclePolicy`; ``refined_steps`` is the length of the first refined game of the episode, ``oracle_label``
+    the plain oracle's action in the last state asked."""
 
     #: states kept per step by the beam search
-    beam_width: int = 30
+    beam_width: int = 10
     #: refinements per game (the first one and after leaving the sequence); then the oracle's own actions
     max_refines: int = 4
     #: steps a state of the beam is charged for each move that is not the greedy one (see :func:`refine`)
     departure_cost: float = 0.2
+    #: departures counted from the oracle's own move in each state of the beam (else from the greedy one)
+    guided: bool = True
 
     def _clear(self) -> None:
         super()._clear()
@@ -159,10 +166,11 @@ class RefinedOraclePolicy(OraclePolicy):
         self._refines = 0
         self._exact: tuple[int, float, float] | None = None  # (step, x, z) of the last state seen
         self.refined_steps: int | None = None
+        self.oracle_label: int | None = None
 
     def act(self, obs: Observation, env_info: EnvInfo) -> int:
         label = super().act(obs, env_info)  # keeps the oracle's plan current, and is the fallback
-        self._oracle_label = label
+        self.oracle_label = label
         st = self._read(obs, env_info)
         x, z = self._track(st)
         seq = self._refined
@@ -174,13 +182,28 @@ class RefinedOraclePolicy(OraclePolicy):
         self._refines += 1
         seq = refine(self, st.step, x, z, talent=st.talent, buff_available=st.buff_available,
                      buff_remaining=st.buff_remaining, max_step=self._config.max_step, beam_width=self.beam_width,
-                     departure_cost=self.departure_cost)
+                     departure_cost=self.departure_cost, guide=self._guide if self.guided else None)
         self._refined = seq
         if seq is None:
             return label
         if self.refined_steps is None:
             self.refined_steps = seq.steps
         return self._play(seq.actions[0])
+
+    def _guide(self, s: int, x: float, z: float, k: int, pre: bool, boost: int, bav: bool) -> int:
+        """The oracle's move in a state of the beam (its plan's leg ``k``, flash to come ``pre``)."""
+        saved = (self._leg, self._pre, self._remaining, self._visits, self._expect, self._expect_val,
+                 self._last_flash)
+        route = self._route
+        self._leg, self._pre, self._visits = k, pre, {}
+        self._remaining = {route[j] for j in range(k, len(route) - 1) if route[j] != BUFF_ID}
+        st = _State(step=s, x=x, z=z, available=set(self._remaining), buff_available=bav,
+                    buff_remaining=max(0, boost - s), talent=pre)
+        try:
+            return self._choose(st, x, z)
+        finally:
+            (self._leg, self._pre, self._remaining, self._visits, self._expect, self._expect_val,
+             self._last_flash) = saved
 
     def _play(self, action: int) -> int:
         # the oracle's loop guard counts its own moves only (as for a learner's, see played_other)
