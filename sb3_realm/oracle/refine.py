@@ -16,8 +16,23 @@ and whenever the game leaves the refined sequence (a learner's move in DAgger), 
 ``max_refines`` times a game, then plays the oracle's own actions. The competition observation gives whole-unit
 positions; the policy keeps the exact position by replaying each step's possible actions from the last exact one.
 
-Measured on the real map, every 100th of the 715 nine-treasure sets: beam width 10: +0.45 points a game over the
-oracle (0.8 s a game), 30: +0.55 (1.3 s), 100: +0.63 (3.1 s).
+Which of the many sequences of the same length the beam keeps matters to a learner that imitates it: each state of
+the beam is charged ``departure_cost`` steps for every move that is not the oracle's own move in that state
+(``guided``; else the greedy move of the cost-to-go), so the sequence departs from the oracle only where that saves a
+step. Measured on the real map, every 100th of the 715 nine-treasure sets (points a game over the oracle, time a game,
+share of the states where the refined move is not the oracle's):
+
+| beam width | departures counted from | gain | time | moves unlike the oracle's |
+|---|---|---|---|---|
+| 10 | none | +0.45 | 0.8 s | |
+| 30 | none | +0.55 | 1.3 s | 24% |
+| 100 | none | +0.63 | 3.1 s | |
+| 30 | the greedy move (0.2 a departure) | +0.60 | 2.0 s | 17% |
+| 10 | the oracle's move (0.2 a departure; the default) | +0.53 | 3.8 s | 2.3% |
+
+With the default, on every 5th of the 715 sets (``benchmarks/oracle_real_map.py --refined --limit 143``): 1380.30
+against the oracle's 1379.84, 2.29 steps a game shorter; 125 sets shorter, 16 the same, 2 one step longer (the beam
+does not promise to keep the oracle's own game).
 """
 
 from __future__ import annotations
@@ -55,7 +70,13 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
            guide=None) -> Refined | None:
     """Beam search from the exact state ``(step, x, z, ...)`` along ``oracle``'s current plan (its route, leg and
     flash leg, as :meth:`OraclePolicy.act` left them). ``None`` when the beam finds no game that collects every
-    treasure of the route within ``max_step``."""
+    treasure of the route within ``max_step``.
+
+    :param beam_width: states kept per step (the lowest steps-to-go plus departure charges).
+    :param departure_cost: steps charged to a state for each move on its way that is not ``guide``'s move (or, without
+        a guide, the move of least steps-to-go, the lowest action of a tie).
+    :param guide: ``guide(step, x, z, leg, flash_to_come, last_boosted_step, buff_available) -> action``: the move a
+        policy would play in a state of the beam (:meth:`RefinedOraclePolicy._guide`: the oracle's)."""
     if oracle.plan is None or oracle._config is None:
         raise RuntimeError("refine() needs an oracle with a plan: call oracle.act() in this state first")
     r = oracle.rules
