@@ -66,7 +66,7 @@ ROWS = [
     (["train", "--resume", "emptydir", "--init-from", "garbage.zip"], "drop --config/--out/--from-study/--init-from"),
     (["train", "--config", TINY, "--set", "finetune.anchor_coef=1"], "act on a trained model"),
     # ---------------------------------------------------------------- imitate
-    (["imitate", "--config", IMITATE, "--set", "imitation.expert=nobody"], "neither 'oracle' nor"),
+    (["imitate", "--config", IMITATE, "--set", "imitation.expert=nobody"], "neither 'oracle', 'oracle-refined' nor"),
     (["imitate", "--config", IMITATE, "--set", "imitation.rounds=-1"], "imitation.rounds = -1"),
     (["imitate", "--config", IMITATE, "--set", "imitation.screen_games=-5"], "imitation.screen_games = -5"),
     (["imitate", "--config", IMITATE, "--set", "imitation.treasure_counts=[14]"], "0..13"),

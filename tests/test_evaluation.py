@@ -47,7 +47,7 @@ def test_bad_protocol_arguments(kwargs, match):
 
 
 def test_bad_policy_arguments(tmp_path):
-    with pytest.raises(ValueError, match="neither 'random', 'oracle', an existing"):
+    with pytest.raises(ValueError, match="neither 'random', 'oracle', 'oracle-refined', an existing"):
         evaluate(str(tmp_path / "missing.zip"), "fixed", oracle_gap=False)
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")

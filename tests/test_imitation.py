@@ -562,7 +562,8 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
 
 
 @pytest.mark.parametrize("extra, match", [
-    (["imitation.expert=nobody"], "imitation.expert = 'nobody' is neither 'oracle' nor an existing SB3 checkpoint"),
+    (["imitation.expert=nobody"], "imitation.expert = 'nobody' is neither 'oracle', 'oracle-refined' nor an "
+                                 "existing SB3 checkpoint"),
     (["imitation.rounds=-1"], "imitation.rounds = -1 must be >= 0"),
     (["imitation.treasure_counts=[3, 14]"], "each count must be an integer in 0..13"),
     (["algo.name=recurrent_ppo", "imitation.window=0"], "imitation.window = 0 must be >= 1"),
