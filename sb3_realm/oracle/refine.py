@@ -83,15 +83,10 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
     route, f, leg0 = oracle._route, oracle._flash_leg, oracle._leg
     last = len(route) - 1
     end = oracle._config.end
-    walk, w, h, pos = oracle._walk, oracle._w, oracle._h, oracle._pos
-    r2 = r.pickup_radius ** 2
+    walk, w, h = oracle._walk, oracle._w, oracle._h
     bidx = route.index(BUFF_ID) if BUFF_ID in route[leg0:] else None
-    move, flash, value = simulate_move, flash_landing, oracle._value
+    move, flash, value, within = simulate_move, flash_landing, oracle._value, oracle._within
     speed0, speed1, sub, fd = r.move_speed, r.buff_speed, r.substep, r.flash_distance
-
-    def within(p: int, px: float, pz: float) -> bool:
-        qx, qz = pos[p]
-        return (qx - px) ** 2 + (qz - pz) ** 2 <= r2
 
     def steps_to_go(px: float, pz: float, k: int, pre: bool, boost: int, s: int) -> float:
         v = value(px, pz, k, pre)
@@ -227,8 +222,7 @@ class RefinedOraclePolicy(OraclePolicy):
              self._last_flash) = saved
 
     def _play(self, action: int) -> int:
-        # the oracle's loop guard counts its own moves only (as for a learner's, see played_other)
-        self._visits.clear()
+        self.played_other()  # the oracle's loop guard counts its own moves only
         self._last_query = None
         self._expect = None
         return action
