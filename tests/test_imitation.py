@@ -469,6 +469,33 @@ def test_sweep_label_left_labels_the_games_with_a_treasure_left_after_the_loops(
     assert state._screen["sweep_lost_labelled"] == 3
 
 
+def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_oracle(run, tmp_path):
+    from sb3_realm.agents import load_policy, play_episode
+
+    model = algorithm_class("ppo").load(run / "final_model.zip")
+    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=4", "imitation.sweep_label_slow=2",
+                    "imitation.sweep_slow_margin=2") as state:
+        games = state.sweep_games()
+        main = [i for i, (_, conf) in enumerate(games) if len(conf["treasure_id"]) == 2]
+        env = RealmEnv(**state.env_kwargs)
+        oracle = load_policy("oracle", env)
+        steps = {i: play_episode(env, oracle, *games[i])["steps"] for i in main}
+        over = {3: 5, 10: 2, 20: 1, 30: 9}  # 20: under the margin; 30: 9 steps slower, but lost
+        state._swept = [{"win": i not in (7, 30), "missed": [], "treasure_ids": games[i][1]["treasure_id"],
+                         "score": 1.0, "steps": steps.get(i, 99) + over.get(i, 0)} for i in range(len(games))]
+        chosen = state._dagger_games(model, 1)
+        reference = list(state._reference)
+        screen = dict(state._screen)
+        state._swept[10]["steps"] += 10  # now the slowest: the oracle's games are not played again
+        again = state._dagger_games(model, 1)
+    assert reference == [steps[i] for i in main]  # the oracle's own games of the main count's sets
+    assert chosen[:4] == [games[7], games[30], games[3], games[10]]  # the lost games, then the slowest won ones
+    assert screen == {"sweep_lost_labelled": 2, "sweep_slow_labelled": 2, "sweep_slow": 2,
+                      "sweep_steps_over_oracle": pytest.approx(8 / (len(main) - 2))}
+    assert again[2:4] == [games[10], games[3]]
+
+
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):
     config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.rounds=2",
                                 "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(tmp_path / 'run'))}"])
@@ -573,6 +600,8 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.sweep_all=2"], "imitation.sweep_all = 2 has the wrong type; expected bool"),
     (["imitation.sweep_all=true"], "imitation.sweep_all = true needs imitation.sweep = true"),
     (["imitation.sweep_label_left=true"], "imitation.sweep_label_left = true needs imitation.sweep = true"),
+    (["imitation.sweep_label_slow=40"], "imitation.sweep_label_slow = 40 needs imitation.sweep = true"),
+    (["imitation.sweep=true", "imitation.sweep_slow_margin=0"], "imitation.sweep_slow_margin = 0 must be >= 1"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

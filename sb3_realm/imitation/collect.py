@@ -23,14 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..agents import SB3Policy, load_policy
+from ..agents import SB3Policy, load_policy, play_episode
 from ..envs import RealmEnv
 from ..evaluation import play_games
 from ..models.algorithms import algorithm_class
 from ..processes import mp_context
 from .dataset import Block
 
-__all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "Collector"]
+__all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "ExpertPlayJob", "expert_play_job",
+           "Collector"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,26 @@ def play_job(job: PlayJob) -> list[dict]:
     return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps)
 
 
+@dataclass(frozen=True)
+class ExpertPlayJob:
+    """A share of the games of :meth:`Collector.play_expert`: the built-in ``expert`` (``"oracle"``, ...) plays
+    ``games`` (``(env seed, usr_conf)`` each) one after the other, nothing recorded but each game's summary."""
+
+    env_kwargs: dict
+    games: tuple
+    expert: str = "oracle"
+
+
+def expert_play_job(job: ExpertPlayJob) -> list[dict]:
+    """Play an :class:`ExpertPlayJob`'s games; one summary per game (``score``, ``win``, ``steps``), in order."""
+    env, expert = _env_and_expert(job.env_kwargs, job.expert)
+    played = []
+    for env_seed, conf in job.games:
+        info = play_episode(env, expert, int(env_seed), conf)
+        played.append({"score": float(info["score"]), "win": bool(info["win"]), "steps": int(info["steps"])})
+    return played
+
+
 def _init_worker() -> None:
     import torch
 
@@ -223,5 +244,21 @@ class Collector:
             parts = list(self._pool.map(play_job, jobs))
         played: list[dict] = [{}] * len(games)
         for i, part in enumerate(parts):  # interleaved shares (long and short games spread evenly), back in order
+            played[i::n] = part
+        return played
+
+    def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle") -> list[dict]:
+        """The expert's own games of ``games``, shared out over the workers: one summary per game (``score``, ``win``,
+        ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
+        n = min(len(games), self.workers * 4 if self._pool is not None else 1)
+        if n == 0:
+            return []
+        jobs = [ExpertPlayJob(env_kwargs, tuple(games[i::n]), expert) for i in range(n)]
+        if self._pool is None:
+            parts = [expert_play_job(job) for job in jobs]
+        else:
+            parts = list(self._pool.map(expert_play_job, jobs))
+        played: list[dict] = [{}] * len(games)
+        for i, part in enumerate(parts):
             played[i::n] = part
         return played

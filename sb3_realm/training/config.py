@@ -205,6 +205,12 @@ class ImitationConfig:
     :param sweep_label_left: with the sweep, the lost sweep games that reach the end with a treasure left are
         labelled too, after those the learner never finishes (before screened or fresh games). Measured with
         ``sweep_all`` on the default map, where after 8 rounds they were all the losses left.
+    :param sweep_label_slow: with the sweep, up to this many of the sweep games of ``env.usr_conf``'s treasure count
+        that the learner wins but plays slower than the oracle's own game of the same set (at least
+        ``sweep_slow_margin`` steps more) are labelled each round, the slowest first, after the lost sweep games and
+        before screened or fresh games (within ``dagger_games``): DAgger where the competition's games lose steps, not
+        only where they lose a treasure. The oracle plays the sweep's sets once per run (or resume) for that.
+    :param sweep_slow_margin: steps over the oracle's game from which a won sweep game counts as slow.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
@@ -244,6 +250,8 @@ class ImitationConfig:
     sweep_other: int = 20
     sweep_all: bool = False
     sweep_label_left: bool = False
+    sweep_label_slow: int = 0
+    sweep_slow_margin: int = 1
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
     dagger_takeover: bool = False
@@ -266,7 +274,7 @@ class ImitationConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
         for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games",
-                     "sweep_other"):
+                     "sweep_other", "sweep_label_slow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
         for name in ("learning_rate", "dagger_learning_rate"):
@@ -287,9 +295,14 @@ class ImitationConfig:
         if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle', 'oracle-refined' nor an "
                              "existing SB3 checkpoint (.zip); the oracle planner is the expert the package ships")
-        for name in ("sweep_all", "sweep_label_left"):
-            if getattr(self, name) and not self.sweep:
-                raise ValueError(f"imitation.{name} = true needs imitation.sweep = true (it changes what the sweep "
+        if self.sweep_slow_margin < 1:
+            raise ValueError(f"imitation.sweep_slow_margin = {self.sweep_slow_margin} must be >= 1 (steps over the "
+                             "oracle's game)")
+        for name in ("sweep_all", "sweep_label_left", "sweep_label_slow"):
+            value = getattr(self, name)
+            if value and not self.sweep:
+                shown = "true" if value is True else value
+                raise ValueError(f"imitation.{name} = {shown} needs imitation.sweep = true (it changes what the sweep "
                                  f"does); set both, or drop {name}")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
