@@ -469,7 +469,7 @@ def test_sweep_label_left_labels_the_games_with_a_treasure_left_after_the_loops(
     assert state._screen["sweep_lost_labelled"] == 3
 
 
-def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_oracle(run, tmp_path):
+def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_expert(run, tmp_path):
     from sb3_realm.agents import load_policy, play_episode
 
     model = algorithm_class("ppo").load(run / "final_model.zip")
@@ -489,10 +489,10 @@ def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_oracl
         screen = dict(state._screen)
         state._swept[10]["steps"] += 10  # now the slowest: the oracle's games are not played again
         again = state._dagger_games(model, 1)
-    assert reference == [steps[i] for i in main]  # the oracle's own games of the main count's sets
+    assert reference == [steps[i] for i in main]  # the expert's (oracle's) own games of the main count's sets
     assert chosen[:4] == [games[7], games[30], games[3], games[10]]  # the lost games, then the slowest won ones
     assert screen == {"sweep_lost_labelled": 2, "sweep_slow_labelled": 2, "sweep_slow": 2,
-                      "sweep_steps_over_oracle": pytest.approx(8 / (len(main) - 2))}
+                      "sweep_steps_over_expert": pytest.approx(8 / (len(main) - 2))}
     assert again[2:4] == [games[10], games[3]]
 
 

@@ -165,17 +165,18 @@ def play_job(job: PlayJob) -> list[dict]:
 
 @dataclass(frozen=True)
 class ExpertPlayJob:
-    """A share of the games of :meth:`Collector.play_expert`: the built-in ``expert`` (``"oracle"``, ...) plays
-    ``games`` (``(env seed, usr_conf)`` each) one after the other, nothing recorded but each game's summary."""
+    """A share of the games of :meth:`Collector.play_expert`: ``expert`` (as :class:`CollectJob`'s, with its
+    ``tie_break``) plays ``games`` (``(env seed, usr_conf)`` each), nothing recorded but each game's summary."""
 
     env_kwargs: dict
     games: tuple
     expert: str = "oracle"
+    tie_break: str = "index"
 
 
 def expert_play_job(job: ExpertPlayJob) -> list[dict]:
     """Play an :class:`ExpertPlayJob`'s games; one summary per game (``score``, ``win``, ``steps``), in order."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert)
+    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break)
     played = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
@@ -247,13 +248,14 @@ class Collector:
             played[i::n] = part
         return played
 
-    def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle") -> list[dict]:
+    def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle",
+                    tie_break: str = "index") -> list[dict]:
         """The expert's own games of ``games``, shared out over the workers: one summary per game (``score``, ``win``,
         ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
         n = min(len(games), self.workers * 4 if self._pool is not None else 1)
         if n == 0:
             return []
-        jobs = [ExpertPlayJob(env_kwargs, tuple(games[i::n]), expert) for i in range(n)]
+        jobs = [ExpertPlayJob(env_kwargs, tuple(games[i::n]), expert, tie_break) for i in range(n)]
         if self._pool is None:
             parts = [expert_play_job(job) for job in jobs]
         else:

@@ -103,7 +103,7 @@ class _Run:
         self.round = -1  # last completed round
         self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
         self._swept: list[dict] | None = None  # the sweep of the model as it stands (imitation.sweep)
-        #: the oracle's steps on the sweep's sets of env.usr_conf's count, in order (imitation.sweep_label_slow)
+        #: the expert's steps on the sweep's sets of env.usr_conf's count, in order (imitation.sweep_label_slow)
         self._reference: list[int] | None = None
         #: plays the learner's own games (screening, held-out evaluation, sweep): ``imitate`` puts its pool here, which
         #: shares them out over the workers; without a pool (as here) they are played in this process
@@ -161,7 +161,7 @@ class _Run:
             if im.sweep_label_left:  # then the games that reach the end with a treasure left
                 swept_lost += [game for game, g in swept if g["win"] and not won(g)]
             self._screen = {"sweep_lost_labelled": min(len(swept_lost), im.dagger_games)}
-            if im.sweep_label_slow:  # then the won games that lose the most steps to the oracle's
+            if im.sweep_label_slow:  # then the won games that lose the most steps to the expert's
                 slow = self._slow_sweep_games(swept)[:im.sweep_label_slow]
                 self._screen["sweep_slow_labelled"] = min(len(slow), max(0, im.dagger_games - len(swept_lost)))
                 swept_lost += slow
@@ -179,15 +179,16 @@ class _Run:
 
     def _slow_sweep_games(self, swept: list[tuple[tuple[int, dict], dict]]) -> list[tuple[int, dict]]:
         """The sweep games of ``env.usr_conf``'s count that the learner wins at least ``sweep_slow_margin`` steps
-        slower than the oracle's own game of the same set, the slowest first (ties in sweep order)."""
+        slower than the expert's own game of the same set, the slowest first (ties in sweep order)."""
         count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
         main = [i for i, (game, _) in enumerate(swept) if len(game[1]["treasure_id"]) == count]
-        if self._reference is None:  # the oracle's steps on those sets, once per run (or resume)
-            played = self.collector.play_expert(self.env_kwargs, [swept[i][0] for i in main], "oracle")
+        if self._reference is None:  # the expert's steps on those sets, once per run (or resume)
+            played = self.collector.play_expert(self.env_kwargs, [swept[i][0] for i in main], self.im.expert,
+                                                self.im.tie_break)
             self._reference = [g["steps"] for g in played]
         over = [(swept[i][1]["steps"] - ref, i) for i, ref in zip(main, self._reference, strict=True)
                 if won(swept[i][1])]
-        self._screen["sweep_steps_over_oracle"] = float(np.mean([o for o, _ in over])) if over else 0.0
+        self._screen["sweep_steps_over_expert"] = float(np.mean([o for o, _ in over])) if over else 0.0
         slow = sorted((-o, i) for o, i in over if o >= self.im.sweep_slow_margin)
         self._screen["sweep_slow"] = len(slow)
         return [swept[i][0] for _, i in slow]

@@ -206,11 +206,12 @@ class ImitationConfig:
         labelled too, after those the learner never finishes (before screened or fresh games). Measured with
         ``sweep_all`` on the default map, where after 8 rounds they were all the losses left.
     :param sweep_label_slow: with the sweep, up to this many of the sweep games of ``env.usr_conf``'s treasure count
-        that the learner wins but plays slower than the oracle's own game of the same set (at least
+        that the learner wins but plays slower than the expert's own game of the same set (at least
         ``sweep_slow_margin`` steps more) are labelled each round, the slowest first, after the lost sweep games and
         before screened or fresh games (within ``dagger_games``): DAgger where the competition's games lose steps, not
-        only where they lose a treasure. The oracle plays the sweep's sets once per run (or resume) for that.
-    :param sweep_slow_margin: steps over the oracle's game from which a won sweep game counts as slow.
+        only where they lose a treasure. The expert plays the sweep's sets once per run (or resume) for that (the
+        oracle: about 3 min on the real map, 2 workers; ``oracle-refined``: about 15 min).
+    :param sweep_slow_margin: steps over the expert's game from which a won sweep game counts as slow.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
