@@ -417,6 +417,8 @@ def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run
     key = state.select_key({"mean_score": 0.0}, swept)
     assert key == (-len(lost), pytest.approx(np.mean([g["score"] for g in two])))
     assert state.select_key({"mean_score": 7.5}, None) == (7.5,)  # without the sweep: the held-out mean
+    state.im.select_lost = "main"  # only the lost sets of the main count (2 treasures) choose the round
+    assert state.select_key({"mean_score": 0.0}, swept) == (-sum(not g["win"] for g in two), key[1])
 
 
 def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
@@ -602,6 +604,7 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     (["imitation.sweep_label_left=true"], "imitation.sweep_label_left = true needs imitation.sweep = true"),
     (["imitation.sweep_label_slow=40"], "imitation.sweep_label_slow = 40 needs imitation.sweep = true"),
     (["imitation.sweep=true", "imitation.sweep_slow_margin=0"], "imitation.sweep_slow_margin = 0 must be >= 1"),
+    (["imitation.select_lost=some"], "imitation.select_lost = 'some'; use 'all'"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"

@@ -227,13 +227,15 @@ class _Run:
         return self._play(model, self.sweep_games(), max_steps=self.im.dagger_max_steps)
 
     def select_key(self, summary: dict, swept: list[dict] | None) -> tuple:
-        """What the best round is chosen by (the larger the better): with the sweep, fewer lost sweep games, then
-        the mean score over the sweep's sets of ``env.usr_conf``'s count; without it, the held-out mean score."""
+        """What the best round is chosen by (the larger the better): with the sweep, fewer lost sweep games (of all
+        counts, or with ``imitation.select_lost: main`` of ``env.usr_conf``'s count only), then the mean score over the
+        sweep's sets of ``env.usr_conf``'s count; without it, the held-out mean score."""
         if swept is None:
             return (summary["mean_score"],)
         count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
-        main = [g["score"] for g in swept if len(g["treasure_ids"]) == count]
-        return (-sum(not won(g) for g in swept), float(np.mean(main)))
+        main = [g for g in swept if len(g["treasure_ids"]) == count]
+        counted = main if self.im.select_lost == "main" else swept
+        return (-sum(not won(g) for g in counted), float(np.mean([g["score"] for g in main])))
 
     def _evaluate_model(self, model) -> dict:
         """:meth:`_evaluate` for the model being trained, played batched (:meth:`_play`): the same games (the
@@ -297,7 +299,8 @@ class _Run:
         if len(key) != len(self.best_key) or key >= self.best_key:
             self.best_key, self.best_score, self.best_round = key, summary["mean_score"], round_no
             atomic_write(self.run_dir / "best_model.zip", model.save)
-        sweep = {} if self._swept is None else {"sweep_games": len(self._swept), "sweep_lost": -key[0],
+        sweep = {} if self._swept is None else {"sweep_games": len(self._swept),
+                                                "sweep_lost": sum(not won(g) for g in self._swept),
                                                 "sweep_mean_score": key[1]}
         eval_s = time.perf_counter() - t2
         self.elapsed += time.perf_counter() - t0

@@ -212,6 +212,9 @@ class ImitationConfig:
         only where they lose a treasure. The expert plays the sweep's sets once per run (or resume) for that (the
         oracle: about 3 min on the real map, 2 workers; ``oracle-refined``: about 15 min).
     :param sweep_slow_margin: steps over the expert's game from which a won sweep game counts as slow.
+    :param select_lost: with the sweep, which lost games choose the best round first: ``all`` (every count of the
+        sweep) or ``main`` (only the sets of ``env.usr_conf``'s count, the leaderboard's games); then the mean score
+        over those sets decides.
     :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
         of the same states teach nothing and cost labelling time.
     :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
@@ -253,6 +256,7 @@ class ImitationConfig:
     sweep_label_left: bool = False
     sweep_label_slow: int = 0
     sweep_slow_margin: int = 1
+    select_lost: str = "all"
     dagger_max_steps: int = 800
     dagger_overrun: int = 0
     dagger_takeover: bool = False
@@ -305,6 +309,9 @@ class ImitationConfig:
                 shown = "true" if value is True else value
                 raise ValueError(f"imitation.{name} = {shown} needs imitation.sweep = true (it changes what the sweep "
                                  f"does); set both, or drop {name}")
+        if self.select_lost not in ("all", "main"):
+            raise ValueError(f"imitation.select_lost = {self.select_lost!r}; use 'all' (lost sweep games of every "
+                             "count choose the best round) or 'main' (only those of env.usr_conf's treasure count)")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
 
