@@ -302,7 +302,7 @@ class ImitationConfig:
                              "existing SB3 checkpoint (.zip); the oracle planner is the expert the package ships")
         if self.sweep_slow_margin < 1:
             raise ValueError(f"imitation.sweep_slow_margin = {self.sweep_slow_margin} must be >= 1 (steps over the "
-                             "oracle's game)")
+                             "expert's own game)")
         for name in ("sweep_all", "sweep_label_left", "sweep_label_slow"):
             value = getattr(self, name)
             if value and not self.sweep:
