@@ -487,7 +487,7 @@ def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_exper
         state._swept = [{"win": i not in (7, 30), "missed": [], "treasure_ids": games[i][1]["treasure_id"],
                          "score": 1.0, "steps": steps.get(i, 99) + over.get(i, 0)} for i in range(len(games))]
         chosen = state._dagger_games(model, 1)
-        reference = list(state._reference)
+        reference = list(state._reference["steps"])
         screen = dict(state._screen)
         state._swept[10]["steps"] += 10  # now the slowest: the oracle's games are not played again
         again = state._dagger_games(model, 1)
@@ -496,6 +496,32 @@ def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_exper
     assert screen == {"sweep_lost_labelled": 2, "sweep_slow_labelled": 2, "sweep_slow": 2,
                       "sweep_steps_over_expert": pytest.approx(8 / (len(main) - 2))}
     assert again[2:4] == [games[10], games[3]]
+
+
+def test_a_resumed_run_keeps_the_expert_s_reference_games(tmp_path, monkeypatch):
+    """The expert's games of the sweep's sets are played once per run: the checkpoint keeps them, so a resume with
+    the same expert does not play them again (15 min for ``oracle-refined`` on the real map); another expert does."""
+    from sb3_realm.training import resume_config
+
+    quick = [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.treasure_counts=[2, 1]",
+             "imitation.sweep_label_slow=3", "imitation.rounds=1"]
+    imitate(load_config(None, [*quick, f"out={json.dumps(str(tmp_path / 'run'))}"]))
+    played = []
+    real = Collector.play_expert
+
+    def counting(self, env_kwargs, games, expert="oracle", tie_break="index"):
+        played.append((expert, tie_break, len(games)))
+        return real(self, env_kwargs, games, expert, tie_break)
+
+    monkeypatch.setattr(Collector, "play_expert", counting)
+    imitate(resume_config(tmp_path / "run", ["imitation.rounds=2"]), resume=tmp_path / "run")
+    assert played == []
+    imitate(resume_config(tmp_path / "run", ["imitation.rounds=3", "imitation.tie_break=heading"]),
+            resume=tmp_path / "run")
+    assert [p[:2] for p in played] == [("oracle", "heading")]
+    history = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))["history"]
+    assert [e["round"] for e in history] == [0, 1, 2, 3]
+    assert all("sweep_steps_over_expert" in e for e in history[1:])
 
 
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):

@@ -213,21 +213,36 @@ class Collector:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
+    def _shares(self, games: list, per_worker: int) -> list[tuple]:
+        """``games`` cut into interleaved shares (long and short games spread evenly): ``per_worker`` a worker with
+        a pool, one share without."""
+        n = min(len(games), self.workers * per_worker if self._pool is not None else 1)
+        return [tuple(games[i::n]) for i in range(n)]
+
+    def _map(self, fn, jobs: list) -> list:
+        """``fn`` of each job, in the pool's workers (in this process without a pool), results in job order."""
+        if self._pool is None:
+            return [fn(job) for job in jobs]
+        return list(self._pool.map(fn, jobs))
+
+    @staticmethod
+    def _in_order(parts: list[list[dict]], total: int) -> list[dict]:
+        """The results of :meth:`_shares`' interleaved shares put back in the order of the games."""
+        played: list[dict] = [{}] * total
+        for i, part in enumerate(parts):
+            played[i::len(parts)] = part
+        return played
+
     def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
             learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
             overrun: int = 0, tie_break: str = "index", takeover: bool = False) -> Rollouts:
         """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
-        n = min(len(games), self.workers * 4 if self._pool is not None else 1)
-        chunks = [tuple(games[i::n]) for i in range(n)]  # interleaved: long and short games spread evenly
-        jobs = [CollectJob(env_kwargs, chunk, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
+        jobs = [CollectJob(env_kwargs, share, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
                            takeover)
-                for i, chunk in enumerate(chunks)]
-        if self._pool is None:
-            parts = [collect_games(job) for job in jobs]
-        else:
-            parts = list(self._pool.map(collect_games, jobs))
+                for i, share in enumerate(self._shares(games, 4))]
+        parts = self._map(collect_games, jobs)
         return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games])
 
     def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
@@ -237,30 +252,18 @@ class Collector:
         deterministic actions, one summary per game in the order of ``games``."""
         if self._pool is None or len(games) < 2:
             return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps)
-        n = min(self.workers, len(games))
         with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
             path = str(Path(tmp) / "model.zip")
             model.save(path)
-            jobs = [PlayJob(path, algo, env_kwargs, tuple(games[i::n]), masked, max_steps) for i in range(n)]
-            parts = list(self._pool.map(play_job, jobs))
-        played: list[dict] = [{}] * len(games)
-        for i, part in enumerate(parts):  # interleaved shares (long and short games spread evenly), back in order
-            played[i::n] = part
-        return played
+            jobs = [PlayJob(path, algo, env_kwargs, share, masked, max_steps) for share in self._shares(games, 1)]
+            parts = self._map(play_job, jobs)
+        return self._in_order(parts, len(games))
 
     def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle",
                     tie_break: str = "index") -> list[dict]:
         """The expert's own games of ``games``, shared out over the workers: one summary per game (``score``, ``win``,
         ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
-        n = min(len(games), self.workers * 4 if self._pool is not None else 1)
-        if n == 0:
+        if not games:
             return []
-        jobs = [ExpertPlayJob(env_kwargs, tuple(games[i::n]), expert, tie_break) for i in range(n)]
-        if self._pool is None:
-            parts = [expert_play_job(job) for job in jobs]
-        else:
-            parts = list(self._pool.map(expert_play_job, jobs))
-        played: list[dict] = [{}] * len(games)
-        for i, part in enumerate(parts):
-            played[i::n] = part
-        return played
+        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break) for share in self._shares(games, 4)]
+        return self._in_order(self._map(expert_play_job, jobs), len(games))

@@ -20,6 +20,7 @@ round appended after it are dropped), ``tb/`` (``imitation/*`` and ``eval/*`` sc
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import shutil
@@ -91,6 +92,8 @@ class _Run:
         self.im = config.imitation
         self.run_dir = run_dir
         self.env_kwargs = config.env.env_kwargs(usr_conf=False)
+        #: the leaderboard's episode config (``env.usr_conf``): its treasure count is the sweep's main count
+        self.usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
         self.masked = config.algo.name == "maskable_ppo"
         self.recurrent = config.algo.name == "recurrent_ppo"
         self.history: list[dict] = []
@@ -103,8 +106,9 @@ class _Run:
         self.round = -1  # last completed round
         self._screen: dict = {}  # the screening of the current round (screen_games, screen_wins)
         self._swept: list[dict] | None = None  # the sweep of the model as it stands (imitation.sweep)
-        #: the expert's steps on the sweep's sets of env.usr_conf's count, in order (imitation.sweep_label_slow)
-        self._reference: list[int] | None = None
+        #: the expert's steps on the sweep's sets of env.usr_conf's count, in order (imitation.sweep_label_slow), and
+        #: the key of the games and expert they were played with: ``{"key": ..., "steps": [...]}``, kept in checkpoints
+        self._reference: dict | None = None
         #: plays the learner's own games (screening, held-out evaluation, sweep): ``imitate`` puts its pool here, which
         #: shares them out over the workers; without a pool (as here) they are played in this process
         self.collector = Collector(1)
@@ -125,11 +129,12 @@ class _Run:
         self.best_score, self.best_round = im["best_score"], im["best_round"]
         self.best_key = tuple(im.get("best_key", (im["best_score"],)))
         self.oracle_score, self.elapsed, self.updates = im["oracle_score"], im["elapsed"], im["updates"]
+        self._reference = im.get("reference")
         return model, im["shards"]
 
     def _evaluate(self, spec: str) -> dict:
         """The held-out games (leaderboard protocol from ``eval_seed``), played by ``spec``: the report's summary."""
-        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        usr = self.usr
         report = evaluate(spec, "leaderboard", seed=self.config.eval_seed, games=self.config.eval_games,
                           treasures=usr.treasure_num, max_step=usr.max_step, map_path=self.env_kwargs["map_path"],
                           workers=self.im.workers, oracle_gap=False,
@@ -180,13 +185,14 @@ class _Run:
     def _slow_sweep_games(self, swept: list[tuple[tuple[int, dict], dict]]) -> list[tuple[int, dict]]:
         """The sweep games of ``env.usr_conf``'s count that the learner wins at least ``sweep_slow_margin`` steps
         slower than the expert's own game of the same set, the slowest first (ties in sweep order)."""
-        count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
-        main = [i for i, (game, _) in enumerate(swept) if len(game[1]["treasure_id"]) == count]
-        if self._reference is None:  # the expert's steps on those sets, once per run (or resume)
-            played = self.collector.play_expert(self.env_kwargs, [swept[i][0] for i in main], self.im.expert,
-                                                self.im.tie_break)
-            self._reference = [g["steps"] for g in played]
-        over = [(swept[i][1]["steps"] - ref, i) for i, ref in zip(main, self._reference, strict=True)
+        main = [i for i, (game, _) in enumerate(swept) if self._main(game[1]["treasure_id"])]
+        games = [swept[i][0] for i in main]
+        key = hashlib.sha256(json.dumps([self.im.expert, self.im.tie_break, self.env_kwargs, games], sort_keys=True,
+                                        default=str).encode("utf-8")).hexdigest()
+        if self._reference is None or self._reference["key"] != key:  # once per run: a resume keeps it
+            played = self.collector.play_expert(self.env_kwargs, games, self.im.expert, self.im.tie_break)
+            self._reference = {"key": key, "steps": [g["steps"] for g in played]}
+        over = [(swept[i][1]["steps"] - ref, i) for i, ref in zip(main, self._reference["steps"], strict=True)
                 if won(swept[i][1])]
         self._screen["sweep_steps_over_expert"] = float(np.mean([o for o, _ in over])) if over else 0.0
         slow = sorted((-o, i) for o, i in over if o >= self.im.sweep_slow_margin)
@@ -196,11 +202,14 @@ class _Run:
     def _sample_lost(self, lost: list[tuple[int, dict]], round_no: int) -> list[tuple[int, dict]]:
         """``dagger_games`` of the ``lost`` sweep games (``imitation.sweep_all``): those of ``env.usr_conf``'s
         treasure count first, then the others in a random order drawn from ``(seed, round)``."""
-        count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
-        main = [game for game in lost if len(game[1]["treasure_id"]) == count]
-        other = [game for game in lost if len(game[1]["treasure_id"]) != count]
+        main = [game for game in lost if self._main(game[1]["treasure_id"])]
+        other = [game for game in lost if not self._main(game[1]["treasure_id"])]
         rng = np.random.default_rng([self.config.seed, round_no, 5])
         return (main + [other[i] for i in rng.permutation(len(other)).tolist()])[:self.im.dagger_games]
+
+    def _main(self, treasure_ids) -> bool:
+        """Whether a game's treasure set (ids) is of ``env.usr_conf``'s count, the leaderboard's."""
+        return len(treasure_ids) == self.usr.treasure_num
 
     def sweep_games(self) -> list[tuple[int, dict]]:
         """The sweep (``imitation.sweep``): ``(env seed, usr_conf)`` of every treasure set of ``env.usr_conf``'s
@@ -208,7 +217,7 @@ class _Run:
         pool, 3.. with the leaderboard's start and end) and ``sweep_other`` random sets drawn from ``eval_seed`` (each
         set once), or with ``sweep_all`` every set of each other count. Sets come from ``env.usr_conf``'s own pool:
         never its start or end id."""
-        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        usr = self.usr
         pool = usr.treasure_pool()
         sets = [tuple(ids) for ids in itertools.combinations(pool, usr.treasure_num)]
         for count in sorted(set(self.im.treasure_counts) - {usr.treasure_num}):
@@ -232,15 +241,14 @@ class _Run:
         sweep's sets of ``env.usr_conf``'s count; without it, the held-out mean score."""
         if swept is None:
             return (summary["mean_score"],)
-        count = EpisodeConfig.from_usr_conf(self.config.env.usr_conf).treasure_num
-        main = [g for g in swept if len(g["treasure_ids"]) == count]
+        main = [g for g in swept if self._main(g["treasure_ids"])]
         counted = main if self.im.select_lost == "main" else swept
         return (-sum(not won(g) for g in counted), float(np.mean([g["score"] for g in main])))
 
     def _evaluate_model(self, model) -> dict:
         """:meth:`_evaluate` for the model being trained, played batched (:meth:`_play`): the same games (the
         leaderboard protocol's sets and per-game env seeds) and the same figures as ``evaluate``."""
-        usr = EpisodeConfig.from_usr_conf(self.config.env.usr_conf)
+        usr = self.usr
         seed = self.config.eval_seed
         confs = protocol_configs("leaderboard", seed=seed, treasures=usr.treasure_num, games=self.config.eval_games,
                                  max_step=usr.max_step)
@@ -337,7 +345,7 @@ class _Run:
         save_checkpoint(model, self.run_dir / "checkpoints", algo=self.config.algo.name, extra={"imitation": {
             "round": round_no, "shards": len(dataset.meta["shards"]), "history": self.history,
             "best_score": self.best_score, "best_key": list(self.best_key), "best_round": self.best_round,
-            "oracle_score": self.oracle_score,
+            "oracle_score": self.oracle_score, "reference": self._reference,
             "elapsed": self.elapsed, "updates": self.updates}})
         for old in list_checkpoints(self.run_dir / "checkpoints")[:-self.config.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
