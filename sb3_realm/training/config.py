@@ -209,8 +209,9 @@ class ImitationConfig:
         that the learner wins but plays slower than the expert's own game of the same set (at least
         ``sweep_slow_margin`` steps more) are labelled each round, the slowest first, after the lost sweep games and
         before screened or fresh games (within ``dagger_games``): DAgger where the competition's games lose steps, not
-        only where they lose a treasure. The expert plays the sweep's sets once per run (or resume) for that (the
-        oracle: about 3 min on the real map, 2 workers; ``oracle-refined``: about 15 min).
+        only where they lose a treasure. The expert plays the sweep's sets once per run for that (the oracle: about
+        3 min on the real map, 2 workers; ``oracle-refined``: about 15 min); the checkpoints keep its games, and a
+        resume plays them again only for another expert, tie rule or set of games.
     :param sweep_slow_margin: steps over the expert's game from which a won sweep game counts as slow.
     :param select_lost: with the sweep, which lost games choose the best round first: ``all`` (every count of the
         sweep) or ``main`` (only the sets of ``env.usr_conf``'s count, the leaderboard's games); then the mean score
