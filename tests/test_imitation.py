@@ -679,6 +679,26 @@ def _marked(mark: str) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the worker processes")
 @pytest.mark.processes
+def test_an_interrupted_collector_ends_its_workers_without_waiting_for_their_jobs():
+    """Ctrl-C or SIGTERM in the middle of a long job (an ``oracle-refined`` labelling job runs for minutes): the pool's
+    workers are ended, not waited for, so the job never completes."""
+    import time
+    from concurrent.futures import CancelledError
+    from concurrent.futures.process import BrokenProcessPool
+
+    with pytest.raises(KeyboardInterrupt), Collector(2) as collector:
+        job = collector._pool.submit(time.sleep, 30)
+        while not job.running():
+            time.sleep(0.05)
+        workers = list(collector._pool._processes.values())
+        raise KeyboardInterrupt
+    with pytest.raises((BrokenProcessPool, CancelledError)):
+        job.result(timeout=0)  # a job waited for would have returned None
+    for worker in workers:
+        worker.join(timeout=30)
+        assert not worker.is_alive()
+
+
 def test_sigterm_leaves_no_worker_process_behind(tmp_path):
     import signal
     import time

@@ -48,6 +48,16 @@ def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name, more)
     assert (every.algo, every.env) == (fast.algo, fast.env)
 
 
+@pytest.mark.parametrize("name", ["real_map", "default_map"])
+def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(name):
+    fast, slow = load_config(f"configs/imitate_{name}.yaml"), load_config(f"configs/imitate_{name}_slow.yaml")
+    # 16 rounds; up to 60 won sweep games a round that are a step or more slower than the oracle's; the best round by
+    # the lost leaderboard-count sets
+    assert slow.imitation == replace(fast.imitation, rounds=16, sweep_label_slow=60, sweep_slow_margin=1,
+                                     select_lost="main")
+    assert (slow.algo, slow.env, slow.seed) == (fast.algo, fast.env, fast.seed)
+
+
 @pytest.mark.parametrize(
     "data, match",
     [

@@ -190,6 +190,18 @@ def _init_worker() -> None:
     torch.set_num_threads(1)  # batch-1 inference in each worker; more threads only contend for the cores
 
 
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s worker processes now, in the middle of their jobs (an ``oracle-refined`` labelling job runs for
+    minutes): ``terminate_workers`` from Python 3.14, before it the executor's own process table."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
+
+
 class Collector:
     """Runs collection jobs in ``workers`` processes (in this process when ``workers`` is 1); a context manager that
     keeps its pool for every round of a run.
@@ -208,10 +220,12 @@ class Collector:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=_init_worker)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            if exc_type is not None:  # interrupted (Ctrl-C, SIGTERM, an error): the running jobs are not waited for
+                _stop_workers(pool)
+            pool.shutdown(cancel_futures=True)
 
     def _shares(self, games: list, per_worker: int) -> list[tuple]:
         """``games`` cut into interleaved shares (long and short games spread evenly): ``per_worker`` a worker with
