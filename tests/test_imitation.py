@@ -677,7 +677,6 @@ def _marked(mark: str) -> list[int]:
     return pids
 
 
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the worker processes")
 @pytest.mark.processes
 def test_an_interrupted_collector_ends_its_workers_without_waiting_for_their_jobs():
     """Ctrl-C or SIGTERM in the middle of a long job (an ``oracle-refined`` labelling job runs for minutes): the pool's
@@ -699,6 +698,8 @@ def test_an_interrupted_collector_ends_its_workers_without_waiting_for_their_job
         assert not worker.is_alive()
 
 
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the worker processes")
+@pytest.mark.processes
 def test_sigterm_leaves_no_worker_process_behind(tmp_path):
     import signal
     import time
