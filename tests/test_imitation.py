@@ -500,7 +500,8 @@ def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_exper
 
 def test_a_resumed_run_keeps_the_expert_s_reference_games(tmp_path, monkeypatch):
     """The expert's games of the sweep's sets are played once per run: the checkpoint keeps them, so a resume with
-    the same expert does not play them again (15 min for ``oracle-refined`` on the real map); another expert does."""
+    the same expert does not play them again (15 min for ``oracle-refined`` on the real map); another expert, tie rule
+    or beam setting does."""
     from sb3_realm.training import resume_config
 
     quick = [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.treasure_counts=[2, 1]",
@@ -509,9 +510,9 @@ def test_a_resumed_run_keeps_the_expert_s_reference_games(tmp_path, monkeypatch)
     played = []
     real = Collector.play_expert
 
-    def counting(self, env_kwargs, games, expert="oracle", tie_break="index"):
+    def counting(self, env_kwargs, games, expert="oracle", tie_break="index", refine=()):
         played.append((expert, tie_break, len(games)))
-        return real(self, env_kwargs, games, expert, tie_break)
+        return real(self, env_kwargs, games, expert, tie_break, refine)
 
     monkeypatch.setattr(Collector, "play_expert", counting)
     imitate(resume_config(tmp_path / "run", ["imitation.rounds=2"]), resume=tmp_path / "run")
@@ -519,9 +520,40 @@ def test_a_resumed_run_keeps_the_expert_s_reference_games(tmp_path, monkeypatch)
     imitate(resume_config(tmp_path / "run", ["imitation.rounds=3", "imitation.tie_break=heading"]),
             resume=tmp_path / "run")
     assert [p[:2] for p in played] == [("oracle", "heading")]
+    # the refined expert's beam settings are part of what its games are kept for
+    refined = ["imitation.expert=oracle-refined", "imitation.refine_max_refines=2"]
+    for rounds, changes in ((4, refined), (5, [*refined, "imitation.refine_beam_width=4"])):
+        imitate(resume_config(tmp_path / "run", [f"imitation.rounds={rounds}", *changes]), resume=tmp_path / "run")
+    assert [p[:2] for p in played] == [("oracle", "heading")] + [("oracle-refined", "heading")] * 2
     history = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))["history"]
-    assert [e["round"] for e in history] == [0, 1, 2, 3]
+    assert [e["round"] for e in history] == [0, 1, 2, 3, 4, 5]
     assert all("sweep_steps_over_expert" in e for e in history[1:])
+
+
+def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_path):
+    """``imitation.refine_*`` set the beam search of the expert that labels the states, and the dataset names that
+    expert; a resume that switches expert names the new one on the shards it labels."""
+    from sb3_realm.imitation import collect
+    from sb3_realm.oracle.refine import RefinedOraclePolicy
+    from sb3_realm.training import resume_config
+
+    run = tmp_path / "run"
+    config = load_config(None, [*QUICK, "imitation.expert=oracle-refined", "imitation.refine_beam_width=3",
+                                "imitation.refine_max_refines=1", f"out={json.dumps(str(run))}"])
+    imitate(config)
+    expert = collect._CACHE["expert"].oracle  # imitation.workers=1: the games were labelled in this process
+    assert isinstance(expert, RefinedOraclePolicy)
+    assert (expert.beam_width, expert.max_refines, expert._refines) == (3, 1, 1)
+    meta = json.loads((run / "dataset" / "meta.json").read_text(encoding="utf-8"))
+    assert meta["expert"] == "oracle-refined (beam_width 3, max_refines 1)"
+    assert len(meta["shards"]) == 2 and not any("expert" in shard for shard in meta["shards"])
+
+    imitate(resume_config(run, ["imitation.rounds=2", "imitation.expert=oracle", "imitation.refine_beam_width=10",
+                                "imitation.refine_max_refines=4"]), resume=run)
+    assert not isinstance(collect._CACHE["expert"].oracle, RefinedOraclePolicy)
+    meta = json.loads((run / "dataset" / "meta.json").read_text(encoding="utf-8"))
+    assert meta["expert"] == "oracle-refined (beam_width 3, max_refines 1)"
+    assert [shard.get("expert") for shard in meta["shards"]] == [None, None, "oracle"]
 
 
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):

@@ -3,6 +3,8 @@ treasure in no more steps than the oracle, survive a learner's deviations, and t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,24 @@ def test_the_imitation_config_takes_the_refined_expert():
     assert ImitationConfig(expert="oracle-refined").expert == "oracle-refined"
     with pytest.raises(ValueError, match="oracle-refined"):
         ImitationConfig(expert="oracle-refind").validate()
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("refine_beam_width", 0, "refine_beam_width = 0 is out of range: it must be an integer >= 1"),
+    ("refine_max_refines", 2.5, "refine_max_refines = 2.5 is out of range: it must be an integer >= 1"),
+    ("refine_departure_cost", -0.1, "refine_departure_cost = -0.1 is out of range: it must be a number >= 0"),
+    ("refine_guided", "yes", "refine_guided = 'yes' is out of range: it must be true or false"),
+])
+def test_the_refine_settings_are_checked(key, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ImitationConfig(expert="oracle-refined", **{key: value}).validate()
+
+
+def test_the_refine_settings_need_the_refined_expert():
+    with pytest.raises(ValueError, match=r"refine_max_refines = 8 sets the beam search of the 'oracle-refined' "
+                                         r"expert, but imitation.expert = 'oracle'"):
+        ImitationConfig(expert="oracle", refine_max_refines=8).validate()
+    ImitationConfig(expert="oracle", refine_max_refines=RefinedOraclePolicy.max_refines).validate()
+    with pytest.raises(ValueError, match="'beam' is not a setting of the refined oracle"):
+        RefinedOraclePolicy(default_map()).configure(beam=3)
+

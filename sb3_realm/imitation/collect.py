@@ -27,6 +27,7 @@ from ..agents import SB3Policy, load_policy, play_episode
 from ..envs import RealmEnv
 from ..evaluation import play_games
 from ..models.algorithms import algorithm_class
+from ..oracle.refine import RefinedOraclePolicy
 from ..processes import mp_context
 from .dataset import Block
 
@@ -49,6 +50,8 @@ class CollectJob:
     :param overrun: with a learner, a game also stops once it runs this many steps past the expert's own plan for it
         (the oracle's ``planned_steps``; 0: no such stop).
     :param tie_break: the oracle expert's ``OraclePolicy.tie_break`` (how it breaks exact ties of its cost-to-go).
+    :param refine: ``(name, value)`` pairs set on the ``oracle-refined`` expert (its beam search's settings, such as
+        ``("max_refines", 8)``: :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS`); other experts ignore them.
     :param takeover: with a learner, a game that reaches ``max_steps`` or its ``overrun`` is not cut: the expert
         takes over and plays it to the end from where the learner went astray (its states labelled as the rest),
         in the manner of HG-DAgger: the data then holds the way out of the learner's loop, not only its first move.
@@ -64,6 +67,7 @@ class CollectJob:
     overrun: int = 0
     tie_break: str = "index"
     takeover: bool = False
+    refine: tuple = ()
 
 
 @dataclass
@@ -77,13 +81,15 @@ class Rollouts:
 _CACHE: dict = {}
 
 
-def _env_and_expert(env_kwargs: dict, expert: str, tie_break: str = "index"):
-    key = (repr(sorted(env_kwargs.items())), expert, tie_break)
+def _env_and_expert(env_kwargs: dict, expert: str, tie_break: str = "index", refine: tuple = ()):
+    key = (repr(sorted(env_kwargs.items())), expert, tie_break, refine)
     if _CACHE.get("key") != key:
         env = RealmEnv(**env_kwargs)
         policy = load_policy(expert, env)
         if hasattr(policy, "oracle"):
             policy.oracle.tie_break = tie_break
+            if isinstance(policy.oracle, RefinedOraclePolicy):
+                policy.oracle.configure(**dict(refine))
         _CACHE.update(key=key, env=env, expert=policy, learners={})
     return _CACHE["env"], _CACHE["expert"]
 
@@ -98,7 +104,7 @@ def _learner(path: str) -> SB3Policy:
 
 def collect_games(job: CollectJob) -> Rollouts:
     """Play the job's games (see the module docstring); returns the labelled states in compact form."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break)
+    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
     learner = _learner(job.learner) if job.learner is not None else None
     rng = np.random.default_rng(job.seed)
     maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
@@ -166,17 +172,19 @@ def play_job(job: PlayJob) -> list[dict]:
 @dataclass(frozen=True)
 class ExpertPlayJob:
     """A share of the games of :meth:`Collector.play_expert`: ``expert`` (as :class:`CollectJob`'s, with its
-    ``tie_break``) plays ``games`` (``(env seed, usr_conf)`` each), nothing recorded but each game's summary."""
+    ``tie_break`` and ``refine``) plays ``games`` (``(env seed, usr_conf)`` each), nothing recorded but each game's
+    summary."""
 
     env_kwargs: dict
     games: tuple
     expert: str = "oracle"
     tie_break: str = "index"
+    refine: tuple = ()
 
 
 def expert_play_job(job: ExpertPlayJob) -> list[dict]:
     """Play an :class:`ExpertPlayJob`'s games; one summary per game (``score``, ``win``, ``steps``), in order."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break)
+    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
     played = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
@@ -249,12 +257,12 @@ class Collector:
 
     def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
             learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
-            overrun: int = 0, tie_break: str = "index", takeover: bool = False) -> Rollouts:
+            overrun: int = 0, tie_break: str = "index", takeover: bool = False, refine: tuple = ()) -> Rollouts:
         """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
         jobs = [CollectJob(env_kwargs, share, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
-                           takeover)
+                           takeover, tuple(refine))
                 for i, share in enumerate(self._shares(games, 4))]
         parts = self._map(collect_games, jobs)
         return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games])
@@ -274,10 +282,10 @@ class Collector:
         return self._in_order(parts, len(games))
 
     def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle",
-                    tie_break: str = "index") -> list[dict]:
+                    tie_break: str = "index", refine: tuple = ()) -> list[dict]:
         """The expert's own games of ``games``, shared out over the workers: one summary per game (``score``, ``win``,
         ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
         if not games:
             return []
-        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break) for share in self._shares(games, 4)]
+        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break, tuple(refine)) for share in self._shares(games, 4)]
         return self._in_order(self._map(expert_play_job, jobs), len(games))

@@ -187,10 +187,14 @@ class _Run:
         slower than the expert's own game of the same set, the slowest first (ties in sweep order)."""
         main = [i for i, (game, _) in enumerate(swept) if self._main(game[1]["treasure_id"])]
         games = [swept[i][0] for i in main]
-        key = hashlib.sha256(json.dumps([self.im.expert, self.im.tie_break, self.env_kwargs, games], sort_keys=True,
+        expert = [self.im.expert, self.im.tie_break]
+        if self.im.expert == "oracle-refined" and self.im.changed_refine_settings():
+            expert.append(self.im.changed_refine_settings())  # (the defaults leave the key as it was before refine_*)
+        key = hashlib.sha256(json.dumps([*expert, self.env_kwargs, games], sort_keys=True,
                                         default=str).encode("utf-8")).hexdigest()
         if self._reference is None or self._reference["key"] != key:  # once per run: a resume keeps it
-            played = self.collector.play_expert(self.env_kwargs, games, self.im.expert, self.im.tie_break)
+            played = self.collector.play_expert(self.env_kwargs, games, self.im.expert, self.im.tie_break,
+                                                self.im.refine_settings())
             self._reference = {"key": key, "steps": [g["steps"] for g in played]}
         over = [(swept[i][1]["steps"] - ref, i) for i, ref in zip(main, self._reference["steps"], strict=True)
                 if won(swept[i][1])]
@@ -206,6 +210,16 @@ class _Run:
         other = [game for game in lost if not self._main(game[1]["treasure_id"])]
         rng = np.random.default_rng([self.config.seed, round_no, 5])
         return (main + [other[i] for i in rng.permutation(len(other)).tolist()])[:self.im.dagger_games]
+
+    def expert_name(self) -> str:
+        """The expert that labels this run's states, as a dataset records it: ``imitation.expert``, with the
+        ``refine_*`` settings that differ from the defaults for ``oracle-refined`` (e.g.
+        ``oracle-refined (beam_width 30, max_refines 8)``) and a ``tie_break`` other than ``index``."""
+        extra = [f"{k} {v}" for k, v in self.im.changed_refine_settings().items()] \
+            if self.im.expert == "oracle-refined" else []
+        if self.im.tie_break != "index" and self.im.expert in ("oracle", "oracle-refined"):
+            extra.append(f"tie_break {self.im.tie_break}")
+        return f"{self.im.expert} ({', '.join(extra)})" if extra else self.im.expert
 
     def _main(self, treasure_ids) -> bool:
         """Whether a game's treasure set (ids) is of ``env.usr_conf``'s count, the leaderboard's."""
@@ -271,8 +285,9 @@ class _Run:
             rollouts = collector.run(self.env_kwargs, games, expert=im.expert,
                                      learner=learner, beta=beta, seed=self.config.seed + round_no,
                                      max_steps=im.dagger_max_steps if learner else 0, overrun=im.dagger_overrun,
-                                     tie_break=im.tie_break, takeover=im.dagger_takeover)
-        dataset.append(rollouts.block, source)
+                                     tie_break=im.tie_break, takeover=im.dagger_takeover,
+                                     refine=im.refine_settings())
+        dataset.append(rollouts.block, source, expert=self.expert_name())
         collect_s = time.perf_counter() - t0
         played = rollouts.games
         data = dataset.all()  # the shards as they are in memory: no copy
@@ -397,7 +412,7 @@ def imitate(config: TrainConfig, resume: str | Path | None = None, progress: boo
             dataset.truncate(shards)
         else:
             model = run.new_model()
-            dataset = ExpertDataset.create(run_dir / "dataset", expert=config.imitation.expert,
+            dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert_name(),
                                            map_name=run.venv.envs[0].unwrapped.game_map.name)
         dataset.check_compatible(model.observation_space, model.action_space.n,
                                  getattr(model, "feature_version", "1"))

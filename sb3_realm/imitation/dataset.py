@@ -2,9 +2,9 @@
 action and the action mask, stored compactly in shards on disk.
 
 A dataset is a folder: ``meta.json`` (format, features version, observation layout, expert, and one entry per shard
-with its state count and sha256) and ``shard-NNNNN.npz`` files (plain arrays, never pickles). Shards are written
-atomically (temporary file, then rename) before ``meta.json`` names them, so a dataset grows by appending shards and
-a kill at any moment leaves the previous complete dataset.
+with its state count, sha256 and, when another labelled it, its expert) and ``shard-NNNNN.npz`` files (plain arrays,
+never pickles). Shards are written atomically (temporary file, then rename) before ``meta.json`` names them, so a
+dataset grows by appending shards and a kill at any moment leaves the previous complete dataset.
 
 Compact storage (``Block``): the obstacle, treasure and end windows only hold 0 or 255 and are stored as bits
 (3 x 326 bytes a state), the memory window as its uint8 values (2601 bytes), the vector as float32 (864 bytes):
@@ -216,8 +216,10 @@ class ExpertDataset:
         text = json.dumps(self.meta, indent=2) + "\n"
         atomic_write(self.folder / "meta.json", lambda f: f.write(text.encode("utf-8")))
 
-    def append(self, block: Block, source: str) -> dict:
-        """Write ``block`` as a new shard (atomically), then record it in ``meta.json``; returns its entry."""
+    def append(self, block: Block, source: str, expert: str | None = None) -> dict:
+        """Write ``block`` as a new shard (atomically), then record it in ``meta.json``; returns its entry. ``expert``:
+        the policy that labelled it; the entry names it when it is not the dataset's ``expert`` (a resumed run that
+        switched expert)."""
         if len(block) == 0:
             raise DatasetError("refusing to append an empty shard")
         name = f"shard-{len(self.meta['shards']):05d}.npz"
@@ -233,6 +235,8 @@ class ExpertDataset:
                 os.unlink(tmp)
         entry = {"file": name, "states": len(block), "episodes": block.episodes, "source": source,
                  "sha256": sha256_file(self.folder / name)}
+        if expert is not None and expert != self.meta["expert"]:
+            entry["expert"] = expert
         self.meta["shards"].append(entry)
         self._write_meta()
         if self._blocks is not None:

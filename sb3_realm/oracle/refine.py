@@ -47,7 +47,30 @@ from .expert import OraclePolicy, _State
 from .paths import INF
 from .tour import buff_steps
 
-__all__ = ["RefinedOraclePolicy", "Refined", "refine"]
+__all__ = ["RefinedOraclePolicy", "Refined", "refine", "REFINE_SETTINGS", "check_setting"]
+
+#: what :meth:`RefinedOraclePolicy.configure` may change, each with its type and the range it must be in
+REFINE_SETTINGS = {
+    "beam_width": (int, "an integer >= 1", lambda v: v >= 1),
+    "max_refines": (int, "an integer >= 1", lambda v: v >= 1),
+    "departure_cost": (float, "a number >= 0", lambda v: v >= 0),
+    "guided": (bool, "true or false", lambda v: True),
+}
+
+
+def check_setting(name: str, value):
+    """``value`` as the type of :data:`REFINE_SETTINGS`' ``name``; ``ValueError`` for a name it does not hold or a
+    value of the wrong type or range."""
+    if name not in REFINE_SETTINGS:
+        raise ValueError(f"{name!r} is not a setting of the refined oracle; use one of {list(REFINE_SETTINGS)}")
+    kind, valid, test = REFINE_SETTINGS[name]
+    if kind is bool:
+        ok = isinstance(value, bool)
+    else:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
+    if not ok or not test(value):
+        raise ValueError(f"refined oracle {name} = {value!r}: it must be {valid}")
+    return kind(value)
 
 
 @dataclass(frozen=True)
@@ -175,6 +198,12 @@ class RefinedOraclePolicy(OraclePolicy):
     departure_cost: float = 0.2
     #: departures counted from the oracle's own move in each state of the beam (else from the greedy one)
     guided: bool = True
+
+    def configure(self, **settings) -> None:
+        """Set any of :data:`REFINE_SETTINGS` on this expert (its class attributes are the defaults); see
+        :func:`check_setting` for what is refused."""
+        for name, value in settings.items():
+            setattr(self, name, check_setting(name, value))
 
     def _clear(self) -> None:
         super()._clear()

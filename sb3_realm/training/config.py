@@ -24,6 +24,7 @@ from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class
 from ..models.nets import ACTIVATIONS
 from ..oracle import TIE_BREAKS
+from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
 
 __all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "FinetuneConfig", "TrainConfig", "load_config",
            "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
@@ -243,6 +244,16 @@ class ImitationConfig:
         states: ``index`` (the lowest action, as the oracle plays by default) or ``heading`` (the move closest to the
         straight line to the next node of its route): the labels the policy must reproduce then follow a rule it can
         read from its own observation (the target's direction), and it imitates them better.
+    :param refine_beam_width: with ``expert: oracle-refined``, the states its beam search keeps per step (wider finds
+        shorter games and labels slower: ``sb3_realm.oracle.refine``'s table).
+    :param refine_max_refines: with ``expert: oracle-refined``, how many times a game it searches again from the exact
+        state (the first step and each time a learner's move leaves its sequence); after that it labels the oracle's
+        own actions.
+    :param refine_departure_cost: with ``expert: oracle-refined``, the steps its beam charges for each move unlike
+        the guide's (the oracle's, or with ``refine_guided: false`` the greedy one): the higher, the closer its games
+        stay to the oracle's.
+    :param refine_guided: with ``expert: oracle-refined``, whether departures are counted from the oracle's own move
+        (slower, fewer moves unlike the oracle's) or from the greedy move of its cost-to-go.
     :param workers: processes that play the games (collection and held-out evaluation).
     """
 
@@ -273,7 +284,20 @@ class ImitationConfig:
     treasure_counts: list = field(default_factory=list)
     window: int = 64
     tie_break: str = "index"
+    refine_beam_width: int = RefinedOraclePolicy.beam_width
+    refine_max_refines: int = RefinedOraclePolicy.max_refines
+    refine_departure_cost: float = RefinedOraclePolicy.departure_cost
+    refine_guided: bool = RefinedOraclePolicy.guided
     workers: int = 2
+
+    def refine_settings(self) -> tuple:
+        """The ``oracle-refined`` expert's settings (``refine_*``) as ``(name, value)`` pairs, in
+        :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS` order."""
+        return tuple((name, getattr(self, f"refine_{name}")) for name in REFINE_SETTINGS)
+
+    def changed_refine_settings(self) -> dict:
+        """The ``refine_*`` settings that differ from the refined oracle's defaults (what names a run's expert)."""
+        return {name: value for name, value in self.refine_settings() if value != getattr(RefinedOraclePolicy, name)}
 
     def validate(self) -> None:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
@@ -315,6 +339,18 @@ class ImitationConfig:
                              "count choose the best round) or 'main' (only those of env.usr_conf's treasure count)")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
+        for name, value in self.refine_settings():
+            try:
+                check_setting(name, value)
+            except ValueError:
+                raise ValueError(f"imitation.refine_{name} = {value!r} is out of range: it must be "
+                                 f"{REFINE_SETTINGS[name][1]}") from None
+        changed = self.changed_refine_settings()
+        if changed and self.expert != "oracle-refined":
+            name = next(iter(changed))
+            raise ValueError(f"imitation.refine_{name} = {changed[name]!r} sets the beam search of the "
+                             f"'oracle-refined' expert, but imitation.expert = {self.expert!r}; set imitation.expert: "
+                             f"oracle-refined, or drop refine_{name}")
 
     def beta(self, round_no: int) -> float:
         """The expert's share of the played actions in DAgger round ``round_no`` (1, 2, ...)."""
