@@ -212,7 +212,7 @@ class ImitationConfig:
         before screened or fresh games (within ``dagger_games``): DAgger where the competition's games lose steps, not
         only where they lose a treasure. The expert plays the sweep's sets once per run for that (the oracle: about
         3 min on the real map, 2 workers; ``oracle-refined``: about 15 min); the checkpoints keep its games, and a
-        resume plays them again only for another expert, tie rule or set of games.
+        resume plays them again only for another expert, tie rule, ``refine_*`` setting or set of games.
     :param sweep_slow_margin: steps over the expert's game from which a won sweep game counts as slow.
     :param select_lost: with the sweep, which lost games choose the best round first: ``all`` (every count of the
         sweep) or ``main`` (only the sets of ``env.usr_conf``'s count, the leaderboard's games); then the mean score
