@@ -58,6 +58,14 @@ def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(name):
     assert (slow.algo, slow.env, slow.seed) == (fast.algo, fast.env, fast.seed)
 
 
+def test_the_refined_recipe_is_the_slow_recipe_with_the_step_exact_teacher():
+    slow = load_config("configs/imitate_real_map_slow.yaml")
+    refined = load_config("configs/imitate_real_map_refined.yaml")
+    assert refined.imitation == replace(slow.imitation, expert="oracle-refined", rounds=12)
+    assert refined.imitation.changed_refine_settings() == {}  # the refined oracle's default beam, as measured
+    assert (refined.algo, refined.env, refined.seed) == (slow.algo, slow.env, slow.seed)
+
+
 @pytest.mark.parametrize(
     "data, match",
     [
