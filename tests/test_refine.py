@@ -118,4 +118,3 @@ def test_the_refine_settings_need_the_refined_expert():
     ImitationConfig(expert="oracle", refine_max_refines=RefinedOraclePolicy.max_refines).validate()
     with pytest.raises(ValueError, match="'beam' is not a setting of the refined oracle"):
         RefinedOraclePolicy(default_map()).configure(beam=3)
-

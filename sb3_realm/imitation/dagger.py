@@ -188,8 +188,8 @@ class _Run:
         main = [i for i, (game, _) in enumerate(swept) if self._main(game[1]["treasure_id"])]
         games = [swept[i][0] for i in main]
         expert = [self.im.expert, self.im.tie_break]
-        if self.im.expert == "oracle-refined" and self.im.changed_refine_settings():
-            expert.append(self.im.changed_refine_settings())  # (the defaults leave the key as it was before refine_*)
+        if changed := self.im.changed_refine_settings():  # (the defaults leave the key as it was before refine_*)
+            expert.append(changed)
         key = hashlib.sha256(json.dumps([*expert, self.env_kwargs, games], sort_keys=True,
                                         default=str).encode("utf-8")).hexdigest()
         if self._reference is None or self._reference["key"] != key:  # once per run: a resume keeps it
@@ -213,10 +213,10 @@ class _Run:
 
     def expert_name(self) -> str:
         """The expert that labels this run's states, as a dataset records it: ``imitation.expert``, with the
-        ``refine_*`` settings that differ from the defaults for ``oracle-refined`` (e.g.
-        ``oracle-refined (beam_width 30, max_refines 8)``) and a ``tie_break`` other than ``index``."""
-        extra = [f"{k} {v}" for k, v in self.im.changed_refine_settings().items()] \
-            if self.im.expert == "oracle-refined" else []
+        ``refine_*`` settings that differ from the defaults (only ``oracle-refined`` takes any: the config refuses
+        them with another expert; e.g. ``oracle-refined (beam_width 30, max_refines 8)``) and a ``tie_break`` other
+        than ``index``."""
+        extra = [f"{k} {v}" for k, v in self.im.changed_refine_settings().items()]
         if self.im.tie_break != "index" and self.im.expert in ("oracle", "oracle-refined"):
             extra.append(f"tie_break {self.im.tie_break}")
         return f"{self.im.expert} ({', '.join(extra)})" if extra else self.im.expert

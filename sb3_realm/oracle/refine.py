@@ -58,9 +58,9 @@ REFINE_SETTINGS = {
 }
 
 
-def check_setting(name: str, value):
+def check_setting(name: str, value, label: str | None = None):
     """``value`` as the type of :data:`REFINE_SETTINGS`' ``name``; ``ValueError`` for a name it does not hold or a
-    value of the wrong type or range."""
+    value of the wrong type or range (the message calls the setting ``label``, by default ``refined oracle NAME``)."""
     if name not in REFINE_SETTINGS:
         raise ValueError(f"{name!r} is not a setting of the refined oracle; use one of {list(REFINE_SETTINGS)}")
     kind, valid, test = REFINE_SETTINGS[name]
@@ -69,7 +69,7 @@ def check_setting(name: str, value):
     else:
         ok = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
     if not ok or not test(value):
-        raise ValueError(f"refined oracle {name} = {value!r}: it must be {valid}")
+        raise ValueError(f"{label or f'refined oracle {name}'} = {value!r} is out of range: it must be {valid}")
     return kind(value)
 
 

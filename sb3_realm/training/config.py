@@ -340,11 +340,7 @@ class ImitationConfig:
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
         for name, value in self.refine_settings():
-            try:
-                check_setting(name, value)
-            except ValueError:
-                raise ValueError(f"imitation.refine_{name} = {value!r} is out of range: it must be "
-                                 f"{REFINE_SETTINGS[name][1]}") from None
+            check_setting(name, value, label=f"imitation.refine_{name}")
         changed = self.changed_refine_settings()
         if changed and self.expert != "oracle-refined":
             name = next(iter(changed))
