@@ -11,8 +11,9 @@ import pytest
 from helpers import open_map
 
 from sb3_realm.game import EpisodeConfig, Game, Rules, competition_observation, default_map, small_map
+from sb3_realm.game.core import simulate_move
 from sb3_realm.oracle import LEG_ROUNDING, OraclePolicy, buff_steps, held_karp, oracle_action, plan_tour
-from sb3_realm.oracle.paths import path_tables
+from sb3_realm.oracle.paths import INF, cell_links, field_at, field_value, path_tables, point_links
 from sb3_realm.oracle.tour import tour_table, tour_trace
 
 FAR = [(4 + 3 * i, 36) for i in range(12)]  # spare positions in the top row of a 40 x 40 open map
@@ -436,3 +437,50 @@ def _labels_of_a_random_walker(seed: int, max_step: int) -> list[tuple[tuple[flo
         if terminated or truncated:
             break
     return out
+
+
+@pytest.mark.parametrize("corner_penalty", [0.0, 37.5])
+def test_a_field_read_through_the_cell_table_is_the_same_float_as_through_the_point_links(corner_penalty):
+    """``field_at`` (the oracle's fast read of a cost-to-go field at a point) against ``field_value`` over
+    ``point_links``, at random points of every kind of cell (open, beside walls, at wall corners, on the edge where a
+    wall stops the hero) with fields that are unusable (inf) in places."""
+    game_map = default_map()
+    h, w = game_map.walkable.shape
+    walk = game_map.walkable.ravel().tolist()
+    table = cell_links(walk, w, h)
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0, 50_000, w * h)
+    values[rng.random(w * h) < 0.2] = INF
+    values = values.tolist()
+    cells = np.flatnonzero(game_map.walkable)
+    checked = corners = 0
+    for cell in rng.choice(cells, 3000):
+        cz, cx = divmod(int(cell), w)
+        x0, z0 = game_map.grid_to_world(cx, cz)  # the cell's centre
+        for fx, fz in [rng.uniform(-250, 250, 2), (249.999, -250.0), (-250.0, 249.999)]:
+            x, z = x0 + fx, z0 + fz
+            links = point_links(walk, w, h, x, z, corner_penalty)
+            assert field_at(values, table, w, h, x, z, corner_penalty) == field_value(values, links)
+            corners += sum(1 for link in table[cell] if link[3])
+            checked += 1
+    assert checked == 9000 and corners > 100
+
+
+def test_the_look_ahead_s_landings_are_the_game_s_moves():
+    """The oracle's look-ahead skips ``simulate_move``'s wall checks in open cells (no wall within a move's reach):
+    the same landings, to the float, at both speeds, in open cells and beside walls."""
+    game_map = default_map()
+    policy = OraclePolicy(game_map)
+    h, w = game_map.walkable.shape
+    rules = policy.rules
+    rng = np.random.default_rng(1)
+    kinds = set()
+    for cell in rng.choice(np.flatnonzero(game_map.walkable), 3000):
+        cz, cx = divmod(int(cell), w)
+        x0, z0 = game_map.grid_to_world(cx, cz)
+        x, z = x0 + rng.uniform(-250, 250), z0 + rng.uniform(-250, 250)
+        for speed in (rules.move_speed, rules.buff_speed):
+            landings = policy._landings(x, z, speed, {})
+            assert landings == [simulate_move(x, z, d, speed, policy._walk, w, h, rules.substep) for d in range(8)]
+        kinds.add(policy._open[cell])
+    assert kinds == {True, False}

@@ -44,6 +44,37 @@ def test_a_refined_sequence_replays_exactly_and_wins_with_every_treasure(ids):
     assert game.step_no == seq.steps
 
 
+@pytest.mark.parametrize("ids", SETS[1:])
+def test_the_beam_s_shared_look_ahead_finds_the_sequence_of_a_fresh_search_in_every_state(ids):
+    """During a beam search the guide's look-ahead values are shared by all its states (``_memos``); every state
+    asks the oracle's move in exactly what a fresh search would choose, so the sequence is the same."""
+    game_map = default_map()
+    policy = RefinedOraclePolicy(game_map)
+    game = start(game_map, ids, policy)
+    obs, env_info = competition_observation(game)
+    OraclePolicy.act(policy, obs, env_info)  # the plan the beam follows
+    asked = []
+
+    def guide(*state):
+        asked.append(state)
+        return policy._guide(*state)
+
+    found = []
+    for memos in (None, {}):
+        policy._memos = memos
+        found.append(refine(policy, 0, game.x, game.z, talent=True, buff_available=True, buff_remaining=0,
+                            max_step=game.config.max_step, beam_width=10, departure_cost=0.2, guide=guide))
+        if memos is not None:
+            assert len(memos) > 1 and sum(map(len, memos.values())) > 1000  # the values were kept and shared
+    assert found[0] is not None and found[0] == found[1]
+    half = len(asked) // 2
+    assert asked[:half] == asked[half:]  # the same states asked, in the same order
+    policy._memos = {}
+    shared = [policy._guide(*state) for state in asked[:half]]
+    policy._memos = None
+    assert shared == [policy._guide(*state) for state in asked[:half]]
+
+
 @pytest.mark.parametrize("ids", SETS[:2])
 def test_the_refined_expert_wins_every_treasure_in_fewer_steps_than_the_oracle_and_mostly_as_it_moves(ids):
     """On these sets the refined game is 3 and 2 steps shorter; its moves depart from the oracle's only where that

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..game.core import DIRECTIONS, flash_landing, simulate_move
-from ..game.maps import BUFF_ID, RealmMap
+from ..game.maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
 from ..game.observation import EnvInfo, Observation
 from ..game.rules import EpisodeConfig, Rules
-from .paths import INF, PathTables, dijkstra, field_value, path_tables, point_links
+from .paths import INF, PathTables, cell_links, dijkstra, field_at, open_cells, path_tables
 from .tour import Plan, buff_steps, plan_from_state
 
 __all__ = ["OraclePolicy", "oracle_action", "TIE_BREAKS"]
@@ -80,6 +80,11 @@ class OraclePolicy:
         h, w = game_map.walkable.shape
         self._w, self._h = w, h
         self._walk = game_map.walkable.ravel().tolist()
+        self._cells = cell_links(self._walk, w, h)
+        # cells from which no move at either speed meets a wall (see _landings)
+        self._reach = math.ceil(max(self.rules.move_speed, self.rules.buff_speed) / CELL_WIDTH)
+        self._open = open_cells(game_map.walkable, self._reach)
+        self._strides: dict[float, tuple[int, list[tuple[float, float]]]] = {}
         self._pos = [(float(px), float(pz)) for px, pz in game_map.positions_world]
         self._r2 = self.rules.pickup_radius ** 2
         self._clear()
@@ -261,7 +266,7 @@ class OraclePolicy:
         return hit
 
     def _value(self, x: float, z: float, k: int, pre: bool) -> float:
-        return field_value(self._field(k, pre), point_links(self._walk, self._w, self._h, x, z, self.corner_penalty))
+        return field_at(self._field(k, pre), self._cells, self._w, self._h, x, z, self.corner_penalty)
 
     def _within(self, pos_id: int, x: float, z: float) -> bool:
         px, pz = self._pos[pos_id]
@@ -287,20 +292,22 @@ class OraclePolicy:
         return v, k > self._leg
 
     def _search(self, x: float, z: float, st: _State, depth: int, speed: float, unit: float, memo: dict) -> float:
-        """Least ``unit * moves + cost-to-go`` over move sequences of ``depth`` steps (stopping at a pickup)."""
+        """Least ``unit * moves + cost-to-go`` over move sequences of ``depth`` steps (stopping at a pickup).
+        ``memo`` keeps, by exact position, the values of this search (key ``(x, z, depth)``), the cost-to-go of
+        :meth:`_eval` (``(x, z)``) and the landings of the 8 moves (``(x, z, -1)``)."""
         key = (x, z, depth)
-        if key in memo:
-            return memo[key]
-        v, done = self._eval(x, z, st, self._pre)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        v, done = self._evaluated(x, z, st, memo)
         if depth == 0 or done or not v < INF:
             memo[key] = v
             return v
-        r = self.rules
         best = INF
-        for d in range(8):
-            q = simulate_move(x, z, d, speed, self._walk, self._w, self._h, r.substep)
+        for q in self._landings(x, z, speed, memo):
             best = min(best, unit + self._search(q[0], q[1], st, depth - 1, speed, unit, memo))
         if self._flash_now(st):
+            r = self.rules
             for d in range(8):
                 q = flash_landing(x, z, d, r.flash_distance, self._walk, self._w, self._h)
                 if q is not None:
@@ -308,22 +315,61 @@ class OraclePolicy:
         memo[key] = best
         return best
 
+    def _evaluated(self, x: float, z: float, st: _State, memo: dict) -> tuple[float, bool]:
+        """:meth:`_eval` after a move (the flash still to come as planned), kept in ``memo`` (see :meth:`_search`)."""
+        hit = memo.get((x, z))
+        if hit is None:
+            hit = memo[(x, z)] = self._eval(x, z, st, self._pre)
+        return hit
+
+    def _landings(self, x: float, z: float, speed: float, memo: dict) -> list[tuple[float, float]]:
+        """Where each of the 8 moves at ``speed`` lands, kept in ``memo`` (see :meth:`_search`)."""
+        key = (x, z, -1)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        walk, w, h, sub = self._walk, self._w, self._h, self.rules.substep
+        cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
+        cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
+        if 0 <= cx < w and 0 <= cz < h and self._open[cz * w + cx] and speed <= self._reach * CELL_WIDTH:
+            # no wall within reach: simulate_move's sub-steps all go through, the same additions without its checks
+            n, strides = self._strides.get(speed) or self._strides.setdefault(speed, (math.ceil(speed / sub), [
+                (ux * speed / math.ceil(speed / sub), uz * speed / math.ceil(speed / sub)) for ux, uz in DIRECTIONS]))
+            hit = []
+            for dx, dz in strides:
+                px, pz = x, z
+                for _ in range(n):
+                    px += dx
+                    pz += dz
+                hit.append((px, pz))
+        else:
+            hit = [simulate_move(x, z, d, speed, walk, w, h, sub) for d in range(8)]
+        memo[key] = hit
+        return hit
+
     def _flash_now(self, st: _State) -> bool:
         """Whether flashes are considered now: the planned flash leg, talent ready."""
         return self._pre and st.talent and self._leg == self._flash_leg
 
-    def _choose(self, st: _State, x: float, z: float) -> int:
+    def _choose(self, st: _State, x: float, z: float, memos: dict | None = None) -> int:
         """Pick the action: a 1-step look-ahead, ``lookahead`` steps deep when the next node is near or when no
-        single step makes progress (a corner)."""
+        single step makes progress (a corner).
+
+        :param memos: the look-ahead's values kept across calls (by default each call searches afresh), one memo per
+            leg, flash to come, talent, buff availability, speed and step unit: for callers whose other state (the
+            plan, the treasures left on each leg) is the same in every call that shares them, as
+            :meth:`RefinedOraclePolicy._guide <sb3_realm.oracle.refine.RefinedOraclePolicy._guide>`'s within one
+            beam search. The search trees of neighbouring states overlap, so this saves most of its work."""
         r = self.rules
         speed = r.buff_speed if st.buff_remaining > 0 else r.move_speed
         unit = speed if st.buff_remaining > 0 and self._raw_units() else r.move_speed
         w, h, walk = self._w, self._h, self._walk
-        moves = [simulate_move(x, z, d, speed, walk, w, h, r.substep) for d in range(8)]
-        cands = []
-        for d, q in enumerate(moves):
-            v, _ = self._eval(q[0], q[1], st, self._pre)
-            cands.append((unit + v, d, q))
+        if memos is None:
+            memo: dict = {}
+        else:
+            memo = memos.setdefault((self._leg, self._pre, st.talent, st.buff_available, speed, unit), {})
+        moves = self._landings(x, z, speed, memo)
+        cands = [(unit + self._evaluated(q[0], q[1], st, memo)[0], d, q) for d, q in enumerate(moves)]
         if self._flash_now(st):
             for d in range(8):
                 q = flash_landing(x, z, d, r.flash_distance, walk, w, h)
@@ -346,7 +392,6 @@ class OraclePolicy:
         elif visits >= 2:
             depth = max(depth, self.lookahead + 1)
         if best[0] > 0.0 and depth > 1:
-            memo: dict = {}
             deep = [(unit + self._search(q[0], q[1], st, depth - 1, speed, unit, memo), d, q)
                     for d, q in enumerate(moves)]
             deep += [c for c in cands if c[1] >= 8]

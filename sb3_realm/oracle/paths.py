@@ -35,7 +35,8 @@ from ..game.core import DIRECTIONS
 from ..game.maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
 from ..game.rules import Rules
 
-__all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "octile", "INF"]
+__all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "cell_links", "field_at",
+           "open_cells", "octile", "INF"]
 
 INF = math.inf
 _R2M1 = math.sqrt(2.0) - 1.0
@@ -92,6 +93,74 @@ def field_value(values, links: list[tuple[float, int]]) -> float:
     best = INF
     for d, cell in links:
         v = values[cell] + d
+        if v < best:
+            best = v
+    return best
+
+
+def cell_links(walk: list[bool], w: int, h: int) -> list[tuple[tuple[int, float, float, bool], ...]]:
+    """By flat cell, the links :func:`point_links` makes from every point of that cell, before the point's offset:
+    ``(flat cell, x, z, corner)`` with the neighbour's centre offset (``CELL_WIDTH`` units) for a straight link, or
+    its half (the wall corner passed) for a ``corner`` one. :func:`field_at` reads them."""
+    table = []
+    for cz in range(h):
+        for cx in range(w):
+            links = []
+            for dz in (-1, 0, 1):
+                nz = cz + dz
+                if nz < 0 or nz >= h:
+                    continue
+                row = nz * w
+                for dx in (-1, 0, 1):
+                    nx = cx + dx
+                    if nx < 0 or nx >= w or not walk[row + nx]:
+                        continue
+                    if dx and dz:
+                        ox, oz = walk[cz * w + nx], walk[row + cx]
+                        if not (ox or oz):
+                            continue
+                        if not (ox and oz):
+                            links.append((row + nx, _HALF * dx, _HALF * dz, True))
+                            continue
+                    links.append((row + nx, float(CELL_WIDTH * dx), float(CELL_WIDTH * dz), False))
+            table.append(tuple(links))
+    return table
+
+
+def open_cells(walkable: np.ndarray, reach: int) -> list[bool]:
+    """By flat cell, whether every cell within ``reach`` cells of it (a square of side ``2 reach + 1``, all on the
+    map) is walkable: no move shorter than ``reach`` cells from a point of that cell meets a wall or the map's edge."""
+    h, w = walkable.shape
+    padded = np.zeros((h + 2 * reach, w + 2 * reach), dtype=bool)
+    padded[reach:reach + h, reach:reach + w] = walkable
+    block = np.lib.stride_tricks.sliding_window_view(padded, (2 * reach + 1, 2 * reach + 1))
+    return block.all(axis=(2, 3)).ravel().tolist()
+
+
+def field_at(values, table: list, w: int, h: int, x: float, z: float, corner_penalty: float = 0.0) -> float:
+    """``field_value(values, point_links(walk, w, h, x, z, corner_penalty))`` (the same float, for a point on the
+    map) with the
+    :func:`cell_links` ``table`` of the map, in a fraction of the time: no list is built, and a link whose cell value
+    alone is not below the best so far is skipped (lengths are never negative)."""
+    cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
+    cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
+    if not (0 <= cx < w and 0 <= cz < h):
+        return INF  # off the map (no move or flash lands there)
+    fx = x - (cx * CELL_WIDTH + GRID_ORIGIN_X + _HALF)
+    fz = z - (cz * CELL_WIDTH + GRID_ORIGIN_Z + _HALF)
+    r = _R2M1
+    best = INF
+    for cell, ox, oz, corner in table[cz * w + cx]:
+        v = values[cell]
+        if not v < best:
+            continue
+        if corner:
+            ax, az = abs(ox - fx), abs(oz - fz)
+            d = (ax + r * az if ax >= az else az + r * ax) + _CORNER_TO_CENTRE + corner_penalty
+        else:
+            bx, bz = abs(ox - fx), abs(oz - fz)
+            d = bx + r * bz if bx >= bz else bz + r * bx
+        v = v + d
         if v < best:
             best = v
     return best

@@ -212,6 +212,7 @@ class RefinedOraclePolicy(OraclePolicy):
         self._exact: tuple[int, float, float] | None = None  # (step, x, z) of the last state seen
         self.refined_steps: int | None = None
         self.oracle_label: int | None = None
+        self._memos: dict | None = None  # see _guide
 
     def act(self, obs: Observation, env_info: EnvInfo) -> int:
         label = super().act(obs, env_info)  # keeps the oracle's plan current, and is the fallback
@@ -225,9 +226,14 @@ class RefinedOraclePolicy(OraclePolicy):
         if self._refines >= self.max_refines:
             return label
         self._refines += 1
-        seq = refine(self, st.step, x, z, talent=st.talent, buff_available=st.buff_available,
-                     buff_remaining=st.buff_remaining, max_step=self._config.max_step, beam_width=self.beam_width,
-                     departure_cost=self.departure_cost, guide=self._guide if self.guided else None)
+        self._memos = {}  # the guide's look-ahead values, shared by the states of this beam search
+        try:
+            seq = refine(self, st.step, x, z, talent=st.talent, buff_available=st.buff_available,
+                         buff_remaining=st.buff_remaining, max_step=self._config.max_step,
+                         beam_width=self.beam_width, departure_cost=self.departure_cost,
+                         guide=self._guide if self.guided else None)
+        finally:
+            self._memos = None
         self._refined = seq
         if seq is None:
             return label
@@ -236,7 +242,9 @@ class RefinedOraclePolicy(OraclePolicy):
         return self._play(seq.actions[0])
 
     def _guide(self, s: int, x: float, z: float, k: int, pre: bool, boost: int, bav: bool) -> int:
-        """The oracle's move in a state of the beam (its plan's leg ``k``, flash to come ``pre``)."""
+        """The oracle's move in a state of the beam (its plan's leg ``k``, flash to come ``pre``). During a beam
+        search of :meth:`act` the look-ahead's values are shared by its states (``_memos``; the plan and each leg's
+        treasures are the same for all of them): the same moves as searching afresh, in about a third of the time."""
         saved = (self._leg, self._pre, self._remaining, self._visits, self._expect, self._expect_val,
                  self._last_flash)
         route = self._route
@@ -245,7 +253,7 @@ class RefinedOraclePolicy(OraclePolicy):
         st = _State(step=s, x=x, z=z, available=set(self._remaining), buff_available=bav,
                     buff_remaining=max(0, boost - s), talent=pre)
         try:
-            return self._choose(st, x, z)
+            return self._choose(st, x, z, self._memos)
         finally:
             (self._leg, self._pre, self._remaining, self._visits, self._expect, self._expect_val,
              self._last_flash) = saved
