@@ -304,8 +304,14 @@ class OraclePolicy:
             memo[key] = v
             return v
         best = INF
-        for q in self._landings(x, z, speed, memo):
-            best = min(best, unit + self._search(q[0], q[1], st, depth - 1, speed, unit, memo))
+        if depth == 1:  # the leaves: their cost-to-go, without a call of this search each
+            for qx, qz in self._landings(x, z, speed, memo):
+                c = unit + (memo.get((qx, qz)) or self._evaluated(qx, qz, st, memo))[0]
+                if c < best:
+                    best = c
+        else:
+            for q in self._landings(x, z, speed, memo):
+                best = min(best, unit + self._search(q[0], q[1], st, depth - 1, speed, unit, memo))
         if self._flash_now(st):
             r = self.rules
             for d in range(8):

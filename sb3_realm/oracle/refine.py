@@ -108,8 +108,9 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
     end = oracle._config.end
     walk, w, h = oracle._walk, oracle._w, oracle._h
     bidx = route.index(BUFF_ID) if BUFF_ID in route[leg0:] else None
-    move, flash, value, within = simulate_move, flash_landing, oracle._value, oracle._within
-    speed0, speed1, sub, fd = r.move_speed, r.buff_speed, r.substep, r.flash_distance
+    flash, value, within, landings = flash_landing, oracle._value, oracle._within, oracle._landings
+    moves: dict[float, dict] = {}  # the 8 moves' landings by speed (see OraclePolicy._landings)
+    speed0, speed1, fd = r.move_speed, r.buff_speed, r.flash_distance
 
     def steps_to_go(px: float, pz: float, k: int, pre: bool, boost: int, s: int) -> float:
         v = value(px, pz, k, pre)
@@ -127,7 +128,7 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
         found: dict[tuple, tuple[float, tuple]] = {}
         for parent, (px, pz, k, pre, boost, bav, _, _, dep) in enumerate(states):
             speed = speed1 if s <= boost else speed0
-            options = [(d, move(px, pz, d, speed, walk, w, h, sub)) for d in range(8)]
+            options = list(enumerate(landings(px, pz, speed, moves.setdefault(speed, {}))))
             if pre and k == f:
                 for d in range(8):
                     q = flash(px, pz, d, fd, walk, w, h)
