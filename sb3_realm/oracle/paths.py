@@ -63,12 +63,26 @@ def point_links(walk: list[bool], w: int, h: int, x: float, z: float,
     fz = z - (cz * CELL_WIDTH + GRID_ORIGIN_Z + _HALF)
     links = []
     r = _R2M1
+    for cell, ox, oz, corner in _links_of_cell(walk, w, h, cx, cz):
+        if corner:  # round the wall corner
+            ax, az = abs(ox - fx), abs(oz - fz)
+            links.append(((ax + r * az if ax >= az else az + r * ax) + _CORNER_TO_CENTRE + corner_penalty, cell))
+        else:
+            bx, bz = abs(ox - fx), abs(oz - fz)
+            links.append((bx + r * bz if bx >= bz else bz + r * bx, cell))
+    return links
+
+
+def _links_of_cell(walk: list[bool], w: int, h: int, cx: int, cz: int) -> tuple[tuple[int, float, float, bool], ...]:
+    """The cells of the 3 x 3 around cell ``(cx, cz)`` that a point in it links to (see :func:`point_links`):
+    ``(flat cell, x, z, corner)``, the offset of its centre from this cell's (``CELL_WIDTH`` units) for a straight
+    link, or of the wall corner passed (half of it) for a ``corner`` one."""
+    links = []
     for dz in (-1, 0, 1):
         nz = cz + dz
         if nz < 0 or nz >= h:
             continue
         row = nz * w
-        bz = abs(CELL_WIDTH * dz - fz)
         for dx in (-1, 0, 1):
             nx = cx + dx
             if nx < 0 or nx >= w or not walk[row + nx]:
@@ -76,15 +90,12 @@ def point_links(walk: list[bool], w: int, h: int, x: float, z: float,
             if dx and dz:
                 ox, oz = walk[cz * w + nx], walk[row + cx]
                 if not (ox or oz):
+                    continue  # never between two walls
+                if not (ox and oz):
+                    links.append((row + nx, _HALF * dx, _HALF * dz, True))
                     continue
-                if not (ox and oz):  # round the wall corner
-                    ax, az = abs(_HALF * dx - fx), abs(_HALF * dz - fz)
-                    d = (ax + r * az if ax >= az else az + r * ax) + _CORNER_TO_CENTRE + corner_penalty
-                    links.append((d, row + nx))
-                    continue
-            bx = abs(CELL_WIDTH * dx - fx)
-            links.append((bx + r * bz if bx >= bz else bz + r * bx, row + nx))
-    return links
+            links.append((row + nx, float(CELL_WIDTH * dx), float(CELL_WIDTH * dz), False))
+    return tuple(links)
 
 
 def field_value(values, links: list[tuple[float, int]]) -> float:
@@ -99,32 +110,9 @@ def field_value(values, links: list[tuple[float, int]]) -> float:
 
 
 def cell_links(walk: list[bool], w: int, h: int) -> list[tuple[tuple[int, float, float, bool], ...]]:
-    """By flat cell, the links :func:`point_links` makes from every point of that cell, before the point's offset:
-    ``(flat cell, x, z, corner)`` with the neighbour's centre offset (``CELL_WIDTH`` units) for a straight link, or
-    its half (the wall corner passed) for a ``corner`` one. :func:`field_at` reads them."""
-    table = []
-    for cz in range(h):
-        for cx in range(w):
-            links = []
-            for dz in (-1, 0, 1):
-                nz = cz + dz
-                if nz < 0 or nz >= h:
-                    continue
-                row = nz * w
-                for dx in (-1, 0, 1):
-                    nx = cx + dx
-                    if nx < 0 or nx >= w or not walk[row + nx]:
-                        continue
-                    if dx and dz:
-                        ox, oz = walk[cz * w + nx], walk[row + cx]
-                        if not (ox or oz):
-                            continue
-                        if not (ox and oz):
-                            links.append((row + nx, _HALF * dx, _HALF * dz, True))
-                            continue
-                    links.append((row + nx, float(CELL_WIDTH * dx), float(CELL_WIDTH * dz), False))
-            table.append(tuple(links))
-    return table
+    """By flat cell, the links :func:`point_links` makes from every point of that cell, before the point's offset
+    (``(flat cell, x, z, corner)``, see :func:`_links_of_cell`). :func:`field_at` reads them."""
+    return [_links_of_cell(walk, w, h, cx, cz) for cz in range(h) for cx in range(w)]
 
 
 def open_cells(walkable: np.ndarray, reach: int) -> list[bool]:
