@@ -339,8 +339,11 @@ class OraclePolicy:
         cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
         if 0 <= cx < w and 0 <= cz < h and self._open[cz * w + cx] and speed <= self._reach * CELL_WIDTH:
             # no wall within reach: simulate_move's sub-steps all go through, the same additions without its checks
-            n, strides = self._strides.get(speed) or self._strides.setdefault(speed, (math.ceil(speed / sub), [
-                (ux * speed / math.ceil(speed / sub), uz * speed / math.ceil(speed / sub)) for ux, uz in DIRECTIONS]))
+            known = self._strides.get(speed)
+            if known is None:
+                n = math.ceil(speed / sub)
+                known = self._strides[speed] = (n, [(ux * speed / n, uz * speed / n) for ux, uz in DIRECTIONS])
+            n, strides = known
             hit = []
             for dx, dz in strides:
                 px, pz = x, z

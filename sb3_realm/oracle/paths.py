@@ -127,9 +127,8 @@ def open_cells(walkable: np.ndarray, reach: int) -> list[bool]:
 
 def field_at(values, table: list, w: int, h: int, x: float, z: float, corner_penalty: float = 0.0) -> float:
     """``field_value(values, point_links(walk, w, h, x, z, corner_penalty))`` (the same float, for a point on the
-    map) with the
-    :func:`cell_links` ``table`` of the map, in a fraction of the time: no list is built, and a link whose cell value
-    alone is not below the best so far is skipped (lengths are never negative)."""
+    map) with the :func:`cell_links` ``table`` of the map, in a fraction of the time: no list is built, and a link
+    whose cell value alone is not below the best so far is skipped (lengths are never negative)."""
     cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
     cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
     if not (0 <= cx < w and 0 <= cz < h):
