@@ -82,9 +82,11 @@ class OraclePolicy:
         self._walk = game_map.walkable.ravel().tolist()
         self._cells = cell_links(self._walk, w, h)
         # cells from which no move at either speed meets a wall (see _landings)
-        self._reach = math.ceil(max(self.rules.move_speed, self.rules.buff_speed) / CELL_WIDTH)
-        self._open = open_cells(game_map.walkable, self._reach)
-        self._strides: dict[float, tuple[int, list[tuple[float, float]]]] = {}
+        speeds = (self.rules.move_speed, self.rules.buff_speed)
+        self._open = open_cells(game_map.walkable, math.ceil(max(speeds) / CELL_WIDTH))
+        # by speed: simulate_move's sub-steps and the 8 directions' sub-step vectors
+        self._strides = {v: (n, [(ux * v / n, uz * v / n) for ux, uz in DIRECTIONS])
+                         for v in speeds for n in [math.ceil(v / self.rules.substep)]}
         self._pos = [(float(px), float(pz)) for px, pz in game_map.positions_world]
         self._r2 = self.rules.pickup_radius ** 2
         self._clear()
@@ -337,12 +339,9 @@ class OraclePolicy:
         walk, w, h, sub = self._walk, self._w, self._h, self.rules.substep
         cx = int((x - GRID_ORIGIN_X) // CELL_WIDTH)
         cz = int((z - GRID_ORIGIN_Z) // CELL_WIDTH)
-        if 0 <= cx < w and 0 <= cz < h and self._open[cz * w + cx] and speed <= self._reach * CELL_WIDTH:
+        known = self._strides.get(speed)
+        if known is not None and 0 <= cx < w and 0 <= cz < h and self._open[cz * w + cx]:
             # no wall within reach: simulate_move's sub-steps all go through, the same additions without its checks
-            known = self._strides.get(speed)
-            if known is None:
-                n = math.ceil(speed / sub)
-                known = self._strides[speed] = (n, [(ux * speed / n, uz * speed / n) for ux, uz in DIRECTIONS])
             n, strides = known
             hit = []
             for dx, dz in strides:
