@@ -297,6 +297,42 @@ def test_the_expert_takes_over_a_game_the_learner_overruns(tmp_path):
     np.testing.assert_array_equal(taken.block.actions[:first], cut.block.actions[:first])
 
 
+def test_a_set_labelled_again_replays_the_refined_expert_s_first_search(tmp_path, monkeypatch):
+    """The refined expert's first search of a game is a function of its ``SearchKey``: the collector keeps those its
+    jobs made (the expert's own games of the sweep's sets too) and a later game of the same set replays it, with the
+    labels of searching afresh and one search fewer; another beam setting is another search."""
+    from sb3_realm.oracle import refine as refine_module
+
+    model = small_model()  # untrained: it leaves the refined sequence at once, so later searches follow
+    path = tmp_path / "learner.zip"
+    model.save(path)
+    games = [(100 + i, {"treasure_random": 0, "treasure_num": 2, "treasure_id": ids, "max_step": 200})
+             for i, ids in enumerate(([3, 4], [5, 9]))]
+    steps = []
+    real = refine_module.refine
+    monkeypatch.setattr(refine_module, "refine", lambda oracle, step, *a, **k: steps.append(step) or
+                        real(oracle, step, *a, **k))
+    settings = (("beam_width", 3), ("max_refines", 3))
+    kwargs = {"expert": "oracle-refined", "learner": str(path), "beta": 0.0, "max_steps": 80, "refine": settings}
+    with Collector(1) as collector:
+        afresh = collector.run(SMALL_ENV, games, **kwargs)
+    searched, steps[:] = list(steps), []
+    assert searched.count(0) == 2 and len(searched) > 2 and len(afresh.searches) == 2
+
+    with Collector(1) as collector:
+        reference = collector.play_expert(SMALL_ENV, games, "oracle-refined", refine=settings)
+        assert steps == [0, 0] and all(g["win"] for g in reference)  # one search a game: the expert follows it
+        steps[:] = []
+        again = collector.run(SMALL_ENV, games, **kwargs)
+        assert steps == [s for s in searched if s != 0] and again.searches == {}
+        assert again.games == afresh.games
+        for name in ("bits", "memory", "vector", "actions", "masks", "starts"):
+            np.testing.assert_array_equal(getattr(again.block, name), getattr(afresh.block, name))
+        steps[:] = []
+        collector.run(SMALL_ENV, games, **{**kwargs, "refine": (("beam_width", 4), ("max_refines", 3))})
+        assert steps.count(0) == 2
+
+
 def test_batched_play_is_the_evaluation(run):
     """``play_games`` plays the same games as ``evaluate`` (same sets, env seeds, deterministic actions)."""
     from sb3_realm.agents import SB3Policy

@@ -12,7 +12,7 @@ from sb3_realm.agents import load_policy, play_episode
 from sb3_realm.envs import RealmEnv
 from sb3_realm.game import EpisodeConfig, Game, competition_observation, default_map
 from sb3_realm.oracle import OraclePolicy
-from sb3_realm.oracle.refine import RefinedOraclePolicy, refine
+from sb3_realm.oracle.refine import Refined, RefinedOraclePolicy, refine
 from sb3_realm.training.config import ImitationConfig
 
 SETS = [(3, 4, 5, 6, 7, 8, 9, 10, 11), (5, 6, 8, 9, 11, 12, 13, 14, 15), (3, 6, 7, 9, 10, 12, 13, 14, 15)]
@@ -36,6 +36,7 @@ def test_a_refined_sequence_replays_exactly_and_wins_with_every_treasure(ids):
     seq = refine(oracle, 0, game.x, game.z, talent=True, buff_available=True, buff_remaining=0,
                  max_step=game.config.max_step, beam_width=10)
     assert seq is not None and seq.start == 0 and len(seq.actions) == len(seq.positions)
+    assert Refined.unpacked(seq.packed()) == seq  # the compact form kept for a game played again
     for action, (x, z) in zip(seq.actions, seq.positions, strict=True):
         assert not game.terminated
         game.step(action)

@@ -7,6 +7,11 @@ once the expert has taken over a game the learner overran: ``CollectJob.takeover
 reset at the start of each game and asked at every state in order, so its per-episode state follows the game it
 labels.
 
+The refined expert (``oracle-refined``) starts every game with a beam search from the start, a function of the treasure
+set (:class:`~sb3_realm.oracle.refine.SearchKey`): the :class:`Collector` keeps the first searches its jobs made and
+hands each job those of its games' sets, so a set labelled again (the sweep's slow sets, round after round, after the
+expert's own games of them) replays its first search instead of searching again, with the same labels.
+
 The same workers also play the learner's own games (:meth:`Collector.play`: the screening, the held-out evaluation
 and the sweep of an imitation run), each a share of the games batched by :func:`~sb3_realm.evaluation.play_games`.
 
@@ -27,7 +32,7 @@ from ..agents import SB3Policy, load_policy, play_episode
 from ..envs import RealmEnv
 from ..evaluation import play_games
 from ..models.algorithms import algorithm_class
-from ..oracle.refine import RefinedOraclePolicy
+from ..oracle.refine import RefinedOraclePolicy, SearchKey
 from ..processes import mp_context
 from .dataset import Block
 
@@ -55,6 +60,8 @@ class CollectJob:
     :param takeover: with a learner, a game that reaches ``max_steps`` or its ``overrun`` is not cut: the expert
         takes over and plays it to the end from where the learner went astray (its states labelled as the rest),
         in the manner of HG-DAgger: the data then holds the way out of the learner's loop, not only its first move.
+    :param searches: ``(SearchKey, packed sequence)`` pairs the refined expert starts with (its ``first_searches``:
+        searches made before, replayed with the same moves); other experts ignore them.
     """
 
     env_kwargs: dict
@@ -68,14 +75,17 @@ class CollectJob:
     tie_break: str = "index"
     takeover: bool = False
     refine: tuple = ()
+    searches: tuple = ()
 
 
 @dataclass
 class Rollouts:
-    """What a collection produced: the labelled states and one summary per game (score, win, steps, ...)."""
+    """What a collection produced: the labelled states, one summary per game (score, win, steps, ...) and the
+    refined expert's new first searches (``{SearchKey: packed sequence}``, see :class:`CollectJob`)."""
 
     block: Block
     games: list[dict] = field(default_factory=list)
+    searches: dict = field(default_factory=dict)
 
 
 _CACHE: dict = {}
@@ -94,6 +104,15 @@ def _env_and_expert(env_kwargs: dict, expert: str, tie_break: str = "index", ref
     return _CACHE["env"], _CACHE["expert"]
 
 
+def _start_searches(expert, searches: tuple) -> RefinedOraclePolicy | None:
+    """Give the refined expert (None for another) the job's known first searches, and forget its new ones."""
+    oracle = getattr(expert, "oracle", None)
+    if not isinstance(oracle, RefinedOraclePolicy):
+        return None
+    oracle.first_searches, oracle.new_searches = dict(searches), {}
+    return oracle
+
+
 def _learner(path: str) -> SB3Policy:
     learners = _CACHE["learners"]
     if path not in learners:
@@ -105,6 +124,7 @@ def _learner(path: str) -> SB3Policy:
 def collect_games(job: CollectJob) -> Rollouts:
     """Play the job's games (see the module docstring); returns the labelled states in compact form."""
     env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
+    refined = _start_searches(expert, job.searches)
     learner = _learner(job.learner) if job.learner is not None else None
     rng = np.random.default_rng(job.seed)
     maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
@@ -146,7 +166,7 @@ def collect_games(job: CollectJob) -> Rollouts:
                       "steps": info["steps"], "expert_steps": expert_steps, "taken_over": taken_over,
                       "cut": not (env.game.terminated or env.game.truncated)})
     block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
-    return Rollouts(block, games)
+    return Rollouts(block, games, dict(refined.new_searches) if refined is not None else {})
 
 
 @dataclass(frozen=True)
@@ -173,23 +193,26 @@ def play_job(job: PlayJob) -> list[dict]:
 class ExpertPlayJob:
     """A share of the games of :meth:`Collector.play_expert`: ``expert`` (as :class:`CollectJob`'s, with its
     ``tie_break`` and ``refine``) plays ``games`` (``(env seed, usr_conf)`` each), nothing recorded but each game's
-    summary."""
+    summary (``searches`` as :class:`CollectJob`'s)."""
 
     env_kwargs: dict
     games: tuple
     expert: str = "oracle"
     tie_break: str = "index"
     refine: tuple = ()
+    searches: tuple = ()
 
 
-def expert_play_job(job: ExpertPlayJob) -> list[dict]:
-    """Play an :class:`ExpertPlayJob`'s games; one summary per game (``score``, ``win``, ``steps``), in order."""
+def expert_play_job(job: ExpertPlayJob) -> tuple[list[dict], dict]:
+    """Play an :class:`ExpertPlayJob`'s games: one summary per game (``score``, ``win``, ``steps``), in order, and
+    the refined expert's new first searches (as :class:`Rollouts`')."""
     env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
+    refined = _start_searches(expert, job.searches)
     played = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
         played.append({"score": float(info["score"]), "win": bool(info["win"]), "steps": int(info["steps"])})
-    return played
+    return played, dict(refined.new_searches) if refined is not None else {}
 
 
 def _init_worker() -> None:
@@ -212,7 +235,8 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 class Collector:
     """Runs collection jobs in ``workers`` processes (in this process when ``workers`` is 1); a context manager that
-    keeps its pool for every round of a run.
+    keeps its pool for every round of a run. It also keeps the refined expert's first searches that its jobs made
+    (see the module docstring), by treasure set, for the jobs that play the same sets again.
 
     :param workers: worker processes.
     """
@@ -222,6 +246,18 @@ class Collector:
             raise ValueError(f"workers = {workers!r} must be an integer >= 1")
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
+        self._searches: dict[frozenset, dict[SearchKey, tuple | None]] = {}
+
+    def _searches_for(self, games: tuple) -> tuple:
+        """The kept first searches of ``games``' treasure sets (games whose ``usr_conf`` names its set; a set drawn
+        from the env seed is only known once the game starts, and such a game is a fresh one)."""
+        sets = {frozenset(conf["treasure_id"]) for _, conf in games
+                if conf.get("treasure_random") == 0 and conf.get("treasure_id")}
+        return tuple(item for ids in sets for item in self._searches.get(ids, {}).items())
+
+    def _keep(self, searches: dict) -> None:
+        for key, packed in searches.items():
+            self._searches.setdefault(key.available, {})[key] = packed
 
     def __enter__(self) -> Collector:
         if self.workers > 1:
@@ -262,10 +298,12 @@ class Collector:
         if not games:
             return Rollouts(Block.empty(), [])
         jobs = [CollectJob(env_kwargs, share, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
-                           takeover, tuple(refine))
+                           takeover, tuple(refine), self._searches_for(share))
                 for i, share in enumerate(self._shares(games, 4))]
         parts = self._map(collect_games, jobs)
-        return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games])
+        searches = {k: v for p in parts for k, v in p.searches.items()}
+        self._keep(searches)
+        return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games], searches)
 
     def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
              max_steps: int = 0) -> list[dict]:
@@ -287,5 +325,9 @@ class Collector:
         ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
         if not games:
             return []
-        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break, tuple(refine)) for share in self._shares(games, 4)]
-        return self._in_order(self._map(expert_play_job, jobs), len(games))
+        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break, tuple(refine), self._searches_for(share))
+                for share in self._shares(games, 4)]
+        parts = self._map(expert_play_job, jobs)
+        for _, searches in parts:
+            self._keep(searches)
+        return self._in_order([played for played, _ in parts], len(games))
