@@ -3,12 +3,13 @@ max_step 2000: C(13, 9) = 715 sets) and the 30-game leaderboard protocol (9 rand
 ``np.random.default_rng(seed)``). Prints JSON: wins, treasures, steps, scores, the gap between the steps played and the
 steps the first plan predicted, flash/buff use, planning and acting time per episode.
 
-    python benchmarks/oracle_real_map.py [--map PATH] [--no-flash] [--no-buff] [--compare] [--refined] [--limit N]
-        [--workers N]
+    python benchmarks/oracle_real_map.py [--map PATH] [--no-flash] [--no-buff] [--compare] [--refined]
+        [--refine-setting NAME=VALUE ...] [--limit N] [--workers N]
 
 ``--compare`` also plays the sets with the flash off and with the buff off and reports the steps each saves.
 ``--refined`` also plays them with ``oracle-refined`` (the tour played step-exactly, :mod:`sb3_realm.oracle.refine`)
-and reports the steps it saves over the oracle, set by set.
+and reports the steps it saves over the oracle, set by set; ``--refine-setting beam_width=30`` (repeatable) sets its
+beam search (:data:`~sb3_realm.oracle.refine.REFINE_SETTINGS`, as ``imitation.refine_*`` does).
 The map defaults to $SB3_REALM_REAL_MAP, else ../shared/data/realm_map_1.json beside the checkout, else the shipped
 default map.
 """
@@ -29,7 +30,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.game import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
 from sb3_realm.oracle import OraclePolicy
-from sb3_realm.oracle.refine import RefinedOraclePolicy
+from sb3_realm.oracle.refine import RefinedOraclePolicy, check_setting
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"
@@ -63,15 +64,18 @@ def play_episode(game: Game, policy: OraclePolicy, config: EpisodeConfig, ids: t
 def _run_chunk(args: tuple) -> list[dict]:
     map_path, use_flash, use_buff, jobs, refined = args
     game_map, _ = resolve_map(map_path)
-    policy = (RefinedOraclePolicy if refined else OraclePolicy)(game_map, use_flash=use_flash, use_buff=use_buff)
+    policy = (RefinedOraclePolicy if refined is not None else OraclePolicy)(game_map, use_flash=use_flash,
+                                                                            use_buff=use_buff)
+    if refined:
+        policy.configure(**refined)
     game = Game(game_map, policy.rules)
     return [play_episode(game, policy, EpisodeConfig.from_usr_conf(conf), tuple(ids)) for conf, ids in jobs]
 
 
 def run(jobs: list[tuple[dict, tuple[int, ...]]], map_path: str | None, use_flash: bool, use_buff: bool,
-        workers: int, refined: bool = False) -> list[dict]:
+        workers: int, refined: dict | None = None) -> list[dict]:
     """Play the ``(usr_conf, treasure ids)`` jobs, split over ``workers`` processes (``refined``: the refined
-    oracle)."""
+    oracle, with these settings)."""
     if workers <= 1:
         return _run_chunk((map_path, use_flash, use_buff, jobs, refined))
     chunks = [jobs[i::workers] for i in range(workers)]
@@ -123,11 +127,27 @@ def main() -> None:
     ap.add_argument("--no-buff", action="store_true", help="the oracle never uses (and avoids) the speed buff")
     ap.add_argument("--compare", action="store_true", help="also play with the flash off and with the buff off")
     ap.add_argument("--refined", action="store_true", help="also play the sets with oracle-refined")
+    ap.add_argument("--refine-setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting of oracle-refined's beam search (beam_width, max_refines, departure_cost, guided)")
     ap.add_argument("--games", type=int, default=30, help="games of the leaderboard protocol")
     ap.add_argument("--seed", type=int, default=0, help="seed of the leaderboard protocol's treasure draws")
     ap.add_argument("--limit", type=int, default=None, help="play only every k-th of the 715 sets (k = 715 // N)")
     ap.add_argument("--workers", type=int, default=1, help="processes")
     args = ap.parse_args()
+    settings = {}
+    for item in args.refine_setting:
+        name, _, raw = item.partition("=")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            ap.error(f"--refine-setting {item!r}: the value {raw!r} is not a number or true/false; write NAME=VALUE, "
+                     "e.g. beam_width=30 or guided=false")
+        try:
+            settings[name] = check_setting(name, value, f"--refine-setting {name}")
+        except ValueError as exc:
+            ap.error(f"--refine-setting {item!r}: {exc}")
+    if settings and not args.refined:
+        ap.error("--refine-setting sets oracle-refined's search: add --refined")
 
     game_map, map_name = resolve_map(args.map)
     base = EpisodeConfig.from_usr_conf(LEADERBOARD_CONF)
@@ -162,9 +182,10 @@ def main() -> None:
                          "steps_saved_min": int(diff.min()), "steps_saved_max": int(diff.max())}
     if args.refined:
         t1 = time.perf_counter()
-        other = run(set_jobs, args.map, use_flash, use_buff, args.workers, refined=True)
+        other = run(set_jobs, args.map, use_flash, use_buff, args.workers, refined=settings)
         saved = np.array([by - r["steps"] for by, r in zip([r["steps"] for r in res], other, strict=True)], dtype=float)
-        out["refined"] = {**summary(other, base.treasure_num), "steps_saved_mean": round(float(saved.mean()), 3),
+        out["refined"] = {**summary(other, base.treasure_num), "settings": settings,
+                          "steps_saved_mean": round(float(saved.mean()), 3),
                           "steps_saved_min": int(saved.min()), "steps_saved_max": int(saved.max()),
                           "sets_better": int((saved > 0).sum()), "sets_worse": int((saved < 0).sum()),
                           "wall_seconds": round(time.perf_counter() - t1, 1)}
