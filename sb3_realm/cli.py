@@ -94,20 +94,32 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
 
-    bs = sub.add_parser("build-submission", help="export a trained policy into the competition's agent package "
-                                                 "(torch + numpy only), optionally proving it acts like the model")
+    bs = sub.add_parser("build-submission", help="export a trained policy into an upload folder for the competition "
+                                                 "platform (torch + numpy only), optionally proving it on a stand-in "
+                                                 "of the platform")
     bs.add_argument("model", help="the SB3 checkpoint (.zip) of PPO, MaskablePPO or RecurrentPPO")
-    bs.add_argument("--out", required=True, help="submission folder to write (built aside, then renamed)")
+    bs.add_argument("--out", required=True, help="upload folder to write (built aside, then renamed)")
+    bs.add_argument("--code-package", default=None, metavar="DIR",
+                    help="your official code package (the folder the Kaiwu client gives you): --out becomes a "
+                         "complete copy of it, ready to upload, with only the needed lines of conf/ edited; without "
+                         "it, --out holds the algorithm folder, ckpt/ and the lines to merge into your conf")
     bs.add_argument("--layout", default="kaiwu2024", help="platform layout (kaiwu2024)")
-    bs.add_argument("--algo-dir", default="diy", help="name of the code folder, the platform's 'algo' (default diy)")
-    bs.add_argument("--ckpt-id", default=None, help="id of ckpt/model.ckpt-<id>.pkl (default: the model's timesteps)")
-    bs.add_argument("--zip", action="store_true", help="also write <out>.zip")
+    bs.add_argument("--algo-dir", default="diy", help="the algorithm folder, one the platform registers: diy "
+                                                      "(default), dqn or target_dqn")
+    bs.add_argument("--ckpt-id", default=None, help="integer id of ckpt/model.ckpt-<id>.pkl, the preload and eval "
+                                                    "model id (default: the model's timesteps)")
+    bs.add_argument("--workflow", default="keep", choices=["keep", "finetune"],
+                    help="what a platform training task does with the weights: keep them (default: every model it "
+                         "saves is this policy) or finetune them (REINFORCE on the platform's samples)")
+    bs.add_argument("--zip", action="store_true", help="also write <out>.zip with ckpt/, conf/ and the algorithm "
+                                                       "folder (the 2024 recipe's upload; needs --code-package)")
     bs.add_argument("--force", action="store_true", help="replace an existing output folder")
     bs.add_argument("--check", action="store_true",
-                    help="prove parity: play the leaderboard games (and more, up to --check-states states) with the "
-                         "folder in a process without sb3_realm/SB3/gymnasium and compare every action and score "
-                         "with model.predict")
-    bs.add_argument("--map", dest="map_path", default=None, help="map of the check (default: shipped map)")
+                    help="prove it on a stand-in of the platform, in processes without sb3_realm/SB3/gymnasium: the "
+                         "folder loads, a training task with the preload keys runs and saves twice, the saved "
+                         "models are the exported weights, and the saved model plays the leaderboard games (and "
+                         "more, up to --check-states states) with every action and score equal to model.predict")
+    bs.add_argument("--map", dest="map_path", default=None, help="map of the check (default: the model's own)")
     bs.add_argument("--check-games", type=int, default=30, help="leaderboard games of the check")
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
     bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
@@ -188,7 +200,7 @@ def _cmd_imitate(args) -> None:
 
 
 def _cmd_build_submission(args) -> int:
-    from .export import build_submission, check_submission  # lazy: torch + SB3 (see the top)
+    from .export import build_submission, check_submission, next_steps  # lazy: torch + SB3 (see the top)
 
     if args.check:  # the check's options, before anything is built
         for flag, value in (("--check-games", args.check_games), ("--check-max-step", args.check_max_step)):
@@ -197,7 +209,8 @@ def _cmd_build_submission(args) -> int:
         if args.check_states < 0:
             raise ValueError(f"--check-states {args.check_states} must be >= 0; nothing was built")
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
-                                ckpt_id=args.ckpt_id, make_zip=args.zip, force=args.force)
+                                ckpt_id=args.ckpt_id, code_package=args.code_package, workflow=args.workflow,
+                                make_zip=args.zip, force=args.force)
     result = {"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
               "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())}
     if args.zip:
@@ -207,13 +220,15 @@ def _cmd_build_submission(args) -> int:
         report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
                                   seed=args.check_seed, max_step=args.check_max_step, min_states=args.check_states,
                                   progress=sys.stderr.isatty())
-        report.pop("imported_top_level_modules")
+        report.pop("imported_top_level_modules", None)
         result["check"] = report
         status = 0 if report["ok"] else 1
     print(json.dumps(result, indent=2))
     if status:
-        print("sb3-realm build-submission: the check FAILED: the submission does not act like the model",
-              file=sys.stderr)
+        print("sb3-realm build-submission: the check FAILED: see check.platform_task (the stand-in's training task) "
+              "and check.first_mismatches (actions that differ from the model)", file=sys.stderr)
+    else:
+        print(next_steps(manifest, args.out), file=sys.stderr)
     return status
 
 

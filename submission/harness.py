@@ -1,25 +1,33 @@
-"""Play a built submission the way the platform does, in a process that cannot import sb3_realm, SB3 or gymnasium.
+"""Run a built submission through the platform stand-in (``platform_stub/framework.py``) in a process that cannot
+import sb3_realm, SB3 or gymnasium (one torch thread, as on the platform):
 
-    python harness.py SUBMISSION_DIR PLATFORM_STUB_DIR PROTOCOL_PY
+    python harness.py train LAYOUT_DIR UPLOAD_DIR TASK_DIR PROTOCOL_PY OPTIONS_JSON
+    python harness.py eval-model LAYOUT_DIR MODEL_DIR POOL_DIR PROTOCOL_PY
+    python harness.py eval-package LAYOUT_DIR UPLOAD_DIR PROTOCOL_PY
 
-Reads ``conf/configure_app.toml`` (algo, eval_model_dir, eval_model_id), imports ``<algo>.algorithm.agent`` and
-``<algo>.feature.definition`` with the submission folder and the ``kaiwu_agent`` stand-in on the import path,
-``Agent()`` then ``load_model(eval_model_dir, eval_model_id)``, one torch thread. Then serves the evaluation loop's
-agent half over stdin/stdout: each request is a competition observation (and ``env_info``, None right after a
-reset); the answer is ``action_process(agent.exploit([observation_process(obs, env_info)])[0])``. The observation
-is handed over in the platform's types: attribute objects, and the four maps as flat ``repeated`` fields of 2601 values
-(``RepeatedScalars`` of the simulator's self-contained ``protocol.py``, loaded by path from PROTOCOL_PY; ints for the
-obstacle, treasure and end maps, floats for the memory map).
+``train`` runs a training task of the upload folder; the environment is the caller's (the requests below), and the
+last message is ``{"op": "done", "report": ...}``. ``eval-model`` loads a model the task saved as the platform's model
+loader does; ``eval-package`` loads the upload folder's own Agent as the platform's evaluation of a code package
+does (the registry's class, ``load_model(eval_model_dir, eval_model_id)``). Both then serve the evaluation loop's
+agent half: each request is a competition observation (and ``env_info``, None right after a reset); the answer is
+``action_process(agent.exploit([observation_process(obs, env_info)])[0])`` with the two functions taken from
+kaiwu_agent's registry, where the platform's own evaluation workflow finds them.
 
-Wire format (both ways): 4-byte big-endian length + UTF-8 JSON; a request with ``"maps": true`` is followed by
-4-byte length + ``.npy`` bytes (float64 (4, 2601): obstacle, memory, treasure, end maps; no pickle).
+The observation travels in the platform's types: attribute objects, and the four maps as flat ``repeated`` fields of
+2601 values (``RepeatedScalars`` of the simulator's self-contained ``protocol.py``, loaded by path from PROTOCOL_PY;
+ints for the obstacle, treasure and end maps, floats for the memory map).
+
+Wire format (both ways): 4-byte big-endian length + UTF-8 JSON; a message with ``"maps": true`` is followed by
+4-byte length + ``.npy`` bytes (float64 (4, 2601): obstacle, memory, treasure, end maps; no pickle). ``train``'s
+requests: ``{"op": "reset", "usr_conf": ...}`` answered by ``{"obs": ...}`` (null: the platform's failed reset);
+``{"op": "step", "act": A}`` answered by ``{"frame_no", "obs", "score", "terminated", "truncated", "env_info"}``.
 """
 
 import io
 import json
+import os
 import struct
 import sys
-import tomllib
 from importlib.abc import MetaPathFinder
 from pathlib import Path
 from types import SimpleNamespace
@@ -73,29 +81,52 @@ def _load_protocol(path):
     return module
 
 
-def main():
-    root, stub = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
-    sys.path[:] = [str(root), str(stub)] + [p for p in sys.path[1:] if p]
-    sys.meta_path.insert(0, _Block())
-    import importlib
+class _Observations:
+    """Observations of the wire, in the platform's types."""
 
-    protocol = _load_protocol(Path(sys.argv[3]).resolve())
+    def __init__(self, protocol_path, stream):
+        import numpy as np
 
-    import numpy as np
+        self.np, self.protocol, self.stream = np, _load_protocol(protocol_path), stream
+
+    def read(self, message, obs):
+        if obs is None:
+            return None
+        if message.get("maps"):
+            (n,) = struct.unpack(">I", _read(self.stream, 4))
+            maps = self.np.load(io.BytesIO(_read(self.stream, n)), allow_pickle=False)
+            for key, arr in zip(MAP_KEYS, maps, strict=True):
+                values = arr.astype(self.np.float32 if key == "memory_map" else self.np.int32)  # repeated float/int32
+                obs["feature"][key] = self.protocol.RepeatedScalars(values)
+        return _ns(obs)
+
+
+class _RemoteEnv:
+    """The platform's env interface, served by the caller over the pipe."""
+
+    def __init__(self, observations, out, inp):
+        self.observations, self.out, self.inp = observations, out, inp
+
+    def reset(self, usr_conf=None):
+        _send(self.out, {"op": "reset", "usr_conf": usr_conf})
+        message = _recv(self.inp)
+        return self.observations.read(message, message["obs"])
+
+    def step(self, act):
+        _send(self.out, {"op": "step", "act": int(act)})
+        m = _recv(self.inp)
+        obs = self.observations.read(m, m["obs"])
+        return (m["frame_no"], obs, _ns(m["score"]), m["terminated"], m["truncated"],
+                None if m["env_info"] is None else _ns(m["env_info"]))
+
+
+def _serve_eval(agent, observations, out, inp, modules):
+    from kaiwu_agent.agent.protocol import protocol
+
+    observation_process, action_process = protocol.observation_process, protocol.action_process
     import torch
 
-    torch.set_num_threads(1)
-    app = tomllib.loads((root / "conf" / "configure_app.toml").read_text(encoding="utf-8"))["app"]
-    algo = app["algo"]
-    agent_mod = importlib.import_module(f"{algo}.algorithm.agent")
-    definition = importlib.import_module(f"{algo}.feature.definition")
-    model_dir = Path(app["eval_model_dir"])
-    agent = agent_mod.Agent(agent_type="player", device="cpu")
-    agent.load_model(path=str(model_dir if model_dir.is_absolute() else root / model_dir),
-                     id=str(app["eval_model_id"]))
-    out, inp = sys.stdout.buffer, sys.stdin.buffer
-    loaded = sorted({m.split(".")[0] for m in sys.modules})
-    _send(out, {"ready": True, "modules": loaded, "torch_threads": torch.get_num_threads()})
+    _send(out, {"ready": True, "modules": modules(), "torch_threads": torch.get_num_threads()})
     while True:
         try:
             req = _recv(inp)
@@ -103,18 +134,66 @@ def main():
             return
         if req.get("quit"):
             return
-        obs = req["obs"]
-        if req.get("maps"):
-            (n,) = struct.unpack(">I", _read(inp, 4))
-            maps = np.load(io.BytesIO(_read(inp, n)), allow_pickle=False)
-            for key, arr in zip(MAP_KEYS, maps, strict=True):
-                values = arr.astype(np.float32 if key == "memory_map" else np.int32)  # repeated float / int32
-                obs["feature"][key] = protocol.RepeatedScalars(values)
         env_info = req.get("env_info")
-        obs_data = definition.observation_process(_ns(obs), None if env_info is None else _ns(env_info))
-        act = definition.action_process(agent.exploit([obs_data])[0])
-        _send(out, {"act": int(act)})
+        obs_data = observation_process(observations.read(req, req["obs"]),
+                                       None if env_info is None else _ns(env_info))
+        _send(out, {"act": int(action_process(agent.exploit([obs_data])[0]))})
 
+
+def main():
+    mode, layout_dir = sys.argv[1], Path(sys.argv[2]).resolve()
+    stub = Path(__file__).resolve().parent / "platform_stub"
+    first = Path(sys.argv[3]).resolve()
+    sys.path[:] = [str(stub)] + [p for p in sys.path[1:] if p]
+    sys.meta_path.insert(0, _Block())
+    sys.dont_write_bytecode = True  # the upload folder is only read
+    import torch
+
+    torch.set_num_threads(1)
+    import framework
+
+    out, inp = sys.stdout.buffer, sys.stdin.buffer
+    sys.stdout = sys.stderr  # prints of the package must not corrupt the wire
+
+    def modules():
+        return sorted({m.split(".")[0] for m in sys.modules})
+
+    try:
+        _run(mode, layout_dir, first, framework, torch, out, inp, modules)
+    except framework.PlatformError as exc:  # the upload breaks a contract: said in one message, no traceback
+        _send(out, {"op": "done", "report": {"platform_error": str(exc)}} if mode == "train" else
+              {"error": str(exc)})
+
+
+def _run(mode, layout_dir, first, framework, torch, out, inp, modules):
+    if mode == "train":
+        task_dir, protocol_path = Path(sys.argv[4]), sys.argv[5]
+        options = json.loads(sys.argv[6])
+        upload = framework.Upload(first, layout_dir)
+        task = framework.TrainingTask(upload, task_dir, overrides=options.pop("overrides", None))
+        env = _RemoteEnv(_Observations(protocol_path, inp), out, inp)
+        report = task.run(env, **options)
+        report["modules"] = modules()
+        report["torch_threads"] = torch.get_num_threads()
+        _send(out, {"op": "done", "report": report})
+        return
+    log = framework.Log()
+    if mode == "eval-model":
+        pool, protocol_path = Path(sys.argv[4]), sys.argv[5]
+        info = json.loads((first / "ckpt" / "kaiwu.json").read_text(encoding="utf-8"))
+        package = f"model_{int(info['train_step'])}_pid_{os.getpid()}"
+        with framework.imported_package(pool / str(os.getpid()), {package}):
+            agent, _ = framework.load_saved_model(first, pool, log)
+            _serve_eval(agent, _Observations(protocol_path, inp), out, inp, modules)
+    elif mode == "eval-package":
+        upload = framework.Upload(first, layout_dir)
+        with framework.imported_package(upload.root, {upload.algo, "conf"}):
+            agent = framework.load_package_agent(upload, log)
+            _serve_eval(agent, _Observations(sys.argv[4], inp), out, inp, modules)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    if log.errors:
+        print("\n".join(log.errors), file=sys.stderr)
 
 if __name__ == "__main__":
     main()

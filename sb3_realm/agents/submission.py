@@ -1,9 +1,12 @@
-"""A built submission folder as a player: in a guarded subprocess (for the parity proof of
+"""A built submission folder as a player and on the platform's stand-in: in guarded subprocesses (for the proof of
 :mod:`sb3_realm.export.check`), or in this process as a policy of the common interface (``sb3-realm eval DIR``).
 
-- :class:`SubmissionProcess`: the submission's agent in a fresh Python process (``sb3_realm.submission``'s
-  ``harness.py``) whose import path holds only the folder and the ``kaiwu_agent`` stand-in, and where sb3_realm,
-  stable_baselines3, sb3_contrib and gymnasium cannot be imported; it answers competition observations with actions.
+- :class:`TrainingTaskProcess`: a training task of the folder on the stand-in of the platform's framework
+  (``sb3_realm.submission``'s ``platform_stub/framework.py``), run by its ``harness.py`` in a fresh Python process
+  whose import path holds only the stand-in, and where sb3_realm, stable_baselines3, sb3_contrib and gymnasium
+  cannot be imported; this process serves it the environment.
+- :class:`SubmissionProcess`: in such a process, the Agent of a model the task saved (loaded as the platform's
+  model loader does) or of the folder itself, answering competition observations with actions.
 - :class:`SubmissionPolicy`: a submission folder as a policy (``reset(env)``, ``act(env, obs)``).
 """
 
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import threading
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -28,27 +32,46 @@ import numpy as np
 from ..atomic import sha256_file
 from ..envs import RealmEnv
 from ..game import protocol
-from ..submission import BLOCKED_MODULES, HARNESS, PLATFORM_STUB
+from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "platform_obs", "read_manifest", "env_kwargs_of", "MAP_KEYS",
-           "package_differences", "verify_package"]
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "platform_obs", "read_manifest",
+           "env_kwargs_of", "MAP_KEYS", "package_differences", "verify_package", "platform_framework"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
+_FORMAT = "sb3-realm submission"
 
 
-def read_manifest(folder: str | os.PathLike) -> tuple[dict, dict]:
-    """``(configure_app [app] table, manifest)`` of a built submission folder, or a ValueError saying what is
+def _manifest_at(path: Path) -> dict | None:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == _FORMAT else None
+
+
+def read_manifest(folder: str | os.PathLike) -> dict:
+    """The manifest of a folder built by build-submission (in its algorithm folder: the one its
+    ``conf/configure_app.toml`` selects, or the only one with a manifest), or a ValueError saying what is
     missing."""
     folder = Path(folder)
-    conf = folder / "conf" / "configure_app.toml"
-    if not conf.is_file():
-        raise ValueError(f"{str(folder)!r} is not a built submission: {conf} is missing (build one with "
+    if not folder.is_dir():
+        raise ValueError(f"{str(folder)!r} is not a folder built by sb3-realm build-submission (build one with "
                          "sb3-realm build-submission MODEL.zip --out DIR)")
-    app = tomllib.loads(conf.read_text(encoding="utf-8")).get("app", {})
-    manifest_path = folder / str(app.get("algo", "")) / "manifest.json"
-    if not manifest_path.is_file():
-        raise ValueError(f"{str(folder)!r}: no manifest at {manifest_path}; was it built by sb3-realm?")
-    return app, json.loads(manifest_path.read_text(encoding="utf-8"))
+    conf = folder / "conf" / "configure_app.toml"
+    candidates = sorted(folder.glob("*/manifest.json"))
+    if conf.is_file():
+        try:
+            algo = str(tomllib.loads(conf.read_text(encoding="utf-8")).get("app", {}).get("algo", ""))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"{str(folder)!r}: {conf} does not parse ({exc}); rebuild the folder with sb3-realm "
+                             "build-submission") from None
+        candidates = [folder / algo / "manifest.json"] if algo else []
+    found = [m for m in (_manifest_at(path) for path in candidates) if m is not None]
+    if len(found) != 1:
+        where = f"in {', '.join(str(c) for c in candidates)}" if candidates else "in any of its folders"
+        raise ValueError(f"{str(folder)!r}: no manifest of sb3-realm build-submission {where}; was it built by "
+                         "sb3-realm build-submission?")
+    return found[0]
 
 
 def _bytecode(rel: Path) -> bool:
@@ -90,29 +113,28 @@ def _plain(value):
     return value
 
 
-class SubmissionProcess:
-    """A built submission in its own guarded process (see the module docstring); use as a context manager."""
+def _obs_message(obs) -> tuple[dict, bytes]:
+    """A competition observation as the wire carries it: plain data, and its four maps as ``.npy`` bytes."""
+    plain = _plain(obs)
+    maps = np.stack([np.asarray(plain["feature"].pop(k), dtype=np.float64) for k in MAP_KEYS])  # (4, 2601)
+    buf = io.BytesIO()
+    np.save(buf, maps, allow_pickle=False)
+    return plain, buf.getvalue()
 
-    def __init__(self, folder: str | os.PathLike) -> None:
-        self.folder = Path(folder).resolve()
-        read_manifest(self.folder)
+
+class _HarnessProcess:
+    """``harness.py`` in a fresh guarded process (see the module docstring); use as a context manager."""
+
+    def __init__(self, args: list[str], folder: Path) -> None:
+        self.folder = folder
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1")
-        self.proc = subprocess.Popen([sys.executable, "-I", str(HARNESS), str(self.folder), str(PLATFORM_STUB),
-                                      protocol.__file__],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-B", str(HARNESS), *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         # its stderr is drained while it runs (a full pipe would block the harness), the last 64 KB kept for errors
         self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
-        try:
-            self.hello = self._recv()
-        except EOFError as exc:
-            self.proc.wait()
-            raise RuntimeError(f"the submission in {self.folder} failed to start:\n{self._stderr_tail()}") from exc
-        leaked = sorted(set(self.hello["modules"]) & set(BLOCKED_MODULES))
-        if leaked:
-            raise RuntimeError(f"the submission process imported {leaked}; a submission may use torch + numpy only")
 
     def _read_stderr(self) -> None:
         for chunk in iter(lambda: self.proc.stderr.read1(1024), b""):
@@ -130,6 +152,13 @@ class SubmissionProcess:
         (n,) = struct.unpack(">I", head)
         return json.loads(self.proc.stdout.read(n))
 
+    def _recv_or_fail(self, what: str) -> dict:
+        try:
+            return self._recv()
+        except EOFError as exc:
+            self.proc.wait()
+            raise RuntimeError(f"the submission in {self.folder} {what}:\n{self._stderr_tail()}") from exc
+
     def _send(self, obj: dict, payload: bytes | None = None) -> None:
         data = json.dumps(obj).encode()
         msg = struct.pack(">I", len(data)) + data
@@ -138,19 +167,12 @@ class SubmissionProcess:
         self.proc.stdin.write(msg)
         self.proc.stdin.flush()
 
-    def act(self, obs, env_info) -> int:
-        """The submission's action for a competition ``(obs, env_info)`` (``env_info`` None right after a reset)."""
-        plain = _plain(obs)
-        maps = np.stack([np.asarray(plain["feature"].pop(k), dtype=np.float64) for k in MAP_KEYS])  # (4, 2601)
-        buf = io.BytesIO()
-        np.save(buf, maps, allow_pickle=False)
-        self._send({"obs": plain, "env_info": None if env_info is None else _plain(env_info), "maps": True},
-                   buf.getvalue())
-        try:
-            return int(self._recv()["act"])
-        except EOFError as exc:
-            self.proc.wait()
-            raise RuntimeError(f"the submission process crashed:\n{self._stderr_tail()}") from exc
+    def _send_obs(self, message: dict, obs) -> None:
+        if obs is None:
+            self._send({**message, "obs": None})
+            return
+        plain, payload = _obs_message(obs)
+        self._send({**message, "obs": plain, "maps": True}, payload)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -167,11 +189,86 @@ class SubmissionProcess:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):  # closed before the folder is touched
             stream.close()
 
-    def __enter__(self) -> SubmissionProcess:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class SubmissionProcess(_HarnessProcess):
+    """A submission's Agent in its own guarded process, serving the evaluation loop: of ``folder`` itself
+    (``model_pool`` None: as the platform evaluates a code package) or of ``folder``, a model a training task
+    saved, loaded as the platform's model loader does into the model-pool folder ``model_pool``."""
+
+    def __init__(self, folder: str | os.PathLike, *, layout: str | None = None,
+                 model_pool: str | os.PathLike | None = None) -> None:
+        folder = Path(folder).resolve()
+        if model_pool is None:
+            layout = read_manifest(folder)["layout"]
+            args = ["eval-package", str(LAYOUTS[layout]), str(folder), protocol.__file__]
+        else:
+            args = ["eval-model", str(LAYOUTS[layout or "kaiwu2024"]), str(folder), str(Path(model_pool).resolve()),
+                    protocol.__file__]
+        super().__init__(args, folder)
+        self.hello = self._recv_or_fail("failed to start")
+        if "error" in self.hello:
+            self.close()
+            raise RuntimeError(f"the platform stand-in refused {folder}: {self.hello['error']}")
+        leaked = sorted(set(self.hello["modules"]) & set(BLOCKED_MODULES))
+        if leaked:
+            raise RuntimeError(f"the submission process imported {leaked}; a submission may use torch + numpy only")
+
+    def act(self, obs, env_info) -> int:
+        """The submission's action for a competition ``(obs, env_info)`` (``env_info`` None right after a reset)."""
+        self._send_obs({"env_info": None if env_info is None else _plain(env_info)}, obs)
+        return int(self._recv_or_fail("crashed")["act"])
+
+
+def _clamped(usr_conf, max_step: int | None):
+    """The platform's wrapped ``usr_conf`` with its ``max_step`` at most ``max_step`` (a shorter game)."""
+    if max_step is None or not isinstance(usr_conf, Mapping) or not isinstance(usr_conf.get("diy"), Mapping):
+        return usr_conf
+    inner = dict(usr_conf["diy"])
+    inner["max_step"] = min(int(inner.get("max_step", max_step)), max_step)
+    return {**usr_conf, "diy": inner}
+
+
+class TrainingTaskProcess(_HarnessProcess):
+    """A training task of the upload folder ``folder`` on the platform stand-in, in its own guarded process: its
+    workflow plays on ``env`` (a :class:`~sb3_realm.game.observation.CompetitionEnv`) served from this process.
+
+    :param task_dir: the task's own folder (the learner's saves, the saved models).
+    :param options: of the task: ``episodes``, ``saves``, ``max_episodes``, ``step_seconds``, ``overrides`` (see
+        ``framework.TrainingTask.run``).
+    :param max_step: plays each game the workflow asks for with at most this many steps (None: as asked).
+    """
+
+    def __init__(self, folder: str | os.PathLike, task_dir: str | os.PathLike, options: dict,
+                 max_step: int | None = None) -> None:
+        folder = Path(folder).resolve()
+        layout = read_manifest(folder)["layout"]
+        super().__init__(["train", str(LAYOUTS[layout]), str(folder), str(Path(task_dir).resolve()),
+                          protocol.__file__, json.dumps(options)], folder)
+        self.max_step = max_step
+        self.steps = 0
+
+    def run(self, env) -> dict:
+        """Serve ``env`` until the task ends; returns its report."""
+        while True:
+            message = self._recv_or_fail("training task crashed")
+            op = message.get("op")
+            if op == "done":
+                return message["report"]
+            if op == "reset":
+                self._send_obs({}, env.reset(usr_conf=_clamped(message["usr_conf"], self.max_step)))
+            elif op == "step":
+                frame_no, obs, score, terminated, truncated, env_info = env.step(int(message["act"]))
+                self.steps += 1
+                self._send_obs({"frame_no": frame_no, "score": _plain(score), "terminated": int(terminated),
+                                "truncated": int(truncated), "env_info": _plain(env_info)}, obs)
+            else:
+                raise RuntimeError(f"the training task sent an unknown request {message!r}")
 
 
 def platform_obs(env: RealmEnv):
@@ -193,47 +290,53 @@ def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
             "mask_wall_moves": bool(manifest["spec"]["mask_wall_moves"])}
 
 
-def _import_platform_stand_in() -> None:
-    """Make ``kaiwu_agent`` importable for a submission loaded in this process: the platform's own when it is
-    installed, else the stand-in, loaded by file location into ``sys.modules`` (its submodules resolve through the
-    package's own path), so the caller's ``sys.path`` is never edited."""
-    if "kaiwu_agent" in sys.modules or importlib.util.find_spec("kaiwu_agent") is not None:
-        return
-    init = PLATFORM_STUB / "kaiwu_agent" / "__init__.py"
-    spec = importlib.util.spec_from_file_location("kaiwu_agent", init, submodule_search_locations=[str(init.parent)])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules["kaiwu_agent"] = package
+def _load_by_path(name: str, init: Path, package: bool) -> object:
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)]
+                                                  if package else None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     try:
-        spec.loader.exec_module(package)
+        spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules["kaiwu_agent"]
+        del sys.modules[name]
         raise
+    return module
+
+
+def platform_framework():
+    """The platform stand-in's ``framework`` module in this process, with the stand-in ``kaiwu_agent`` (loaded by
+    file location into ``sys.modules``, so the caller's ``sys.path`` is never edited)."""
+    loaded = sys.modules.get("kaiwu_agent")
+    if loaded is None:
+        _load_by_path("kaiwu_agent", PLATFORM_STUB / "kaiwu_agent" / "__init__.py", package=True)
+    elif not Path(getattr(loaded, "__file__", "") or "").resolve().is_relative_to(PLATFORM_STUB.resolve()):
+        raise RuntimeError(f"another kaiwu_agent ({loaded.__file__}) is imported in this process; a submission runs "
+                           "here on sb3-realm's stand-in of the platform only")
+    name = "_sb3_realm_platform_framework"
+    return sys.modules.get(name) or _load_by_path(name, PLATFORM_STUB / "framework.py", package=False)
 
 
 class SubmissionPolicy:
-    """A built submission folder playing in this process (its ``kaiwu_agent`` is the stand-in unless the platform's
-    is importable): observation_process -> exploit -> action_process on the env's competition observation."""
-
-    _count = 0
+    """A built submission folder playing in this process, on the stand-in of the platform's ``kaiwu_agent``: its
+    Agent, with the exported weights, then observation_process -> exploit -> action_process on the env's
+    competition observation. The folder is first verified against its manifest."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder).resolve()
-        app, self.manifest = read_manifest(self.folder)
+        self.manifest = read_manifest(self.folder)
         verify_package(self.folder, self.manifest)
-        _import_platform_stand_in()
-        SubmissionPolicy._count += 1
-        name = f"_sb3_realm_submission_{SubmissionPolicy._count}"
-        algo_dir = self.folder / app["algo"]
-        spec = importlib.util.spec_from_file_location(name, algo_dir / "__init__.py",
-                                                      submodule_search_locations=[str(algo_dir)])
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[name] = package
-        spec.loader.exec_module(package)
-        self.definition = importlib.import_module(f"{name}.feature.definition")
-        self.agent = importlib.import_module(f"{name}.algorithm.agent").Agent(agent_type="player", device="cpu")
-        model_dir = Path(app["eval_model_dir"])
-        self.agent.load_model(path=str(model_dir if model_dir.is_absolute() else self.folder / model_dir),
-                              id=str(app["eval_model_id"]))
+        framework = platform_framework()
+        algo, bytecode = self.manifest["algo_dir"], sys.dont_write_bytecode
+        sys.dont_write_bytecode = True  # the folder is only read
+        try:
+            with framework.imported_package(self.folder, {algo, "conf"}):
+                self.definition = importlib.import_module(f"{algo}.feature.definition")
+                agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
+        finally:
+            sys.dont_write_bytecode = bytecode
+        self.agent = agent_cls(agent_type="player", device="cpu")
+        weights = self.folder / self.manifest["weights"]["file"]
+        self.agent.load_model(path=str(weights.parent), id=self.manifest["weights"]["ckpt_id"])
         self.name = self.folder.name
         self.env_kwargs = env_kwargs_of(self.manifest, None)
 

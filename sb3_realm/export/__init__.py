@@ -1,7 +1,9 @@
-"""Export: a trained SB3 checkpoint -> the competition's agent package (:mod:`.build`), and the parity proof that
-the package acts exactly like the model (:mod:`.check`)."""
+"""Export: a trained SB3 checkpoint -> an upload folder for the competition platform (:mod:`.build`, with the
+user's code package read and edited by :mod:`.code_package`), and the proof, through the platform stand-in, that a
+training task keeps its weights and the model it saves acts exactly like the SB3 model (:mod:`.check`)."""
 
-from .build import LAYOUTS, ExportedPolicy, ExportError, build_submission, read_model
-from .check import check_submission
+from .build import LAYOUTS, WORKFLOWS, ExportedPolicy, ExportError, build_submission, next_steps, read_model
+from .check import check_submission, run_platform_task, same_weights
 
-__all__ = ["LAYOUTS", "ExportError", "ExportedPolicy", "build_submission", "read_model", "check_submission"]
+__all__ = ["LAYOUTS", "WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "next_steps", "read_model",
+           "check_submission", "run_platform_task", "same_weights"]

@@ -1,11 +1,13 @@
-"""``sb3-realm build-submission``: a trained SB3 checkpoint -> the competition's 2024 agent package.
+"""``sb3-realm build-submission``: a trained SB3 checkpoint -> an upload folder for the competition platform.
 
-The package holds the templates of :mod:`sb3_realm.submission` (agent, feature processing, model, config, a minimal
-training workflow), the package's :mod:`sb3_realm.features` and :mod:`sb3_realm.models.nets` copied verbatim, the
-policy's
-weights as a plain CPU ``state_dict`` (``ckpt/model.ckpt-<id>.pkl``), ``conf/configure_app.toml`` and a manifest
-(source model, training config, feature version, sha256 of every file). It is built in a temporary folder and
-renamed into place, so a crash never leaves a half-written package.
+The algorithm folder (``diy/`` by default) holds the layout's templates (agent, feature processing, model, config,
+training workflow; their ``from diy.`` imports renamed after the folder), the package's :mod:`sb3_realm.features`
+and :mod:`sb3_realm.models.nets` copied verbatim, ``model/spec.json`` and a manifest (source model, training config,
+feature version, sha256 of every file). The weights go to ``ckpt/model.ckpt-<id>.pkl`` as a plain CPU
+``state_dict``. With ``code_package`` the folder is a copy of the user's own official code package with only the
+needed lines of its ``conf/`` edited (:mod:`.code_package`); without one, the lines to merge are written beside the
+algorithm folder instead of a ``conf/`` that would replace the user's. The folder is built aside and renamed into
+place, so a crash never leaves half of one; the original code package is only read.
 
 Supported: PPO, MaskablePPO and RecurrentPPO (its actor LSTM) with the extractors whose class says ``exportable``
 (``realm`` and ``fovea``: their network is the torch-only :mod:`sb3_realm.models.nets` module). Not supported (a
@@ -15,9 +17,11 @@ clear error): the frame-stacking extractors (``conv3d``, ``transformer``) and SB
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import os
 import platform
+import re
 import shutil
 import tempfile
 import zipfile
@@ -32,13 +36,22 @@ from ..atomic import check_writable_folder, sha256_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config
-from ..submission import TEMPLATES
+from ..submission import LAYOUTS, layout_spec
 from ..version import __version__
+from .code_package import (
+    MERGE_FILE,
+    CodePackageError,
+    edit_settings,
+    ensure_registration,
+    merge_text,
+    package_settings,
+    read_code_package,
+)
 
-__all__ = ["LAYOUTS", "ExportError", "ExportedPolicy", "build_submission", "read_model"]
+__all__ = ["LAYOUTS", "WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "read_model",
+           "state_dict_bytes", "next_steps"]
 
-LAYOUTS = tuple(TEMPLATES)
-_ALGO_DIR_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+WORKFLOWS = ("keep", "finetune")
 
 
 class ExportError(ValueError):
@@ -131,27 +144,62 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
     return ExportedPolicy(algo, spec, state, int(model.num_timesteps), config)
 
 
-def _configure_app(algo_dir: str, ckpt_id: str) -> str:
-    return ("# written by sb3-realm build-submission\n[app]\n"
-            f'algo = "{algo_dir}"\neval_model_dir = "ckpt"\neval_model_id = "{ckpt_id}"\n')
+def state_dict_bytes(state: dict[str, torch.Tensor]) -> bytes:
+    """``torch.save`` of a state dict into memory: the bytes depend on the tensors only (a file's own name never
+    lands inside the archive), as the package's ``save_model`` writes them."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
 
 
-def _write_tree(root: Path, exported: ExportedPolicy, layout: str, algo_dir: str, ckpt_id: str,
-                model_path: Path) -> dict:
+def _copy_template(layout: dict, layout_dir: Path, algo_root: Path, algo_dir: str) -> None:
+    """The layout's templates into ``algo_root``, their absolute imports of the template package renamed."""
+    shutil.copytree(layout_dir / layout["template"], algo_root,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if algo_dir == layout["template_package"]:
+        return
+    pattern = re.compile(rf"^(\s*)(from|import)(\s+){re.escape(layout['template_package'])}\.", re.MULTILINE)
+    for path in algo_root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(pattern.sub(rf"\1\2\3{algo_dir}.", text), encoding="utf-8")
+
+
+def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir: str, ckpt_id: int,
+                model_path: Path, workflow: str, package) -> dict:
+    layout, layout_dir = layout_spec(layout_name), LAYOUTS[layout_name]
+    if package is not None:
+        shutil.copytree(package.root, root, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if (root / algo_dir).exists():
+            shutil.rmtree(root / algo_dir)  # the user's folder of that name, in the copy: ours replaces it
     algo_root = root / algo_dir
-    shutil.copytree(TEMPLATES[layout] / "algo", algo_root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    _copy_template(layout, layout_dir, algo_root, algo_dir)
     shutil.copyfile(features.__file__, algo_root / "feature" / "features.py")
     shutil.copyfile(nets.__file__, algo_root / "model" / "nets.py")
-    spec = {**exported.spec, "ckpt_id": ckpt_id}
+    spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
     (algo_root / "model" / "spec.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
     weights = root / "ckpt" / f"model.ckpt-{ckpt_id}.pkl"
-    weights.parent.mkdir()
-    torch.save(exported.state_dict, weights)
-    (root / "conf").mkdir()
-    (root / "conf" / "configure_app.toml").write_text(_configure_app(algo_dir, ckpt_id), encoding="utf-8")
+    weights.parent.mkdir(exist_ok=True)
+    weights.write_bytes(state_dict_bytes(exported.state_dict))
+    sample_dim = sample_size(exported.spec)
+    settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
+    edits = None
+    if package is None:
+        (root / MERGE_FILE).write_text(merge_text(layout, algo_dir, ckpt_id, sample_dim), encoding="utf-8")
+    else:
+        copy_dir = [part.strip() for part in str(package.app.get("copy_dir", "")).split(",") if part.strip()]
+        if algo_dir not in copy_dir:
+            settings["copy_dir"] = ",".join([*copy_dir, algo_dir])
+        edited = edit_settings(package.app_conf, layout["app_table"], settings, last)
+        with open(root / layout["app_conf"], "w", encoding="utf-8", newline="") as fh:
+            fh.write(edited)
+        entry = {key: value.format(algo=algo_dir) for key, value in layout["registration"].items()}
+        with open(root / layout["algo_conf"], "w", encoding="utf-8", newline="") as fh:
+            fh.write(ensure_registration(package.registry, algo_dir, entry))
+        edits = {"settings": {**settings, **last}, "registration": algo_dir}
     files = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
     manifest = {
-        "format": "sb3-realm submission", "layout": layout, "algo_dir": algo_dir,
+        "format": "sb3-realm submission", "layout": layout_name, "algo_dir": algo_dir,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
         "source_model": {"path": model_path.resolve().as_posix(), "sha256": sha256_file(model_path),
@@ -159,38 +207,53 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: str, algo_dir: str
         "training_config": exported.run_config, "feature_version": features.FEATURE_VERSION, "spec": spec,
         "weights": {"file": weights.relative_to(root).as_posix(), "sha256": files[weights.relative_to(root).as_posix()],
                     "ckpt_id": ckpt_id},
+        "platform_training": workflow, "sample_dim": sample_dim,
+        "code_package": None if package is None else {"path": package.root.resolve().as_posix(),
+                                                      "kaiwu": package.kaiwu, "edits": edits},
         "files": files,
     }
     (algo_root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
 
-def _zip_folder(folder: Path, target: Path) -> None:
+def sample_size(spec: dict) -> int:
+    """The length of one sample as the package's ``SampleData2NumpyData`` flattens it (its ``SAMPLE_DIM``)."""
+    maps = 1
+    for side in spec["maps_shape"]:
+        maps *= int(side)
+    return maps + int(spec["vector_size"]) + int(spec["n_actions"]) + 4
+
+
+def _zip_folder(folder: Path, target: Path, names: list[str]) -> None:
+    """The top-level entries ``names`` of ``folder`` into the archive ``target`` (written aside, then renamed)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for p in sorted(folder.rglob("*")):
-                if p.is_file():
-                    archive.write(p, p.relative_to(folder).as_posix())
+                rel = p.relative_to(folder)
+                if p.is_file() and rel.parts[0] in names and "__pycache__" not in rel.parts:
+                    archive.write(p, rel.as_posix())
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _check_replaceable(out: Path, model_path: Path) -> None:
-    """``--force`` replaces only a package this command wrote: never a folder holding the source model or any file
-    that is not in the package's manifest (Python's bytecode caches aside)."""
-    if model_path.exists() and model_path.resolve().is_relative_to(out.resolve()):
-        raise ExportError(f"--out {str(out)!r} holds the model being packaged ({str(model_path)!r}); --force would "
-                          "delete it: choose another --out, e.g. runs/NAME/submission")
+def _check_replaceable(out: Path, model_path: Path, code_package: Path | None) -> None:
+    """``--force`` replaces only a package this command wrote: never a folder holding the source model, the code
+    package or any file that is not in the package's manifest (Python's bytecode caches aside)."""
+    for path, what in ((model_path, f"the model being packaged ({str(model_path)!r})"),
+                       (code_package, f"the code package ({str(code_package)!r})")):
+        if path is not None and path.exists() and path.resolve().is_relative_to(out.resolve()):
+            raise ExportError(f"--out {str(out)!r} holds {what}; --force would delete it: choose another --out, e.g. "
+                              "runs/NAME/upload")
     if not out.is_dir():
         raise ExportError(f"--out {str(out)!r} exists and is not a folder; --force replaces only a package folder "
                           "that build-submission wrote: choose another --out")
     try:
-        manifest = read_manifest(out)[1]
-    except (OSError, ValueError):  # ValueError: no conf or manifest, or one that does not parse
+        manifest = read_manifest(out)
+    except (OSError, ValueError):  # ValueError: no manifest, or one that does not parse
         manifest = None
     if not isinstance(manifest, dict) or manifest.get("format") != "sb3-realm submission":
         raise ExportError(f"--force would replace {str(out)!r}, which is not a package built by sb3-realm "
@@ -208,7 +271,7 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
         raise ExportError(f"{str(zip_path)!r} already exists; pass --force to replace it (with --zip)")
     try:
         with zipfile.ZipFile(zip_path) as archive:
-            ours = "conf/configure_app.toml" in archive.namelist()
+            ours = any(name.endswith("/manifest.json") and name.count("/") == 1 for name in archive.namelist())
     except (OSError, zipfile.BadZipFile):
         ours = False
     if not ours:
@@ -216,42 +279,85 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
                           "build-submission: it is left alone; move it away or choose another --out")
 
 
-def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str = "kaiwu2024",
-                     algo_dir: str = "diy", ckpt_id: str | int | None = None, make_zip: bool = False,
-                     force: bool = False) -> dict:
-    """Build the submission folder ``out`` from an SB3 checkpoint; returns the manifest.
+def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
+    if ckpt_id is None:
+        return max(1, int(num_timesteps))
+    text = str(ckpt_id).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ExportError(f"--ckpt-id {ckpt_id!r} must be an integer >= 1: the platform reads the id with int() and "
+                          "never saves a model of step 0 (default: the model's timesteps)")
+    return int(text)
 
-    :param layout: the platform layout (``kaiwu2024``).
-    :param algo_dir: name of the code folder (the platform's ``algo``), a Python identifier.
-    :param ckpt_id: id in ``model.ckpt-<id>.pkl``; default: the model's timestep count.
-    :param make_zip: also write ``<out>.zip`` (the three folders at its root).
-    :param force: replace an existing ``out``.
+
+def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str = "kaiwu2024",
+                     algo_dir: str = "diy", ckpt_id: str | int | None = None,
+                     code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
+                     force: bool = False) -> dict:
+    """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
+
+    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024``).
+    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``).
+    :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
+        timestep count (at least 1).
+    :param code_package: the user's official code package; ``out`` becomes a complete copy of it, ready to upload.
+        Without it, ``out`` holds the algorithm folder, ``ckpt/`` and the lines to merge into the user's conf.
+    :param workflow: ``keep`` (a platform training task keeps the exported weights) or ``finetune`` (it takes
+        REINFORCE steps on them; not for recurrent policies).
+    :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
+        recipe's upload); needs ``code_package``.
+    :param force: replace an existing ``out`` that build-submission wrote.
     """
     out = Path(out)
-    if layout not in TEMPLATES:
-        raise ExportError(f"--layout {layout!r} is unknown; choose one of {list(LAYOUTS)}")
-    if not algo_dir or not set(algo_dir) <= _ALGO_DIR_CHARS or algo_dir[0].isdigit():
-        raise ExportError(f"--algo-dir {algo_dir!r} must be a Python identifier (letters, digits, _), e.g. diy")
+    if layout not in LAYOUTS:
+        raise ExportError(f"--layout {layout!r} is unknown; choose one of {sorted(LAYOUTS)}")
+    spec = layout_spec(layout)
+    if algo_dir not in spec["algo_dirs"]:
+        raise ExportError(f"--algo-dir {algo_dir!r}: the platform registers the algorithm folders "
+                          f"{', '.join(spec['algo_dirs'])} only (its evaluation workflows exist for those); use diy")
+    if workflow not in WORKFLOWS:
+        raise ExportError(f"--workflow {workflow!r} is unknown; choose keep (the platform's training keeps the "
+                          "exported weights) or finetune")
+    if ckpt_id is not None:
+        _ckpt_id(ckpt_id, 1)
+    if make_zip and code_package is None:
+        raise ExportError("--zip needs --code-package: the zip holds ckpt/, conf/ and the algorithm folder, and conf/ "
+                          "must be your code package's own (with the needed lines edited), never one written from "
+                          "nothing")
     try:
         check_writable_folder(out.parent, f"the folder of --out {str(out)!r},")
     except ValueError as exc:
         raise ExportError(str(exc)) from None
+    package_path = None if code_package is None else Path(code_package)
+    package = None
+    if package_path is not None:
+        try:
+            package = read_code_package(package_path, spec, layout)
+        except CodePackageError as exc:
+            raise ExportError(str(exc)) from None
+        if out.resolve().is_relative_to(package_path.resolve()):
+            raise ExportError(f"--out {str(out)!r} is inside --code-package {str(package_path)!r}; the code package "
+                              "is never changed: choose an --out outside it")
     if out.exists() and not force:
         raise ExportError(f"output folder {str(out)!r} already exists; pass --force to replace it")
     if out.exists():
-        _check_replaceable(out, Path(model_path))
+        _check_replaceable(out, Path(model_path), package_path)
     zip_path = out.with_name(out.name + ".zip")
     if make_zip and zip_path.exists():
         _check_zip_replaceable(zip_path, force)
     exported = read_model(model_path)
-    ckpt = str(exported.num_timesteps if ckpt_id is None else ckpt_id)
-    if not ckpt or not set(ckpt) <= _ALGO_DIR_CHARS | set("-."):
-        raise ExportError(f"--ckpt-id {ckpt!r} must be letters, digits, '_', '-' or '.' (it is part of a file name)")
+    if workflow == "finetune" and exported.spec["lstm"]:
+        raise ExportError(f"--workflow finetune: {str(model_path)!r} is a recurrent policy, and the platform's learner "
+                          "draws steps from its replay buffer out of order, which an LSTM cannot learn from; build it "
+                          "with --workflow keep")
+    ckpt = _ckpt_id(ckpt_id, exported.num_timesteps)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     old = None
     try:
-        manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path))
+        try:
+            manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package)
+        except CodePackageError as exc:
+            raise ExportError(f"--code-package {str(package_path)!r}: {exc}") from None
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)
@@ -261,6 +367,37 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
             shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    if make_zip:
-        _zip_folder(out, out.with_name(out.name + ".zip"))
+    if make_zip:  # the three folders of the 2024 recipe's upload
+        _zip_folder(out, zip_path, ["ckpt", "conf", algo_dir])
     return manifest
+
+
+def next_steps(manifest: dict, out: str | os.PathLike) -> str:
+    """What to do with the folder ``out`` that build-submission wrote, in the platform's own terms."""
+    out, algo, ckpt = Path(out), manifest["algo_dir"], manifest["weights"]["ckpt_id"]
+    layout = layout_spec(manifest["layout"])
+    keep = manifest.get("platform_training", "keep") == "keep"
+    if manifest.get("code_package"):
+        steps = [f"{out} is a copy of your code package (代码包) with the policy in {algo}/ and ckpt/, ready to "
+                 "upload; your own folder is unchanged.",
+                 f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
+                 f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).",
+                 f"In the Kaiwu client (开悟客户端), upload {out} as your code package."]
+    else:
+        steps = [f"{out} holds the algorithm folder {algo}/, ckpt/ and {MERGE_FILE} (no conf/: yours stays).",
+                 f"Copy {out / algo} and {out / 'ckpt'} into your code package (代码包), the folder the Kaiwu client "
+                 f"(开悟客户端) gives you, replacing its {algo}/.",
+                 f"Merge the lines of {out / MERGE_FILE} into its {layout['app_conf']} (they replace the lines with "
+                 "the same keys; the eval lines go last). Or build again with --code-package YOUR_CODE_PACKAGE to "
+                 "get a complete copy with these edits made.",
+                 "Upload that code package in the Kaiwu client."]
+    steps += [f"Start a training task (训练任务) on it: {layout['app_conf']} selects algo = \"{algo}\" and preloads "
+              f"ckpt/model.ckpt-{ckpt}.pkl (preload_model = true). " +
+              ("Its training keeps these weights, so every model the task saves is your policy: the first save comes "
+               "after the first episode, then one every 2 minutes; stop the task once one is listed."
+               if keep else "Its training fine-tunes these weights (--workflow finetune); each save is a newer "
+                            "policy."),
+              "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) "
+              "with it, or submit it to the leaderboard. Only the platform can sign a model: the model to evaluate "
+              "is one its training task saved."]
+    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))

@@ -1,61 +1,64 @@
-"""A minimal working training loop for the platform: play episodes with the exploring policy, turn them into
-samples, learn, save now and then. (Serious training happens with sb3-realm and Stable-Baselines3; this keeps the
-submission complete and lets the platform fine-tune it.)
+"""The platform's training workflow for the exported policy: play episodes with the exploring policy, hand their
+samples to ``learn``, save on a timer.
 
-It reads the platform's protocol as the platform hands it over: ``usr_conf`` wrapped as ``{"diy": {...}}``;
-``env.reset`` may return None and is retried (at most ``MAX_RESETS`` times, with a log line); ``score`` is an object
-whose ``score`` field grows by 100 at the step of each treasure pickup, and may be None under load (that step's
-gain then shows at the next step that has a score).
+By default the package keeps its weights (``Config.FINETUNE`` False): ``learn`` changes nothing, so every model a
+training task saves is the exported policy, whatever id the platform gives it; the episodes feed the platform's
+monitoring. A package built for fine-tuning takes REINFORCE steps in ``learn`` instead.
+
+Saves: the first after the first episode, then one every ``Config.SAVE_INTERVAL_S`` seconds (the platform allows 2
+a minute and 100 a task), ``Config.MAX_SAVES`` at most; the platform numbers each save by its learner's step.
+
+The platform's returns are read as its own workflows read them: ``usr_conf`` wrapped as ``{"diy": {...}}``;
+``env.reset`` may return None (that episode is skipped, with a log line; ``Config.MAX_FAILED_RESETS`` failures in a
+row end the workflow with an error line); ``env.step`` may return None for the observation, the frame number or
+``env_info`` (the episode is abandoned, with a log line) and None for ``score`` (that step's treasure gain shows at
+the next step that has one); ``predict`` may return None (the episode is abandoned). ``learn``'s return value is not
+used: on the platform it only ships the samples to the learner.
 
 Reward of a step: ``TREASURE_REWARD`` per treasure picked up (``score.score`` grew by 100 each), plus, at the step
 that reaches the end, ``END_REWARD`` + ``STEP_LEFT_REWARD`` per step left of ``max_step``.
 """
 
-from .config import Config
-from .feature.definition import Frame, action_process, observation_process, sample_process
+import time
 
-USR_CONF = {"diy": {"start": 2, "end": 1, "treasure_random": 1, "treasure_num": 9, "talent_type": 1,
-                    "max_step": 2000}}
+from kaiwu_agent.utils.common_func import attached
+
+from diy.config import Config
+from diy.feature.definition import Frame, action_process, observation_process, sample_process
+
 TREASURE_REWARD = 1.0
 END_REWARD = 1.5
 STEP_LEFT_REWARD = 0.002
-MAX_RESETS = 10  # env.reset returning None this many times in a row stops the workflow
 
 
 def _get(obj, name):
     return obj[name] if isinstance(obj, dict) else getattr(obj, name)
 
 
-def _log(logger, message):
+def _log(logger, level, message):
     if logger is not None:
-        logger.info(message)
+        getattr(logger, level)(message)
 
 
-def reset_env(env, usr_conf, logger=None):
-    """``env.reset(usr_conf)``, retried while it returns None (the platform's timeout), ``MAX_RESETS`` times at
-    most."""
-    for attempt in range(1, MAX_RESETS + 1):
-        obs = env.reset(usr_conf=usr_conf)
-        if obs is not None:
-            return obs
-        _log(logger, f"env.reset returned None (attempt {attempt} of {MAX_RESETS}); retrying")
-    raise RuntimeError(f"env.reset returned None {MAX_RESETS} times in a row; check usr_conf {usr_conf!r} (the "
-                       "platform wraps it as {'diy': {...}}) and the environment's health")
-
-
-def run_episode(env, agent, usr_conf=None, logger=None):
-    """One episode with ``agent.predict``; returns its frames and the leaderboard score (0 without the end)."""
-    usr_conf = usr_conf or USR_CONF
+def run_episode(env, agent, obs, usr_conf, logger=None):
+    """One episode from the observation ``obs`` of ``env.reset`` with ``agent.predict``; returns its frames and the
+    leaderboard score (0 without the end), or ``(None, None)`` when the platform failed mid-episode."""
     max_step = int((usr_conf.get("diy") or {}).get("max_step", 2000))
-    obs, env_info = reset_env(env, usr_conf, logger), None
-    frames, done, last_score, final = [], False, 0.0, 0.0
-    while not done:
+    env_info, frames, last_score, final = None, [], 0.0, 0.0
+    while True:
         obs_data = observation_process(obs, env_info)
-        act_data = agent.predict([obs_data])[0]
-        _, obs, score, terminated, truncated, env_info = env.step(action_process(act_data))
+        acts = agent.predict(list_obs_data=[obs_data])
+        if not acts:
+            _log(logger, "info", "agent.predict returned nothing; the episode is abandoned")
+            return None, None
+        act_data = acts[0]
+        frame_no, obs, score, terminated, truncated, env_info = env.step(action_process(act_data))
+        if obs is None or frame_no is None or env_info is None:
+            _log(logger, "info", "env.step returned None; the episode is abandoned")
+            return None, None
         reward = 0.0
         if score is None:
-            _log(logger, "env.step returned score None; its treasure gain counts at the next step with a score")
+            _log(logger, "info", "env.step returned score None; its treasure gain counts at the next step with a score")
         else:
             gained = float(_get(score, "score")) - last_score
             reward += TREASURE_REWARD * round(gained / 100.0)
@@ -67,20 +70,40 @@ def run_episode(env, agent, usr_conf=None, logger=None):
             final = 150.0 + 100.0 * int(_get(info, "treasure_count")) + 0.2 * steps_left
         done = bool(terminated or truncated)
         frames.append(Frame(obs_data=obs_data, act_data=act_data, reward=reward, done=done))
-    return frames, final
+        if done:
+            return frames, final
 
 
+@attached
 def workflow(envs, agents, logger=None, monitor=None, episodes=None, usr_conf=None):
-    """The platform's entry point: learn from episode after episode (``episodes`` None = until stopped)."""
+    """The platform's entry point: episode after episode (``episodes`` None: until the platform stops the task);
+    returns the number of episodes played to their end."""
     env, agent = envs[0], agents[0]
-    if not agent.loaded:
-        agent.load_model(id=Config.CKPT_ID)  # start from the exported policy
-    episode = 0
-    while episodes is None or episode < episodes:
-        frames, score = run_episode(env, agent, usr_conf, logger)
-        loss = agent.learn(sample_process(frames))
-        episode += 1
-        _log(logger, f"episode {episode}: score {score:.1f}, steps {len(frames)}, loss {loss:.4f}")
-        if episode % Config.SAVE_EVERY_EPISODES == 0:
-            agent.save_model(id=str(episode))
-    return episode
+    usr_conf = usr_conf or Config.USR_CONF
+    played, failures, saves, last_save = 0, 0, 0, None
+    while episodes is None or played < episodes:
+        obs = env.reset(usr_conf=usr_conf)
+        frames = None
+        if obs is None:
+            _log(logger, "info", "env.reset returned None; trying another episode")
+        else:
+            agent.load_model(id="latest")  # on the platform: the model pool's newest model (the same weights kept)
+            frames, score = run_episode(env, agent, obs, usr_conf, logger)
+        if frames is None:
+            failures += 1
+            if failures >= Config.MAX_FAILED_RESETS:
+                _log(logger, "error", f"the environment failed {failures} episodes in a row (env.reset or env.step "
+                                      f"returned None); the workflow stops. Check usr_conf {usr_conf!r} and the "
+                                      "environment's health")
+                return played
+            continue
+        failures = 0
+        agent.learn(sample_process(frames))
+        played += 1
+        _log(logger, "info", f"episode {played}: score {score:.1f}, steps {len(frames)}")
+        now = time.monotonic()
+        if saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
+            agent.save_model()
+            saves += 1
+            last_save = now
+    return played

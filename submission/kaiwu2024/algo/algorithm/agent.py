@@ -1,18 +1,26 @@
 """The platform's Agent for a policy exported by ``sb3-realm build-submission``.
 
 ``exploit`` plays greedily, exactly as ``model.predict(obs, deterministic=True)`` did in training; ``predict``
-samples from the same distribution (exploration); ``learn`` is a minimal policy-gradient step (REINFORCE on the
-discounted returns of ``sample_process``) so the platform's training loop runs; ``save_model`` / ``load_model``
-write and read plain CPU state dicts, and ``load_model`` checks the weights' sha256 first.
+samples from the same distribution (exploration). The exported weights (``ckpt/model.ckpt-<CKPT_ID>.pkl`` beside
+this folder) are loaded when the Agent is made, so that an actor can act before the platform's first model sync;
+``load_model(path, id)`` loads any saved id (the preload and evaluation directories, the model pool's files).
+
+``learn`` keeps the weights as they are unless the package was built for fine-tuning (``Config.FINETUNE``: a
+REINFORCE step on the discounted returns of ``sample_process``). ``save_model`` writes a plain CPU state dict whose
+bytes depend on the weights only (the same weights saved twice give the same file) and its ``.sha256``;
+``load_model`` checks a file against its ``.sha256``, or against the manifest for the exported file itself.
 
 RecurrentPPO: the LSTM state is carried from step to step and restarts at every episode start (told by the
-observation, see ``feature/definition.py``). One state per Agent: games served one after another are fine; games
-interleaved step by step on one Agent instance would share it (give each concurrent game its own Agent).
+observation, see ``feature/definition.py``). One state per Agent: games served one after another are fine; several
+games batched into one ``predict`` call cannot each keep a state, so such a batch acts from a fresh state for every
+game, with one log line saying so (``predict_batch_size = 1`` in ``conf/configure_app.toml`` avoids it).
 """
 
 import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -27,41 +35,77 @@ from kaiwu_agent.agent.base_agent import (
     predict_wrapper,
     save_model_wrapper,
 )
+from kaiwu_agent.utils.common_func import attached
 
-from ..config import SPEC, Config
-from ..feature.definition import ActData
-from ..model.model import Model, Trunk
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from diy.config import SPEC, Config
+from diy.feature.definition import ActData
+from diy.model.model import Model, Trunk
 
 
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _state_bytes(state):
+    """``torch.save`` into memory: the archive's inner folder is always ``archive``, so the bytes depend on the
+    tensors only, never on a file name."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def _write_atomically(target, data):
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@attached
 class Agent(BaseAgent):
     def __init__(self, agent_type="player", device=None, logger=None, monitor=None):
-        super().__init__(agent_type, device, logger, monitor)
+        # the platform's base classes differ between its servers; like the official agents, set what is needed here
+        self.agent_type = agent_type
+        self.device = device
+        self.logger = logger
+        self.monitor = monitor
         self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
         self.model = Model(SPEC).to(self.torch_device)
         self.model.eval()
         self.lstm_state = None
-        self.loaded = False
+        self.loaded = None  # the file of the weights in use
         self.optimizer = None
         self.traced = None  # torch.jit.trace of the stateless trunk, for batch-1 inference
         self.generator = torch.Generator().manual_seed(Config.SEED)
-        self.logger = logger
+        self.warned_batch = False
+        exported = self._file(Config.CKPT_DIR, Config.CKPT_ID)
+        if exported.is_file():
+            self._load_file(exported)
+        else:
+            self._log("info", f"Agent: no exported weights at {exported}; waiting for load_model")
+
+    def _log(self, level, message):
+        if self.logger is not None:
+            getattr(self.logger, level)(message)
+        elif level in ("warning", "error"):
+            print(f"{level.upper()} {message}", file=sys.stderr)
 
     # ------------------------------------------------------------------------------------------ acting
     def _batch(self, list_obs_data):
-        if not self.loaded:
-            raise RuntimeError("Agent: call load_model(path, id) before predict/exploit (no weights loaded yet)")
-        if self.model.lstm is not None and len(list_obs_data) != 1:
-            raise ValueError(f"a recurrent policy acts on one observation at a time (its LSTM state is per game); "
-                             f"got {len(list_obs_data)}")
-        if len(list_obs_data) == 1:  # the platform's case: no stacking, views of the arrays
+        if self.loaded is None:
+            raise RuntimeError(f"Agent: no weights loaded: ckpt/model.ckpt-{Config.CKPT_ID}.pkl is not beside the "
+                               "algorithm folder and load_model(path, id) was not called")
+        batched = len(list_obs_data) != 1
+        if batched and self.model.lstm is not None and not self.warned_batch:
+            self.warned_batch = True
+            self._log("warning", f"Agent: a recurrent policy got {len(list_obs_data)} observations in one call; their "
+                                 "LSTM states cannot be told apart, so each acts from a fresh state (set "
+                                 "predict_batch_size = 1 in conf/configure_app.toml)")
+        if not batched:  # the platform's case: no stacking, views of the arrays
             o = list_obs_data[0]
             maps, vector, mask = (torch.from_numpy(np.ascontiguousarray(a)[None])
                                   for a in (o.maps, o.vector, o.legal_action))
@@ -72,7 +116,9 @@ class Agent(BaseAgent):
             maps, vector, mask = maps.to(self.torch_device), vector.to(self.torch_device), mask.to(self.torch_device)
         start = bool(list_obs_data[0].episode_start)
         with torch.no_grad():
-            if len(list_obs_data) == 1 and self.torch_device.type == "cpu":
+            if batched:  # a fresh LSTM state for each game; the carried state is left as it is
+                logits, _ = self.model(maps, vector, None, True)
+            elif self.torch_device.type == "cpu":
                 args = (maps, vector)
                 if self.model.lstm is not None:  # the state restarts from zeros at an episode start
                     args += self.model.initial_state(1) if self.lstm_state is None or start else self.lstm_state
@@ -117,8 +163,9 @@ class Agent(BaseAgent):
     # ------------------------------------------------------------------------------------------ learning
     @learn_wrapper
     def learn(self, list_sample_data):
-        """One REINFORCE step on samples in play order (returns normalised); returns the loss."""
-        if not list_sample_data:
+        """Keep the weights (the default), or, built for fine-tuning, one REINFORCE step on the samples (returns
+        normalised); returns the loss, or None when nothing was learnt."""
+        if not Config.FINETUNE or not list_sample_data:
             return None
         if self.optimizer is None:
             self.optimizer = torch.optim.Adam(self.model.parameters(), lr=Config.LEARNING_RATE)
@@ -138,6 +185,7 @@ class Agent(BaseAgent):
         self.optimizer.step()
         self.model.eval()
         self.lstm_state = None
+        self.traced = None
         return float(loss.detach())
 
     # ------------------------------------------------------------------------------------------ weights
@@ -150,45 +198,53 @@ class Agent(BaseAgent):
         """Write ``<path>/model.ckpt-<id>.pkl`` (CPU state dict) and its ``.sha256``, each atomically."""
         target = self._file(path, id)
         target.parent.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        fd, tmp = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
-        os.close(fd)
-        try:
-            torch.save(state, tmp)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        side = target.with_name(target.name + ".sha256")
-        side_tmp = side.with_name(side.name + ".tmp")
-        side_tmp.write_text(_sha256(target) + "\n", encoding="utf-8")
-        os.replace(side_tmp, side)
+        data = _state_bytes({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
+        _write_atomically(target, data)
+        _write_atomically(target.with_name(target.name + ".sha256"), (_sha256(data) + "\n").encode("utf-8"))
+        self._log("info", f"save model {target} successfully")
         return str(target)
 
     def _expected_sha256(self, target):
+        """The checksum ``target`` must have: its ``.sha256``, else the manifest's for the exported file, else
+        None (a file saved elsewhere without one)."""
+        side = target.with_name(target.name + ".sha256")
+        if side.is_file():
+            return side.read_text(encoding="utf-8").strip()
         if Config.MANIFEST.is_file():
             weights = json.loads(Config.MANIFEST.read_text(encoding="utf-8"))["weights"]
             if Path(weights["file"]).name == target.name:
                 return weights["sha256"]
-        side = target.with_name(target.name + ".sha256")
-        if side.is_file():
-            return side.read_text(encoding="utf-8").strip()
-        raise RuntimeError(f"load_model: no checksum for {target} (neither in {Config.MANIFEST.name} nor in "
-                           f"{side.name}); refusing to load unverified weights")
+        return None
 
-    @load_model_wrapper
-    def load_model(self, path=None, id="1"):
-        """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch)."""
-        target = self._file(path, id)
-        if not target.is_file():
-            found = sorted(p.name for p in target.parent.glob("model.ckpt-*.pkl")) if target.parent.is_dir() else []
-            raise FileNotFoundError(f"load_model: no weights file {target}; found {found or 'none'} there")
-        expected, actual = self._expected_sha256(target), _sha256(target)
-        if actual != expected:
-            raise RuntimeError(f"load_model: checksum mismatch for {target}: sha256 {actual} but expected {expected}; "
-                               "the weights file is corrupt or not the one this package was built with")
-        state = torch.load(target, map_location=self.torch_device, weights_only=True)
+    def _load_file(self, target):
+        data = target.read_bytes()
+        expected = self._expected_sha256(target)
+        if expected is None:
+            self._log("info", f"load_model: {target} has no checksum (no .sha256 beside it); loading its tensors")
+        elif _sha256(data) != expected:
+            raise RuntimeError(f"load_model: checksum mismatch for {target}: sha256 {_sha256(data)} but expected "
+                               f"{expected}; the weights file is corrupt or not the one this package was built with")
+        state = torch.load(io.BytesIO(data), map_location=self.torch_device, weights_only=True)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
         self.lstm_state = None
-        self.loaded = True
+        self.traced = None
+        self.loaded = str(target)
+        self._log("info", f"load model {target} successfully")
+
+    @load_model_wrapper
+    def load_model(self, path=None, id="1"):
+        """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch); ``id`` may
+        be ``"latest"``: the highest id there."""
+        folder = Path(path if path is not None else Config.CKPT_DIR)
+        if str(id) == "latest":
+            ids = sorted(int(p.name[len("model.ckpt-"):-len(".pkl")]) for p in folder.glob("model.ckpt-*.pkl")
+                         if p.name[len("model.ckpt-"):-len(".pkl")].isdigit()) if folder.is_dir() else []
+            if not ids:
+                raise FileNotFoundError(f"load_model: no model.ckpt-<id>.pkl in {folder}")
+            id = ids[-1]
+        target = self._file(folder, id)
+        if not target.is_file():
+            found = sorted(p.name for p in folder.glob("model.ckpt-*.pkl")) if folder.is_dir() else []
+            raise FileNotFoundError(f"load_model: no weights file {target}; found {found or 'none'} there")
+        self._load_file(target)

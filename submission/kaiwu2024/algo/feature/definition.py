@@ -1,12 +1,17 @@
 """The platform's data classes and processing functions: competition observation -> model input (the package's
 features module, copied verbatim as ``features.py``), action -> env action, frames -> training samples and back
-to flat numpy arrays."""
+to flat numpy arrays.
+
+Every function is registered with ``@attached`` and every data class made with ``create_cls``: the platform's own
+evaluation workflow and its sample transport find them through that registry, not by importing this module. Imports
+name the algorithm folder absolutely (``from diy.…``): the platform's model loader rewrites exactly those lines
+when it loads a saved model, and a relative import fails there."""
 
 import numpy as np
 from kaiwu_agent.utils.common_func import attached, create_cls
 
-from ..config import Config
-from .features import MAP_SHAPE, VECTOR_SIZE, episode_start, observation_to_model_input
+from diy.config import Config
+from diy.feature.features import MAP_SHAPE, VECTOR_SIZE, episode_start, observation_to_model_input
 
 ObsData = create_cls("ObsData", maps=None, vector=None, legal_action=None, episode_start=None)
 ActData = create_cls("ActData", act=None, prob=None)
@@ -17,6 +22,9 @@ SampleData = create_cls("SampleData", maps=None, vector=None, legal_action=None,
 MAPS_SIZE = int(np.prod(MAP_SHAPE))
 N_ACTIONS = Config.N_ACTIONS
 SAMPLE_SIZE = MAPS_SIZE + VECTOR_SIZE + N_ACTIONS + 4  # maps, vector, mask, episode_start, act, reward, ret
+if SAMPLE_SIZE != Config.SAMPLE_DIM:
+    raise ValueError(f"config.py's SAMPLE_DIM {Config.SAMPLE_DIM} is not the {SAMPLE_SIZE} values of a sample; the "
+                     "package is inconsistent: rebuild it with sb3-realm build-submission")
 
 
 @attached
@@ -62,10 +70,12 @@ def SampleData2NumpyData(g_data):  # noqa: N802 (the platform's name)
 
 @attached
 def NumpyData2SampleData(s_data):  # noqa: N802 (the platform's name)
-    """The inverse of :func:`SampleData2NumpyData`."""
+    """The inverse of :func:`SampleData2NumpyData` (a flat array, or one of shape (1, SAMPLE_SIZE), as the platform's
+    replay buffer may hand it over)."""
     s_data = np.asarray(s_data, dtype=np.float32)
-    if s_data.shape != (SAMPLE_SIZE,):
-        raise ValueError(f"a sample is {SAMPLE_SIZE} float32 values, got shape {s_data.shape}")
+    if s_data.size != SAMPLE_SIZE:
+        raise ValueError(f"a sample is {SAMPLE_SIZE} float32 values (Config.SAMPLE_DIM), got shape {s_data.shape}")
+    s_data = s_data.reshape(-1)
     a, b, c = MAPS_SIZE, MAPS_SIZE + VECTOR_SIZE, MAPS_SIZE + VECTOR_SIZE + N_ACTIONS
     return SampleData(maps=np.rint(s_data[:a]).astype(np.uint8).reshape(MAP_SHAPE), vector=s_data[a:b].copy(),
                       legal_action=s_data[b:c] > 0.5, episode_start=bool(s_data[c] > 0.5), act=int(s_data[c + 1]),

@@ -6,7 +6,7 @@ Stable-Baselines3 / sb3-contrib compute them. Weights: a plain CPU ``state_dict`
 import torch
 from torch import nn
 
-from .nets import NETS, activation_class
+from diy.model.nets import NETS, activation_class
 
 HUGE_NEG = -1e8  # sb3-contrib's MaskableCategorical fills masked logits with it
 

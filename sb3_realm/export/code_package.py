@@ -1,0 +1,237 @@
+"""The user's own code package (the folder their Kaiwu client gives them): what ``build-submission --code-package``
+reads of it and the few lines it edits, keeping every other line of the file as it was.
+
+- :func:`read_code_package`: its ``kaiwu.json`` (refused, with what was found, when it is another project or
+  edition than the layout builds for), ``conf/configure_app.toml`` and the algorithm registry;
+- :func:`edit_settings`: ``key = value`` settings of one TOML table replaced in place, new ones added, and some moved
+  to the table's end (the eval lines, which the platform's recipe wants last); checked by parsing the result;
+- :func:`ensure_registration`: the algorithm folder's entry in the registry (``conf/nature_algo_<game>.yaml``);
+- :func:`package_settings` and :func:`merge_text`: the settings a package needs, and the text of the lines to merge
+  by hand when no code package is given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+__all__ = ["CodePackage", "CodePackageError", "read_code_package", "edit_settings", "ensure_registration",
+           "package_settings", "merge_text", "toml_value", "MERGE_FILE", "EVAL_KEYS"]
+
+MERGE_FILE = "merge_into_configure_app.toml"
+EVAL_KEYS = ("eval_model_dir", "eval_model_id")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+
+
+class CodePackageError(ValueError):
+    """The code package cannot be used as asked (the message says what was found and what to do)."""
+
+
+@dataclass(frozen=True)
+class CodePackage:
+    """What build-submission read of a user's code package."""
+
+    root: Path
+    kaiwu: dict
+    app_conf: str
+    app: dict
+    registry: str | None
+
+
+def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodePackage:
+    """Read and check the code package at ``path`` for the layout ``layout`` (its ``layout.toml``)."""
+    root = Path(path)
+    hint = ("pass the folder of your official code package, as your Kaiwu client gives it (it holds kaiwu.json, "
+            "conf/ and train_test.py)")
+    if not root.is_dir():
+        raise CodePackageError(f"--code-package {str(root)!r} is not a folder; {hint}")
+    kaiwu_path = root / "kaiwu.json"
+    try:
+        kaiwu = json.loads(kaiwu_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CodePackageError(f"--code-package {str(root)!r} has no kaiwu.json, so it is not a Kaiwu code package; "
+                               f"{hint}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CodePackageError(f"--code-package {str(root)!r}: kaiwu.json does not parse ({exc}); {hint}") from None
+    project, version = (kaiwu.get("project_code"), str(kaiwu.get("version", ""))) if isinstance(kaiwu, dict) else \
+        (None, "")
+    if project != layout["project_code"] or not any(version.startswith(v) for v in layout["versions"]):
+        raise CodePackageError(
+            f"--code-package {str(root)!r} is the code package of project {project!r} version {version!r} "
+            f"(its kaiwu.json); --layout {layout_name} builds for {layout['project_code']!r} version "
+            f"{' or '.join(v + 'x' for v in layout['versions'])} ({layout['title']}): use that game's and edition's "
+            "code package, or another --layout")
+    conf_path = root / layout["app_conf"]
+    try:
+        conf = conf_path.read_text(encoding="utf-8")
+        app = tomllib.loads(conf)[layout["app_table"]]
+    except FileNotFoundError:
+        raise CodePackageError(f"--code-package {str(root)!r} has no {layout['app_conf']}; {hint}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError) as exc:
+        raise CodePackageError(f"{conf_path} does not parse as TOML with an [{layout['app_table']}] table ({exc}); "
+                               "restore it from your Kaiwu client's code package") from None
+    registry_path = root / layout["algo_conf"]
+    registry = registry_path.read_text(encoding="utf-8") if registry_path.is_file() else None
+    if registry is not None:
+        try:
+            parsed = yaml.safe_load(registry)
+        except yaml.YAMLError as exc:
+            raise CodePackageError(f"{registry_path} does not parse as YAML ({exc}); restore it from your Kaiwu "
+                                   "client's code package") from None
+        if parsed is not None and not isinstance(parsed, dict):
+            raise CodePackageError(f"{registry_path} is not a mapping of algorithm names; restore it from your "
+                                   "Kaiwu client's code package")
+    return CodePackage(root, kaiwu, conf, app, registry)
+
+
+def toml_value(value) -> str:
+    """A Python bool, int or str as a TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _depth_change(line: str) -> int:
+    """Open minus closed brackets of one line, outside strings and comments."""
+    depth, quote, i = 0, None, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            break
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        i += 1
+    return depth
+
+
+def _settings_of(lines: list[str], table: str) -> tuple[dict[str, tuple[int, int]], int, int]:
+    """The settings of ``[table]``: key -> (first line, line after its value), and the table's line span."""
+    spans, depth, current, start, end = {}, 0, None, None, None
+    key, key_start = None, 0
+    for i, line in enumerate(lines):
+        if depth == 0:
+            stripped = line.strip()
+            if stripped.startswith("["):
+                name = stripped.strip("[]").split("#")[0].strip().strip("[] ")
+                if current == table:
+                    end = i
+                current = name
+                if name == table:
+                    start = i + 1
+                continue
+            match = _KEY.match(line)
+            key, key_start = (match.group(1), i) if match else (None, i)
+        depth += _depth_change(line)
+        if depth == 0 and key is not None:
+            if current == table:
+                spans[key] = (key_start, i + 1)
+            key = None
+    if start is None:
+        raise CodePackageError(f"no [{table}] table")
+    return spans, start, end if end is not None else len(lines)
+
+
+def edit_settings(text: str, table: str, settings: dict, last: dict) -> str:
+    """``text`` (a TOML file) with the settings of ``[table]`` named in ``settings`` set in place (new ones added at the
+    table's end) and those in ``last`` removed from where they are and written as the table's last lines, in order.
+    Every other line is kept as it was; the result is checked by parsing it."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    spans, start, end = _settings_of(lines, table)
+    replace = {spans[k][0]: (spans[k][1], f"{k} = {toml_value(v)}") for k, v in settings.items() if k in spans}
+    drop = {spans[k][0]: spans[k][1] for k in last if k in spans}
+    added = [f"{k} = {toml_value(v)}" for k, v in settings.items() if k not in spans]
+    added += [f"{k} = {toml_value(v)}" for k, v in last.items()]
+    out, i = [], 0
+    while i < len(lines):
+        if i == end:
+            while out and not out[-1].strip():  # the new lines follow the table's last setting
+                out.pop()
+            out.extend(added)
+            added = []
+            if end < len(lines):
+                out.append("")
+        if i in replace:
+            stop, line = replace[i]
+            out.append(line)
+            i = stop
+        elif i in drop:
+            i = drop[i]
+        else:
+            out.append(lines[i])
+            i += 1
+    if added:  # the table runs to the end of the file
+        while out and not out[-1].strip():
+            out.pop()
+        out.extend(added)
+    result = newline.join(out) + newline
+    before, after = tomllib.loads(text), tomllib.loads(result)
+    want = {**before, table: {**before[table], **settings, **last}}
+    if after != want or list(after[table])[-len(last):] != list(last):
+        lines = ", ".join(f"{k} = {toml_value(v)}" for k, v in {**settings, **last}.items())
+        raise CodePackageError(f"editing the [{table}] table line by line did not give the expected settings; set "
+                               f"these lines by hand: {lines}")
+    return result
+
+
+def ensure_registration(text: str | None, algo: str, entry: dict[str, str]) -> str:
+    """The algorithm registry's text with ``algo``'s entry set to ``entry`` (the other entries kept line for line)."""
+    block = [f"{algo}:"] + [f"  {key}: {value}" for key, value in entry.items()]
+    if text is None:
+        return "\n".join(block) + "\n"
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.split("#")[0].rstrip() == f"{algo}:"), None)
+    if start is None:
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines += ([""] if lines else []) + block
+    else:
+        stop = next((j for j in range(start + 1, len(lines)) if lines[j].strip() and not lines[j][0].isspace()),
+                    len(lines))
+        while stop > start + 1 and not lines[stop - 1].strip():
+            stop -= 1
+        lines[start:stop] = block
+    result = newline.join(lines) + newline
+    before = yaml.safe_load(text) or {}
+    if yaml.safe_load(result) != {**before, algo: entry}:
+        raise CodePackageError(f"editing the algorithm registry line by line did not give the expected entry; add "
+                               f"it by hand: {newline.join(block)}")
+    return result
+
+
+def package_settings(layout: dict, algo: str, ckpt_id: int, sample_dim: int) -> tuple[dict, dict]:
+    """``(settings, last)`` of ``configure_app.toml`` for a package: the algorithm, the learner's sample length and
+    the preload keys, then the two eval lines."""
+    ckpt_dir = f"{layout['project_root']}/ckpt"
+    settings = {"algo": algo, "sample_dim": sample_dim, "preload_model": True, "preload_model_dir": ckpt_dir,
+                "preload_model_id": ckpt_id}
+    return settings, {"eval_model_dir": ckpt_dir, "eval_model_id": ckpt_id}
+
+
+def merge_text(layout: dict, algo: str, ckpt_id: int, sample_dim: int) -> str:
+    """The lines to merge into the user's ``configure_app.toml`` when no code package was given."""
+    settings, last = package_settings(layout, algo, ckpt_id, sample_dim)
+    lines = [f"# Merge these lines into the [{layout['app_table']}] table of your code package's {layout['app_conf']}",
+             "# (replace the lines with the same keys; remove the old eval_model_dir and eval_model_id lines: a key",
+             "# set twice breaks the file). The eval lines go last. copy_dir must keep listing "
+             f"{algo!r} (the official file's does).",
+             *[f"{k} = {toml_value(v)}" for k, v in settings.items()],
+             *[f"{k} = {toml_value(v)}" for k, v in last.items()]]
+    return "\n".join(lines) + "\n"
