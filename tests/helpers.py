@@ -66,3 +66,102 @@ def load_tool(name: str) -> ModuleType:
         sys.modules[key] = module
         spec.loader.exec_module(module)
     return sys.modules[key]
+
+
+# A code package shaped like the official 2024 one (the same file names, a configure_app.toml of many keys), written
+# here from the documented layout: never Tencent's files.
+_APP_CONF = '''[app]
+# ---- settings the user may change ----
+learner_train_by_while_true = true
+learner_train_sleep_seconds = 0.0001
+replay_buffer_capacity = 4096
+preload_ratio = 1
+# length of one sample on the learner; it differs per algorithm
+sample_dim = 21624
+torch_num_threads = 1
+predict_batch_size = 1
+send_sample_size = 320
+train_batch_size = 256
+production_consume_ratio = 10
+reverb_remover = "reverb.selectors.Fifo"
+reverb_sampler = "reverb.selectors.Uniform"
+# weights loaded when a training task starts
+preload_model = false
+preload_model_dir = "/data/ckpt/back_to_the_realm_dqn/"
+preload_model_id = 1000
+dump_model_freq = 1000
+# the model an evaluation loads
+eval_model_dir = "/data/ckpt/back_to_the_realm_dqn/"
+eval_model_id = 1000
+
+# ---- settings of the framework ----
+app = "back_to_the_realm"
+self_play = false
+set_name = "back_to_the_realm_set1000"
+self_play_set_name = "back_to_the_realm_set1000"
+selfplay_app_conf = "conf/nature_app_back_to_the_realm.yaml"
+noselfplay_app_conf = "conf/nature_app_back_to_the_realm.yaml"
+algo_conf = "conf/nature_algo_back_to_the_realm.yaml"
+rainbow_env_name = "back_to_the_realm_dev"
+run_mode = "train"
+algo = "target_dqn"
+model_file_sync_per_minutes = 2
+model_file_load_per_minutes = 3
+use_which_deep_learning_framework = "pytorch"
+predict_local_or_remote = "local"
+framework_integration_patterns = "standard"
+aisrv_framework = "kaiwu_env"
+wrapper_type = "remote"
+copy_dir = "conf,target_dqn,dqn"
+aisrv_connect_to_kaiwu_env_count = 8
+modelpool_max_save_model_count = 1
+log_dir = "/data/projects/back_to_the_realm/log"
+level = "INFO"
+tensorflow_log_level = "INFO"
+actor_addrs = { train_one = ["127.0.0.1:8888"]}
+learner_addrs = {train_one = ["127.0.0.1:9999"]}
+'''
+
+
+def _registry_entry(algo: str) -> str:
+    return (f"{algo}:\n  actor_model: {algo}.algorithm.agent.Agent\n  learner_model: {algo}.algorithm.agent.Agent\n"
+            f"  aisrv_model: {algo}.algorithm.agent.Agent\n"
+            "  trainer: kaiwudrl.server.learner.standard_trainer.StandardTrainer\n"
+            "  predictor: kaiwudrl.server.actor.standard_predictor.StandardPredictor\n"
+            f"  train_workflow: {algo}.train_workflow.workflow\n"
+            f"  eval_workflow: kaiwu_agent.back_to_the_realm.{algo}.eval_workflow.workflow\n"
+            f"  exam_workflow: kaiwu_agent.back_to_the_realm.{algo}.exam_workflow.workflow\n")
+
+
+def make_code_package(root: str | Path, *, project: str = "back_to_the_realm", version: str = "10.3.4",
+                      registry: tuple[str, ...] = ("dqn", "target_dqn", "diy")) -> Path:
+    """Write a small code package with the official one's file names under ``root``; returns ``root``."""
+    root = Path(root)
+    files = {
+        "kaiwu.json": json.dumps({"version": version, "project_code": project}, indent=2) + "\n",
+        "train_test.py": "# the client's smoke test: runs a short training of algorithm_name\nalgorithm_name = 'dqn'\n",
+        "conf/__init__.py": "",
+        "conf/configure_app.toml": _APP_CONF,
+        "conf/nature_algo_back_to_the_realm.yaml": "\n".join(_registry_entry(a) for a in registry),
+        "conf/nature_app_back_to_the_realm.yaml": "back_to_the_realm:\n  policies:\n    train_one:\n      algo: dqn\n",
+        "conf/usr_conf.py": "def usr_conf_check(usr_conf, logger):\n    return bool(usr_conf)\n",
+        "conf/back_to_the_realm_state.py": "class BackToTheRealmState:\n    pass\n",
+        "conf/back_to_the_realm_action.py": "class BackToTheRealmAction:\n    pass\n",
+    }
+    for algo in ("dqn", "target_dqn", "diy"):
+        for rel in ("__init__.py", "algorithm/__init__.py", "feature/__init__.py", "model/__init__.py"):
+            files[f"{algo}/{rel}"] = ""
+        files[f"{algo}/config.py"] = "class Config:\n    SAMPLE_DIM = 21624\n"
+        files[f"{algo}/algorithm/agent.py"] = "class Agent:\n    pass\n"
+        files[f"{algo}/train_workflow.py"] = "def workflow(envs, agents, logger=None, monitor=None):\n    pass\n"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def tree_digest(root: str | Path) -> dict[str, bytes]:
+    """Every file of a folder with its bytes (to show that a folder was left unchanged)."""
+    root = Path(root)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

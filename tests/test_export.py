@@ -10,13 +10,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers import make_legacy_run
+from helpers import make_code_package, make_legacy_run
 
 from sb3_realm import features
 from sb3_realm.agents import SubmissionPolicy
@@ -69,8 +70,10 @@ def test_layout_and_manifest(built, models):
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     for need in ("diy/algorithm/agent.py", "diy/feature/definition.py", "diy/feature/features.py",
                  "diy/model/model.py", "diy/model/nets.py", "diy/model/spec.json", "diy/config.py",
-                 "diy/train_workflow.py", "diy/manifest.json", "conf/configure_app.toml", "ckpt/model.ckpt-512.pkl"):
+                 "diy/train_workflow.py", "diy/manifest.json", "merge_into_configure_app.toml",
+                 "ckpt/model.ckpt-512.pkl"):
         assert need in files
+    assert not any(f.startswith("conf/") for f in files)  # never a conf/ that would replace the user's
     manifest = json.loads((folder / "diy" / "manifest.json").read_text())
     assert set(manifest["files"]) == set(files) - {"diy/manifest.json"}
     for rel, digest in manifest["files"].items():
@@ -79,9 +82,12 @@ def test_layout_and_manifest(built, models):
     assert manifest["source_model"]["path"] == models["ppo"].resolve().as_posix()  # POSIX form on every system
     assert manifest["feature_version"] == features.FEATURE_VERSION
     assert manifest["training_config"]["algo"]["name"] == "ppo"
-    assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl"
-    conf = (folder / "conf" / "configure_app.toml").read_text()
-    assert 'algo = "diy"' in conf and 'eval_model_dir = "ckpt"' in conf and 'eval_model_id = "512"' in conf
+    assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl" and manifest["weights"]["ckpt_id"] == 512
+    merge = tomllib.loads((folder / "merge_into_configure_app.toml").read_text(encoding="utf-8"))
+    assert merge == {"algo": "diy", "sample_dim": 10640, "preload_model": True,
+                     "preload_model_dir": "/data/projects/back_to_the_realm/ckpt", "preload_model_id": 512,
+                     "eval_model_dir": "/data/projects/back_to_the_realm/ckpt", "eval_model_id": 512}
+    assert list(merge)[-2:] == ["eval_model_dir", "eval_model_id"]
 
 
 def test_features_and_nets_are_copied_verbatim(built):
@@ -91,15 +97,18 @@ def test_features_and_nets_are_copied_verbatim(built):
 
 
 def test_submission_imports_only_torch_numpy_and_the_platform(built):
+    """The package imports torch, numpy, the standard library, the platform's kaiwu_agent and its own algorithm folder,
+    always absolutely (the platform's model loader rewrites ``from diy.`` lines; a relative import fails there)."""
     for path in built["recurrent_ppo"].rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name.split(".")[0] for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}: a relative import"
                 names = [node.module.split(".")[0]]
             else:
                 continue
-            assert set(names) <= ALLOWED_IMPORTS, f"{path}: imports {names}"
+            assert set(names) <= ALLOWED_IMPORTS | {"diy"}, f"{path}: imports {names}"
     assert not any(p.name == "kaiwu_agent" for p in built["ppo"].rglob("*"))  # the stand-in is never copied
 
 
@@ -117,11 +126,18 @@ def test_weights_are_a_plain_state_dict(built, models):
 
 
 def test_zip_holds_the_three_folders(models, tmp_path):
-    build_submission(models["ppo"], tmp_path / "sub", make_zip=True, algo_dir="my_agent", ckpt_id="7")
+    """--zip: ckpt/, conf/ and the algorithm folder, as the 2024 recipe uploads them; only with a code package."""
+    package = make_code_package(tmp_path / "code")
+    build_submission(models["ppo"], tmp_path / "sub", make_zip=True, algo_dir="dqn", ckpt_id="7", code_package=package)
     with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
         names = archive.namelist()
-    assert {n.split("/")[0] for n in names} == {"my_agent", "ckpt", "conf"}
+        conf = archive.read("conf/configure_app.toml").decode("utf-8")
+    assert {n.split("/")[0] for n in names} == {"dqn", "ckpt", "conf"}
     assert "ckpt/model.ckpt-7.pkl" in names and not any(n.endswith(".tmp") for n in names)
+    assert conf.splitlines()[-2:] == ['eval_model_dir = "/data/projects/back_to_the_realm/ckpt"', "eval_model_id = 7"]
+    with pytest.raises(ExportError, match="--zip needs --code-package"):
+        build_submission(models["ppo"], tmp_path / "other", make_zip=True)
+    assert not (tmp_path / "other").exists()
 
 
 # ------------------------------------------------------------------------------------------ parity
@@ -290,7 +306,7 @@ def test_recurrent_state_restarts_at_each_episode(built):
     assert policy.agent.lstm_state is not None
 
 
-def test_predict_samples_legal_actions_and_learn_and_save(built, tmp_path):
+def test_predict_samples_legal_actions_and_samples_round_trip(built):
     policy = SubmissionPolicy(built["maskable_ppo"])
     d, agent = policy.definition, policy.agent
     env = RealmEnv(map_name="small", max_step=30, treasure_num=3, mask_wall_moves=True)
@@ -305,59 +321,31 @@ def test_predict_samples_legal_actions_and_learn_and_save(built, tmp_path):
         frames.append(d.Frame(obs_data=obs, act_data=act, reward=reward, done=term or trunc))
     samples = d.sample_process(frames)
     assert samples[0].episode_start and not samples[1].episode_start
-    round_trip = d.NumpyData2SampleData(d.SampleData2NumpyData(samples[3]))
+    flat = d.SampleData2NumpyData(samples[3])
+    round_trip = d.NumpyData2SampleData(flat[None])  # as the replay buffer may hand it over: (1, SAMPLE_DIM)
     np.testing.assert_array_equal(round_trip.maps, samples[3].maps)
     assert round_trip.act == samples[3].act and round_trip.ret == pytest.approx(samples[3].ret)
-    before = {k: v.clone() for k, v in agent.model.state_dict().items()}
-    loss = agent.learn(samples)
-    assert np.isfinite(loss)
-    assert any(not torch.equal(before[k], v) for k, v in agent.model.state_dict().items())
-    saved = Path(agent.save_model(path=str(tmp_path), id="9"))
-    assert saved.name == "model.ckpt-9.pkl" and (tmp_path / "model.ckpt-9.pkl.sha256").is_file()
-    agent.load_model(path=str(tmp_path), id="9")
-    assert all(torch.equal(agent.model.state_dict()[k], v) for k, v in torch.load(saved, weights_only=True).items())
 
 
-def test_train_workflow_runs_on_the_platform_loop(built):
+def _workflow_module(folder):
+    """The package's train_workflow module, imported as the platform's servers import it."""
     import importlib
 
-    from sb3_realm.game.maps import small_map
-    from sb3_realm.game.observation import CompetitionEnv
+    from sb3_realm.agents.submission import platform_framework
 
-    policy = SubmissionPolicy(built["ppo"])
-    package = policy.definition.__name__.rsplit(".", 2)[0]  # the submission's code folder, imported as a package
-    workflow = importlib.import_module(f"{package}.train_workflow")
-    class Logger:  # the platform hands the workflow a logger
-        lines: list[str] = []
-
-        def info(self, message):
-            self.lines.append(message)
-
-    # the platform under load: reset sometimes returns None (retried), step sometimes a None score
-    env = CompetitionEnv(small_map(), seed=0, fault_rate=0.3, fault_seed=2)
-    logger = Logger()
-    episodes = workflow.workflow([env], [policy.agent], logger=logger, episodes=3,
-                                 usr_conf={"diy": {"treasure_random": 1, "treasure_num": 3, "max_step": 40}})
-    assert episodes == 3
-    assert any("env.reset returned None" in line for line in logger.lines)
-    assert any("score None" in line for line in logger.lines)
-    assert sum(line.startswith("episode ") for line in logger.lines) == 3
-    with pytest.raises(ValueError, match="wrapped under the key 'diy'"):  # the platform's form only
-        workflow.workflow([CompetitionEnv(small_map())], [policy.agent], episodes=1, usr_conf={"treasure_num": 3})
+    with platform_framework().imported_package(folder, {"diy", "conf"}):
+        return importlib.import_module("diy.train_workflow")
 
 
 def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
     """The template's reward, read the platform's way, on the oracle's game: one TREASURE_REWARD per treasure (at the
     step of its pickup) and the end reward at the last step."""
-    import importlib
-
     from sb3_realm.game import EpisodeConfig, small_map
     from sb3_realm.game.observation import CompetitionEnv, competition_observation
     from sb3_realm.oracle import OraclePolicy
 
     policy = SubmissionPolicy(built["ppo"])
-    package = policy.definition.__name__.rsplit(".", 2)[0]
-    workflow = importlib.import_module(f"{package}.train_workflow")
+    workflow = _workflow_module(built["ppo"])
     game_map = small_map()
     env = CompetitionEnv(game_map, seed=1)
     usr_conf = {"diy": {"treasure_random": 1, "treasure_num": 3, "max_step": 300}}
@@ -368,7 +356,7 @@ def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
         def predict(self, list_obs_data):
             return [policy.definition.ActData(act=oracle.act(*competition_observation(env.game)), prob=None)]
 
-    frames, score = workflow.run_episode(env, OracleAgent(), usr_conf)
+    frames, score = workflow.run_episode(env, OracleAgent(), env.reset(usr_conf=usr_conf), usr_conf)
     steps = len(frames)
     assert env.game.win and env.game.treasure_count == 3
     assert score == pytest.approx(150 + 300 + 0.2 * (300 - steps))
@@ -491,8 +479,14 @@ def test_bad_names(models, tmp_path):
         build_submission(models["ppo"], tmp_path / "a", algo_dir="my-agent")
     with pytest.raises(ExportError, match="--layout"):
         build_submission(models["ppo"], tmp_path / "a", layout="kaiwu2099")
-    with pytest.raises(ExportError, match="--ckpt-id"):
-        build_submission(models["ppo"], tmp_path / "a", ckpt_id="../x")
+    for ckpt_id in ("../x", "1.5", "abc", "0", "-3"):  # the platform reads an integer >= 1
+        with pytest.raises(ExportError, match="--ckpt-id .* must be an integer >= 1"):
+            build_submission(models["ppo"], tmp_path / "a", ckpt_id=ckpt_id)
+    with pytest.raises(ExportError, match="registers the algorithm folders diy, dqn, target_dqn only"):
+        build_submission(models["ppo"], tmp_path / "a", algo_dir="my_agent")
+    with pytest.raises(ExportError, match="--workflow 'train' is unknown"):
+        build_submission(models["ppo"], tmp_path / "a", workflow="train")
+    assert not (tmp_path / "a").exists()
 
 
 def test_reset_observation_without_env_info_matches(real_map_path):
@@ -521,7 +515,7 @@ def test_wheel_ships_the_templates_and_harness(tmp_path):
     template = ROOT / "submission"
     sources = [p for p in template.rglob("*.py") if "__pycache__" not in p.parts]
     assert len(sources) >= 10
-    for path in sources:
+    for path in [*sources, *template.glob("*/layout.toml")]:
         assert f"sb3_realm/submission/{path.relative_to(template).as_posix()}" in names
     assert "sb3_realm/features.py" in names and "sb3_realm/models/nets.py" in names
     assert not [n for n in names if n.split("/")[0] in ("submission", "tools", "tests")]
@@ -530,8 +524,10 @@ def test_wheel_ships_the_templates_and_harness(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
                           str(wheel)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    probe = ("import sb3_realm.submission as s; print(s.__file__); print(all(p.is_dir() for p in s.TEMPLATES.values()) "
-             "and s.HARNESS.is_file() and s.PLATFORM_STUB.is_dir())")
+    probe = ("import sb3_realm.submission as s; print(s.__file__); print(sorted(s.LAYOUTS) == ['kaiwu2024'] and "
+             "all((p / 'algo' / 'algorithm' / 'agent.py').is_file() for p in s.LAYOUTS.values()) and "
+             "s.layout_spec('kaiwu2024')['template'] == 'algo' and s.HARNESS.is_file() and "
+             "(s.PLATFORM_STUB / 'framework.py').is_file())")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(site)})
     assert out.returncode == 0, out.stderr
@@ -584,11 +580,11 @@ def test_force_never_removes_work_it_did_not_write(models, tmp_path):
     with pytest.raises(ExportError, match="not a package built by sb3-realm"):
         build_submission(models["ppo"], mine, force=True)
     assert (mine / "notes.txt").read_text(encoding="utf-8") == "keep"
-    out = tmp_path / "sub"
-    build_submission(models["ppo"], out, make_zip=True)
+    out, package = tmp_path / "sub", make_code_package(tmp_path / "code")
+    build_submission(models["ppo"], out, make_zip=True, code_package=package)
     (out / "diy" / "__pycache__").mkdir()
     (out / "diy" / "__pycache__" / "agent.cpython-311.pyc").write_bytes(b"x")
-    build_submission(models["ppo"], out, make_zip=True, force=True)  # a rebuild over its own package and zip
+    build_submission(models["ppo"], out, make_zip=True, force=True, code_package=package)  # over its own package
     (out / "diy" / "mine.py").write_text("x = 1\n", encoding="utf-8")
     with pytest.raises(ExportError, match=r"holds files build-submission did not write \(diy/mine.py\)"):
         build_submission(models["ppo"], out, force=True)
@@ -596,7 +592,7 @@ def test_force_never_removes_work_it_did_not_write(models, tmp_path):
     other = tmp_path / "other"
     (tmp_path / "other.zip").write_bytes(b"my archive")
     with pytest.raises(ExportError, match=r"other.zip' already exists; pass --force"):
-        build_submission(models["ppo"], other, make_zip=True)
+        build_submission(models["ppo"], other, make_zip=True, code_package=package)
     with pytest.raises(ExportError, match="not a package archive written by build-submission"):
-        build_submission(models["ppo"], other, make_zip=True, force=True)
+        build_submission(models["ppo"], other, make_zip=True, force=True, code_package=package)
     assert (tmp_path / "other.zip").read_bytes() == b"my archive" and not other.exists()

@@ -40,9 +40,10 @@ TASK_OVERRIDES = {"train_batch_size": 64, "replay_buffer_capacity": 1024, "dump_
 
 
 def same_weights(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
-    """Whether two state-dict files hold the same tensors under the same keys (``torch.equal`` on each)."""
+    """Whether two state-dict files hold the same tensors under the same keys (``torch.equal`` on each; the keys'
+    order aside)."""
     a, b = (torch.load(p, map_location="cpu", weights_only=True) for p in (path_a, path_b))
-    return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+    return set(a) == set(b) and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
 
 
 def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *, map_path: str | None = None,
