@@ -7,10 +7,12 @@ repository (realm-rules section 7), so a hosted CI's generic ``CI=true`` does no
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from helpers import SMALL_MODELS, SMALL_RUN
 
 from sb3_realm.game import RealmMap, load_map
 
@@ -38,3 +40,26 @@ def real_map_path(request) -> Path:
 @pytest.fixture(scope="session")
 def real_map(real_map_path) -> RealmMap:
     return load_map(real_map_path)
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory) -> dict[str, Path]:
+    """One short training run per algorithm of ``helpers.SMALL_MODELS`` (512 steps on the small map); the run's
+    config.yaml is beside each model."""
+    import torch
+
+    from sb3_realm.training.config import load_config
+    from sb3_realm.training.run import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = {}
+    try:
+        for name, (config, extra) in SMALL_MODELS.items():
+            run = tmp_path_factory.mktemp(name) / "run"
+            cfg = load_config(REPO / config, [*SMALL_RUN, f"out={json.dumps(str(run))}", "total_timesteps=512", *extra])
+            _, run_dir = train(cfg)
+            out[name] = run_dir / "final_model.zip"
+    finally:
+        torch.set_num_threads(threads)
+    return out

@@ -68,6 +68,20 @@ def load_tool(name: str) -> ModuleType:
     return sys.modules[key]
 
 
+# Short training runs of each algorithm on the small map (the ``models`` fixture of conftest.py trains them once)
+SMALL_RUN = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128", "algo.hyperparams.batch_size=256",
+             "eval_freq=0", "progress_bar=false", "checkpoint_freq=100000",
+             "env.usr_conf={treasure_num: 3, max_step: 150}"]
+SMALL_MODELS = {
+    "ppo": ("configs/ppo.yaml", []),
+    "maskable_ppo": ("configs/maskable_ppo.yaml",
+                     ["algo.extractor=realm", "algo.extractor_kwargs={features_dim: 32, cnn_channels: [8, 8]}",
+                      "algo.policy_kwargs={}", "env.mask_wall_moves=true"]),
+    "recurrent_ppo": ("configs/recurrent_ppo.yaml",
+                      ["algo.policy_kwargs={lstm_hidden_size: 32, normalize_images: false}"]),
+}
+
+
 # A code package shaped like the official 2024 one (the same file names, a configure_app.toml of many keys), written
 # here from the documented layout: never Tencent's files.
 _APP_CONF = '''[app]

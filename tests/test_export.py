@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import SMALL_MODELS as MODELS
 from helpers import make_code_package, make_legacy_run
 
 from sb3_realm import features
@@ -26,34 +27,9 @@ from sb3_realm.envs import RealmEnv
 from sb3_realm.export import ExportError, build_submission, check_submission
 from sb3_realm.models import nets
 from sb3_realm.submission import PLATFORM_STUB
-from sb3_realm.training.config import load_config
-from sb3_realm.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128", "algo.hyperparams.batch_size=256",
-         "eval_freq=0", "progress_bar=false", "checkpoint_freq=100000", "env.usr_conf={treasure_num: 3, max_step: 150}"]
-MODELS = {
-    "ppo": ("configs/ppo.yaml", []),
-    "maskable_ppo": ("configs/maskable_ppo.yaml",
-                     ["algo.extractor=realm", "algo.extractor_kwargs={features_dim: 32, cnn_channels: [8, 8]}",
-                      "algo.policy_kwargs={}", "env.mask_wall_moves=true"]),
-    "recurrent_ppo": ("configs/recurrent_ppo.yaml",
-                      ["algo.policy_kwargs={lstm_hidden_size: 32, normalize_images: false}"]),
-}
 ALLOWED_IMPORTS = {"torch", "numpy", "kaiwu_agent"} | set(sys.stdlib_module_names)  # what the platform has
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> dict[str, Path]:
-    """One short training run per algorithm (train() writes the run's config.yaml beside the model)."""
-    torch.set_num_threads(1)
-    out = {}
-    for name, (config, extra) in MODELS.items():
-        run = tmp_path_factory.mktemp(name) / "run"
-        cfg = load_config(ROOT / config, [*SMALL, f"out={json.dumps(str(run))}", "total_timesteps=512", *extra])
-        _, run_dir = train(cfg)
-        out[name] = run_dir / "final_model.zip"
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -326,14 +326,10 @@ class SubmissionPolicy:
         self.manifest = read_manifest(self.folder)
         verify_package(self.folder, self.manifest)
         framework = platform_framework()
-        algo, bytecode = self.manifest["algo_dir"], sys.dont_write_bytecode
-        sys.dont_write_bytecode = True  # the folder is only read
-        try:
-            with framework.imported_package(self.folder, {algo, "conf"}):
-                self.definition = importlib.import_module(f"{algo}.feature.definition")
-                agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
-        finally:
-            sys.dont_write_bytecode = bytecode
+        algo = self.manifest["algo_dir"]
+        with framework.imported_package(self.folder, {algo, "conf"}):
+            self.definition = importlib.import_module(f"{algo}.feature.definition")
+            agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
         self.agent = agent_cls(agent_type="player", device="cpu")
         weights = self.folder / self.manifest["weights"]["file"]
         self.agent.load_model(path=str(weights.parent), id=self.manifest["weights"]["ckpt_id"])

@@ -129,6 +129,10 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
         for src, dst in mapping.items():
             if key.startswith(src):
                 state[dst + key[len(src):]] = value.detach().cpu().clone()
+    # in the submission model's own order (net, lstm, policy_net, action_net), so that its save_model of the same
+    # weights writes the same bytes
+    order = ("net.", "lstm.", "policy_net.", "action_net.")
+    state = dict(sorted(state.items(), key=lambda item: order.index(item[0].split(".")[0] + ".")))
     lr = model.learning_rate if isinstance(model.learning_rate, (int, float)) else 3e-4
     spec = {
         "algo": algo, "net": extractor.net_name, "net_kwargs": extractor.net_kwargs,

@@ -244,19 +244,21 @@ class Upload:
 # ---------------------------------------------------------------------------------------------- imports
 @contextlib.contextmanager
 def imported_package(path_entry, names):
-    """Import with ``path_entry`` first on ``sys.path``; afterwards the modules of ``names`` imported meanwhile are
+    """Import with ``path_entry`` first on ``sys.path`` (no bytecode written); afterwards the modules of ``names`` imported meanwhile are
     dropped from ``sys.modules`` (earlier ones restored) and the registry is cleared, so that another package of the
     same name can be imported in this process. What was imported keeps working."""
-    saved_path = list(sys.path)
+    saved_path, bytecode = list(sys.path), sys.dont_write_bytecode
     saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] in names}
     for key in saved:
         del sys.modules[key]
     protocol.clear()
     sys.path.insert(0, str(path_entry))
+    sys.dont_write_bytecode = True  # the folder is only read
     try:
         yield
     finally:
         sys.path[:] = saved_path
+        sys.dont_write_bytecode = bytecode
         for key in [k for k in sys.modules if k.split(".")[0] in names]:
             del sys.modules[key]
         sys.modules.update(saved)
@@ -483,6 +485,8 @@ class TrainingTask:
         files = sorted(self.user_dir.glob(f"model.ckpt-{id}.*"))
         if not files:
             raise PlatformError(f"save_model(path, id) wrote no {self.user_dir}/model.ckpt-{id}.* file")
+        if target.exists():  # the same step saved again (no training in between): the newer save replaces it
+            shutil.rmtree(target)
         (target / "ckpt").mkdir(parents=True)
         for path in files:
             shutil.copy2(path, target / "ckpt" / path.name)
@@ -550,11 +554,12 @@ class TrainingTask:
         for role in ("learner", "actor", "aisrv"):
             agents[role] = agent_cls(agent_type="player", device="cpu", logger=self.log, monitor=None)
             agents[role].set_framework_handler(Handler(self, role))
-        self.learner, self.actor, aisrv = agents["learner"], agents["actor"], agents["aisrv"]
+        self.learner, self.actor, self.aisrv = agents["learner"], agents["actor"], agents["aisrv"]
         if self.upload.preload:
             self.learner.load_model(path=str(self.upload.preload_dir), id=self.upload.preload_id)
             self.train_count = self.upload.preload_id
             self.actor.load_model(path=str(self.upload.preload_dir), id=self.upload.preload_id)
             self.actor_model = self.upload.preload_id
         self.env = _Env(env, self, episodes, saves, max_episodes, step_seconds)
-        report["workflow_returned"] = repr(workflow(envs=[self.env], agents=[aisrv], logger=self.log, monitor=None))
+        report["workflow_returned"] = repr(workflow(envs=[self.env], agents=[self.aisrv], logger=self.log,
+                                                    monitor=None))

@@ -205,12 +205,12 @@ class Agent(BaseAgent):
         return str(target)
 
     def _expected_sha256(self, target):
-        """The checksum ``target`` must have: its ``.sha256``, else the manifest's for the exported file, else
-        None (a file saved elsewhere without one)."""
+        """The checksum ``target`` must have: its ``.sha256``, else, for the exported file beside this folder, the
+        manifest's, else None (a file saved elsewhere without one)."""
         side = target.with_name(target.name + ".sha256")
         if side.is_file():
             return side.read_text(encoding="utf-8").strip()
-        if Config.MANIFEST.is_file():
+        if Config.MANIFEST.is_file() and target.parent.resolve() == Config.CKPT_DIR.resolve():
             weights = json.loads(Config.MANIFEST.read_text(encoding="utf-8"))["weights"]
             if Path(weights["file"]).name == target.name:
                 return weights["sha256"]
