@@ -244,9 +244,9 @@ class Upload:
 # ---------------------------------------------------------------------------------------------- imports
 @contextlib.contextmanager
 def imported_package(path_entry, names):
-    """Import with ``path_entry`` first on ``sys.path`` (no bytecode written); afterwards the modules of ``names`` imported meanwhile are
-    dropped from ``sys.modules`` (earlier ones restored) and the registry is cleared, so that another package of the
-    same name can be imported in this process. What was imported keeps working."""
+    """Import with ``path_entry`` first on ``sys.path`` (no bytecode written); afterwards the modules of ``names``
+    imported meanwhile are dropped from ``sys.modules`` (earlier ones restored) and the registry is cleared, so that
+    another package of the same name can be imported in this process. What was imported keeps working."""
     saved_path, bytecode = list(sys.path), sys.dont_write_bytecode
     saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] in names}
     for key in saved:
