@@ -465,3 +465,20 @@ def test_check_fails_when_the_platform_task_breaks_a_limit(models, uploads, tmp_
     report = check_submission(folder, models["ppo"], games=1, max_step=40, min_states=10, task_max_step=10)
     assert not report["ok"] and not report["platform_task"]["ok"]
     assert any("saves within a minute" in e for e in report["platform_task"]["errors"])
+
+
+@pytest.mark.slow
+def test_the_readme_main_jobs_model_passes_the_check(tmp_path):
+    """The README's main job (imitation, 4 rounds, on the default map), then its upload folder, checked on the stand-in
+    with the CLI's default check (30 leaderboard games, >= 10,000 states)."""
+    cli = [sys.executable, "-m", "sb3_realm.cli"]
+    run = tmp_path / "quick"
+    subprocess.run([*cli, "imitate", "--config", "configs/imitate.yaml", "--set", "imitation.rounds=4", "--out",
+                    str(run), "--no-progress"], check=True, capture_output=True, cwd=Path(__file__).parents[1])
+    out = subprocess.run([*cli, "build-submission", str(run / "final_model.zip"), "--out", str(run / "submission"),
+                          "--check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout)["check"]
+    assert report["ok"] and report["platform_task"]["exported_weights_kept"] and report["states"] >= 10_000
+    folder = run / "submission"
+    assert not (folder / "conf").exists() and (folder / "merge_into_configure_app.toml").is_file()
