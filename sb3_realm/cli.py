@@ -227,8 +227,9 @@ def _cmd_build_submission(args) -> int:
     if status:
         print("sb3-realm build-submission: the check FAILED: see check.platform_task (the stand-in's training task) "
               "and check.first_mismatches (actions that differ from the model)", file=sys.stderr)
-    else:
-        print(next_steps(manifest, args.out), file=sys.stderr)
+    else:  # the platform's own terms are Chinese: a stream that cannot encode them shows '?' rather than failing
+        encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+        print(next_steps(manifest, args.out).encode(encoding, errors="replace").decode(encoding), file=sys.stderr)
     return status
 
 

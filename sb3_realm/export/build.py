@@ -391,9 +391,11 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
         steps = [f"{out} holds the algorithm folder {algo}/, ckpt/ and {MERGE_FILE} (no conf/: yours stays).",
                  f"Copy {out / algo} and {out / 'ckpt'} into your code package (代码包), the folder the Kaiwu client "
                  f"(开悟客户端) gives you, replacing its {algo}/.",
-                 f"Merge the lines of {out / MERGE_FILE} into its {layout['app_conf']} (they replace the lines with "
-                 "the same keys; the eval lines go last). Or build again with --code-package YOUR_CODE_PACKAGE to "
-                 "get a complete copy with these edits made.",
+                 f"Merge these lines (also in {out / MERGE_FILE}) into its {layout['app_conf']}: they replace the "
+                 "lines with the same keys, and the eval lines go last. Or build again with --code-package "
+                 "YOUR_CODE_PACKAGE to get a complete copy with these edits made.\n" +
+                 "\n".join(f"       {line}" for line in (out / MERGE_FILE).read_text(encoding="utf-8").splitlines()
+                           if not line.startswith("#")),
                  "Upload that code package in the Kaiwu client."]
     steps += [f"Start a training task (训练任务) on it: {layout['app_conf']} selects algo = \"{algo}\" and preloads "
               f"ckpt/model.ckpt-{ckpt}.pkl (preload_model = true). " +
