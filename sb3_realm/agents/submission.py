@@ -55,8 +55,8 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     missing."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"{str(folder)!r} is not a folder built by sb3-realm build-submission (build one with "
-                         "sb3-realm build-submission MODEL.zip --out DIR)")
+        raise ValueError(f"{str(folder)!r} is not a built submission: it is not a folder (build one with sb3-realm "
+                         "build-submission MODEL.zip --out DIR)")
     conf = folder / "conf" / "configure_app.toml"
     candidates = sorted(folder.glob("*/manifest.json"))
     if conf.is_file():
@@ -69,8 +69,8 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     found = [m for m in (_manifest_at(path) for path in candidates) if m is not None]
     if len(found) != 1:
         where = f"in {', '.join(str(c) for c in candidates)}" if candidates else "in any of its folders"
-        raise ValueError(f"{str(folder)!r}: no manifest of sb3-realm build-submission {where}; was it built by "
-                         "sb3-realm build-submission?")
+        raise ValueError(f"{str(folder)!r} is not a built submission: no manifest of sb3-realm build-submission "
+                         f"{where} (build one with sb3-realm build-submission MODEL.zip --out DIR)")
     return found[0]
 
 
