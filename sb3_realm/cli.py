@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 import warnings
 from pathlib import Path
 
+from .agents.checkpoint import TRUST_ENV
 from .arguments import json_dict
 from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
@@ -19,6 +21,10 @@ from .version import __version__
 # Optuna (seconds), which `sb3-realm --help`, `demo`, `eval` and `replay` of a non-SB3 policy never need.
 
 __all__ = ["main"]
+
+TRUST_HELP = ("load the checkpoints this command reads with SB3's plain load, which unpickles their entries and so "
+              "can run code: only for files you made yourself with your own SB3 code (default: their entries are "
+              "rebuilt from plain data, nothing unpickled)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
     bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
     bs.add_argument("--check-seed", type=int, default=0, help="seed of the check's leaderboard draw")
+    for command in (ev, tr, im, rp, bs):  # the commands that read SB3 checkpoints
+        command.add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)
     return parser
 
 
@@ -274,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main_thread else None
     default_showwarning = warnings.showwarning
     warnings.showwarning = _warning_printer(args.command, default_showwarning)
+    trust_before = os.environ.get(TRUST_ENV)
+    if getattr(args, "trust_pickle", False):  # seen by this process and the workers it starts
+        os.environ[TRUST_ENV] = "1"
     try:
         if args.command == "demo":
             summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif)
@@ -294,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2
     finally:
+        if trust_before is None:
+            os.environ.pop(TRUST_ENV, None)
+        else:
+            os.environ[TRUST_ENV] = trust_before
         warnings.showwarning = default_showwarning
         if main_thread:
             signal.signal(signal.SIGTERM, previous_sigterm)

@@ -17,14 +17,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def strip_feature_version(model_zip: str | Path, out: str | Path | None = None) -> Path:
-    """Rewrite an SB3 ``.zip`` without its recorded ``feature_version``, as a model saved before versions were
-    recorded (into ``out``, default: in place)."""
+    """Rewrite an SB3 ``.zip`` without its recorded ``feature_version`` (nor the run config, recorded since later), as a
+    model saved before versions were recorded (into ``out``, default: in place)."""
     model_zip = Path(model_zip)
     out = Path(out) if out is not None else model_zip
     with zipfile.ZipFile(model_zip) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     data = json.loads(members["data"])
     data.pop("feature_version", None)
+    data.pop("sb3_realm_config", None)
     members["data"] = json.dumps(data).encode()
     with zipfile.ZipFile(out, "w") as archive:
         for name, payload in members.items():

@@ -415,8 +415,10 @@ def test_unsupported_extractor(tmp_path):
     model = PPO("MultiInputPolicy", RealmEnv(map_name="small"), n_steps=16, batch_size=16)
     model.feature_version = features.FEATURE_VERSION  # trained with your own SB3 code on this version
     model.save(tmp_path / "default.zip")
+    with pytest.raises(ExportError, match="no run config to rebuild them from.*--trust-pickle"):
+        build_submission(tmp_path / "default.zip", tmp_path / "out")  # your own file: its pickles only on request
     with pytest.raises(ExportError, match="CombinedExtractor"):
-        build_submission(tmp_path / "default.zip", tmp_path / "out")
+        build_submission(tmp_path / "default.zip", tmp_path / "out", trust_pickle=True)
     assert not (tmp_path / "out").exists()
 
 

@@ -21,6 +21,7 @@ from sb3_realm.agents import ModelPolicy
 from sb3_realm.envs import TERMS, RealmEnv
 from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
 from sb3_realm.training.callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
+from sb3_realm.training.checkpoints import load_vecnormalize
 
 SMALL = {"map_name": "small", "max_step": 24, "treasure_num": 2}
 TINY_NET = {"net_arch": [8]}
@@ -130,8 +131,8 @@ def test_vecnormalize_statistics_used_and_saved(tmp_path):
     model = PPO("MultiInputPolicy", env, **PPO_KW)
     cb = CompetitionEvalCallback(32, CONFIGS[:1], tmp_path / "best_model.zip", env_kwargs={"map_name": "small"})
     model.learn(64, callback=cb)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["best_model.zip", "vecnormalize.pkl"]
-    saved = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), venv(1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best_model.zip", "vecnormalize.json"]  # numbers, no pickle
+    saved = load_vecnormalize(tmp_path, venv(1))
     assert saved.obs_rms["vector"].count > 1
     assert not np.allclose(saved.obs_rms["vector"].mean, 0.0)
     policy = ModelPolicy(model, model.get_env())

@@ -23,18 +23,22 @@ class PolicySpec:
     :param seed: seed of the random policy.
     :param use_flash: the oracle may flash.
     :param use_buff: the oracle may take the buff.
+    :param trust_pickle: a checkpoint's pickles may run (see :mod:`.checkpoint`); None: as the process says.
     """
 
     kind: str
     seed: int = 0
     use_flash: bool = True
     use_buff: bool = True
+    trust_pickle: bool | None = None
 
     def build(self, env: RealmEnv) -> Policy:
-        return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff)
+        return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff,
+                           trust_pickle=self.trust_pickle)
 
 
-def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True) -> Policy:
+def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True,
+                trust_pickle: bool | None = None) -> Policy:
     """Build the policy named by ``spec`` for ``env``; a bad spec raises ``ValueError`` saying what is accepted."""
     if spec == "random":
         return RandomPolicy(seed)
@@ -47,4 +51,4 @@ def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True,
         raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', 'oracle-refined', an existing SB3 "
                          "checkpoint file (.zip saved by model.save) nor a submission folder (built by "
                          "build-submission)")
-    return SB3Policy(path)
+    return SB3Policy(path, trust_pickle=trust_pickle)

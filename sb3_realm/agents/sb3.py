@@ -12,6 +12,7 @@ import numpy as np
 from ..envs import RealmEnv
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
 from ..models.saved import run_frame_stack, run_mask_wall_moves
+from .checkpoint import load_model
 
 if TYPE_CHECKING:
     from stable_baselines3.common.vec_env import VecEnv
@@ -153,16 +154,18 @@ class SB3Policy(ModelPolicy):
     :param path: the checkpoint.
     :param algo: its algorithm name; default: read from the checkpoint.
     :param device: torch device of the model.
-    :param frame_stack: frames the model expects; default: read from the run's ``config.yaml``.
+    :param frame_stack: frames the model expects; default: read from the run's config.
+    :param trust_pickle: let SB3 unpickle the checkpoint's entries (only for a file you made yourself); default: they
+        are rebuilt from plain data (:mod:`.checkpoint`).
 
     A MaskablePPO checkpoint plays with the action mask of its run (``env.mask_wall_moves`` in ``config.yaml``),
     whatever the env's own option.
     """
 
     def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu",
-                 frame_stack: int | None = None) -> None:
+                 frame_stack: int | None = None, trust_pickle: bool | None = None) -> None:
         self.path = Path(path)
         self.algo = algo or detect_algorithm(self.path)
-        model = algorithm(self.algo).cls.load(self.path, device=device)
+        model = load_model(self.path, algo_cls=algorithm(self.algo).cls, device=device, trust_pickle=trust_pickle)
         super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path),
                          mask_walls=run_mask_wall_moves(self.path))

@@ -111,20 +111,23 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
 def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = None, seed: int = 0,
              treasures: int | None = None, games: int = 30, custom: list[list[int]] | None = None,
              max_step: int = 2000, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
-             progress: bool = False, use_flash: bool = True, use_buff: bool = True) -> EvalReport:
+             progress: bool = False, use_flash: bool = True, use_buff: bool = True,
+             trust_pickle: bool | None = None) -> EvalReport:
     """Play every game of a protocol with ``policy`` (``"random"``, ``"oracle"`` or a checkpoint path; with
     ``workers=1`` also any object with ``name``, ``reset(env)`` and ``act(env, obs)``).
 
     :param workers: processes; 1 plays in this process. Results are the same for any number of workers.
     :param oracle_gap: also play the oracle on each game and report the gap to its score.
     :param env_kwargs: extra :class:`RealmEnv` arguments (rules, mask_wall_moves, ...), as in training.
+    :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
+        are rebuilt from plain data (:mod:`sb3_realm.agents.checkpoint`).
     """
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
     configs = protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
                                max_step=max_step)
     if isinstance(policy, str):
-        spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff)
+        spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff, trust_pickle=trust_pickle)
         if Path(policy).is_file():
             warn_feature_version(policy)
     elif workers == 1 and hasattr(policy, "act") and hasattr(policy, "reset"):

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from .. import features
+from ..agents.checkpoint import UntrustedCheckpointError, load_model
 from ..agents.submission import package_differences, read_manifest
 from ..atomic import check_writable_folder, sha256_file
 from ..models import nets
@@ -80,8 +81,9 @@ def _pi_layers(policy) -> list[int]:
     return sizes
 
 
-def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
-    """Load an SB3 checkpoint and translate it into the submission's model spec and state dict.
+def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) -> ExportedPolicy:
+    """Load an SB3 checkpoint (nothing unpickled unless ``trust_pickle``: :mod:`sb3_realm.agents.checkpoint`) and
+    translate it into the submission's model spec and state dict.
 
     Raises :class:`ExportError` for a missing or corrupt file and for an algorithm or extractor the exporter does
     not support.
@@ -99,7 +101,9 @@ def read_model(model_path: str | os.PathLike) -> ExportedPolicy:
         raise ExportError(f"{mismatch}; build-submission refuses it, because a submission must act on what the "
                           "platform shows as the model did in training")
     try:
-        model = algorithm(algo).cls.load(path, device="cpu")
+        model = load_model(path, algo_cls=algorithm(algo).cls, device="cpu", trust_pickle=trust_pickle)
+    except UntrustedCheckpointError as exc:
+        raise ExportError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any failure to load means a corrupt or foreign file
         raise ExportError(f"cannot load {str(path)!r} as a {algo} checkpoint ({type(exc).__name__}: {exc}); is "
                           "the file complete and saved by this version of sb3-realm / SB3?") from exc
@@ -296,7 +300,7 @@ def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
 def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str = "kaiwu2024",
                      algo_dir: str = "diy", ckpt_id: str | int | None = None,
                      code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
-                     force: bool = False) -> dict:
+                     force: bool = False, trust_pickle: bool | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
     :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024``).
@@ -310,6 +314,8 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
         recipe's upload); needs ``code_package``.
     :param force: replace an existing ``out`` that build-submission wrote.
+    :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
+        are rebuilt from plain data).
     """
     out = Path(out)
     if layout not in LAYOUTS:
@@ -348,7 +354,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     zip_path = out.with_name(out.name + ".zip")
     if make_zip and zip_path.exists():
         _check_zip_replaceable(zip_path, force)
-    exported = read_model(model_path)
+    exported = read_model(model_path, trust_pickle)
     if workflow == "finetune" and exported.spec["lstm"]:
         raise ExportError(f"--workflow finetune: {str(model_path)!r} is a recurrent policy, and the platform's learner "
                           "draws steps from its replay buffer out of order, which an LSTM cannot learn from; build it "

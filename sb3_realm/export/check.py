@@ -74,7 +74,7 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
 def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
                      games: int = 30, seed: int = 0, treasures: int = 9, max_step: int = 2000,
                      min_states: int = 10_000, task_episodes: int = 3, task_max_step: int = 300,
-                     progress: bool = False) -> dict:
+                     progress: bool = False, trust_pickle: bool | None = None) -> dict:
     """Prove that the upload ``folder`` survives a platform training task with the exported weights and that the
     model it saves acts exactly like the SB3 model ``model_path`` (module docstring).
 
@@ -100,8 +100,8 @@ def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *
                         "evaluation_error": str(exc), "states": 0, "identical_actions": False,
                         "identical_scores": False}
             with sub:
-                report = _parity(sub, model_path, manifest, map_path, games, seed, treasures, max_step,
-                                 min_states, progress)
+                report = _parity(sub, SB3Policy(model_path, trust_pickle=trust_pickle), manifest, map_path, games,
+                                 seed, treasures, max_step, min_states, progress)
     finally:
         torch.set_num_threads(threads)
     report["evaluated_model_id"] = first["id"]
@@ -116,9 +116,8 @@ def _summary(task: dict) -> dict:
         "saves": [{"id": s["id"], "exported_weights": s["exported_weights"]} for s in task["saves"]]}
 
 
-def _parity(sub, model_path, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
+def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
     env = RealmEnv(**env_kwargs_of(manifest, map_path))
-    reference = SB3Policy(model_path)
     leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step)
     extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step)[0]
              for k, t in enumerate(itertools.cycle(range(1, 14))))

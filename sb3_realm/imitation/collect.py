@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..agents import SB3Policy, load_policy, play_episode
+from ..agents import SB3Policy, load_model, load_policy, play_episode
 from ..envs import RealmEnv
 from ..evaluation import play_games
 from ..models.algorithms import algorithm_class
@@ -185,7 +185,7 @@ class PlayJob:
 
 def play_job(job: PlayJob) -> list[dict]:
     """Play a :class:`PlayJob`'s games; one summary per game, in order (see ``play_games``)."""
-    model = algorithm_class(job.algo).load(job.path, device="cpu")
+    model = load_model(job.path, algo_cls=algorithm_class(job.algo), device="cpu")
     return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps)
 
 

@@ -34,6 +34,7 @@ import torch
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from ..agents import load_model
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
 from ..evaluation import evaluate, game_seed, played_report, protocol_configs
@@ -42,7 +43,7 @@ from ..models.algorithms import algorithm_class
 from ..models.saved import warn_feature_version
 from ..training.checkpoints import latest_checkpoint, list_checkpoints, save_checkpoint
 from ..training.config import TrainConfig, save_config
-from ..training.run import build_model, resume_changes, start_new_run
+from ..training.run import build_model, record_config, resume_changes, start_new_run
 from .bc import fit, fit_sequences
 from .collect import Collector
 from .dataset import ExpertDataset
@@ -122,8 +123,9 @@ class _Run:
 
     def load(self, ckpt: Path, state: dict, changes: dict):
         warn_feature_version(ckpt / "model.zip")
-        model = algorithm_class(self.config.algo.name).load(ckpt / "model.zip", env=self.venv,
-                                                           device=self.config.device, **changes)
+        model = load_model(ckpt / "model.zip", algo_cls=algorithm_class(self.config.algo.name), env=self.venv,
+                           device=self.config.device, **changes)
+        record_config(model, self.config)
         im = state["imitation"]
         self.round, self.history = im["round"], im["history"]
         self.best_score, self.best_round = im["best_score"], im["best_round"]
@@ -437,7 +439,8 @@ def imitate(config: TrainConfig, resume: str | Path | None = None, progress: boo
             bar.close()
         best = run_dir / "best_model.zip"
         atomic_write(run_dir / "final_model.zip", lambda f: f.write(best.read_bytes()))
-        final = algorithm_class(config.algo.name).load(run_dir / "final_model.zip", device=config.device)
+        final = load_model(run_dir / "final_model.zip", algo_cls=algorithm_class(config.algo.name),
+                           device=config.device)
     finally:
         torch.set_num_threads(threads)
         run.venv.close()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Algorithm", "ALGORITHMS", "action_distribution", "algorithm", "algorithm_class", "detect_algorithm",
-           "read_sb3_data"]
+           "read_sb3_data", "schedule", "model_kwargs"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,23 @@ def algorithm(name: str) -> Algorithm:
 def algorithm_class(name: str):
     """The SB3 / sb3-contrib class of ``name`` (``PPO``, ``MaskablePPO``, ``RecurrentPPO``)."""
     return algorithm(name).cls
+
+
+def schedule(value: str, key: str):
+    """``lin_<x>``: linear decay from x to 0 (rl-zoo convention), as a function of SB3's progress remaining."""
+    if value.startswith("lin_"):
+        try:
+            start = float(value[4:])
+        except ValueError:
+            pass
+        else:
+            return lambda progress_remaining: progress_remaining * start
+    raise ValueError(f"algo.hyperparams.{key} = {value!r}: a number or 'lin_<number>' (linear decay to 0)")
+
+
+def model_kwargs(hyperparams: dict) -> dict:
+    """Config hyperparameters as the algorithm's keyword arguments (``lin_<x>`` strings as SB3 schedules)."""
+    return {k: (schedule(v, k) if isinstance(v, str) else v) for k, v in hyperparams.items()}
 
 
 def action_distribution(policy, obs, masks=None):

@@ -35,12 +35,12 @@ import torch as th
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from .nets import NETS, activation_name
+from .nets import ACTIVATIONS, NETS, activation_name
 from .observation_space import realm_spaces, split_frames
 from .temporal import Conv3dExtractor, TransformerCache, TransformerExtractor
 
 __all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor",
-           "TransformerCache", "EXTRACTORS", "split_frames"]
+           "TransformerCache", "EXTRACTORS", "split_frames", "policy_kwargs_of"]
 
 class NetExtractor(BaseFeaturesExtractor):
     """An SB3 extractor around a torch-only :mod:`sb3_realm.models.nets` module (``net``): what ``build-submission`` can
@@ -151,3 +151,30 @@ EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {
     "conv3d": Conv3dExtractor,
     "transformer": TransformerExtractor,
 }
+
+
+def policy_kwargs_of(algo: dict, frame_stack: int) -> dict:
+    """SB3 ``policy_kwargs`` built from a config's ``algo`` section as plain data (``extractor``,
+    ``extractor_kwargs``, ``policy_kwargs``, ``net_arch``, ``activation``: classes by name, never unpickled) and its
+    ``env.frame_stack``."""
+    kwargs = dict(algo.get("policy_kwargs") or {})
+    extractor = algo.get("extractor", "default")
+    if extractor != "default":
+        if extractor not in EXTRACTORS:
+            raise ValueError(f"algo.extractor = {extractor!r}; choose one of {sorted(EXTRACTORS)} or 'default'")
+        ex_kwargs = dict(algo.get("extractor_kwargs") or {})
+        if EXTRACTORS[extractor].needs_frame_stack:
+            if frame_stack < 2:
+                raise ValueError(f"algo.extractor = {extractor!r} needs stacked frames: set env.frame_stack >= 2")
+            ex_kwargs.setdefault("n_frames", frame_stack)
+        if kwargs.get("normalize_images") is False:
+            ex_kwargs.setdefault("maps_scale", 1.0 / 255.0)  # SB3 hands over 0..255 maps; scale inside the net
+        kwargs["features_extractor_class"] = EXTRACTORS[extractor]
+        kwargs["features_extractor_kwargs"] = ex_kwargs
+    if algo.get("net_arch") is not None:
+        kwargs["net_arch"] = algo["net_arch"]
+    activation = algo.get("activation", "tanh")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"algo.activation = {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+    kwargs["activation_fn"] = ACTIVATIONS[activation]
+    return kwargs

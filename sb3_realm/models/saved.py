@@ -8,17 +8,35 @@ from pathlib import Path
 from .. import features
 from .algorithms import detect_algorithm, read_sb3_data
 
-__all__ = ["LEGACY_FEATURE_VERSION", "run_config", "run_frame_stack", "run_mask_wall_moves", "model_feature_version",
-           "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
+__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "run_config", "serialized_entries", "run_frame_stack",
+           "run_mask_wall_moves", "model_feature_version", "feature_version_mismatch", "FeatureVersionWarning",
+           "warn_feature_version"]
 
 LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
+# the resolved run config, as plain JSON inside every checkpoint the package writes (the model's attribute of that
+# name, saved with its data): a lone final_model.zip says how it was trained
+CONFIG_ENTRY = "sb3_realm_config"
 
 
-def run_config(path: Path) -> dict | None:
-    """The ``config.yaml`` of the training run a checkpoint belongs to (in the checkpoint's folder, or two levels up
-    for ``checkpoints/step_*/model.zip``), as plain data; None when there is none."""
+def serialized_entries(data: dict) -> list[str]:
+    """The entries of a checkpoint's JSON data that SB3's ``load`` would unpickle (cloudpickle, base64)."""
+    return [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
+
+
+def run_config(path: Path, data: dict | None = None) -> dict | None:
+    """The config of the training run a checkpoint belongs to, as plain data: the one recorded in the checkpoint
+    (:data:`CONFIG_ENTRY`), else the run's ``config.yaml`` (in the checkpoint's folder, or two levels up for
+    ``checkpoints/step_*/model.zip``); None when there is neither. ``data``: the checkpoint's JSON when the caller has
+    read it already."""
     import yaml  # lazy: only checkpoints read it; at the top it costs `sb3-realm --help` 15 ms
 
+    path = Path(path)
+    try:
+        recorded = (read_sb3_data(path) if data is None else data).get(CONFIG_ENTRY)
+    except ValueError:  # not a checkpoint: no recorded config
+        recorded = None
+    if isinstance(recorded, dict):
+        return recorded
     for folder in (path.parent, path.parent.parent.parent):
         cfg = folder / "config.yaml"
         if cfg.is_file():

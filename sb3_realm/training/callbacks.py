@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import tempfile
 import time
 from collections import deque
@@ -28,6 +27,7 @@ from ..atomic import atomic_write
 from ..envs import RealmEnv
 from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..game.rules import USR_CONF_KEYS, EpisodeConfig
+from .checkpoints import VECNORMALIZE_FILE, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
            "SUCCESS_METRICS"]
@@ -129,9 +129,8 @@ class CompetitionEvalCallback(BaseCallback):
     ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
     model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
     normalises observations with its current statistics (see :class:`~sb3_realm.agents.ModelPolicy`) and saves them
-    beside the best
-    model as ``vecnormalize.pkl``. An existing ``json_path`` is continued (resume): its best score counts while
-    ``best_model_path`` exists.
+    beside the best model as ``vecnormalize.json`` (plain numbers). An existing ``json_path`` is continued (resume):
+    its best score counts while ``best_model_path`` exists.
 
     :param eval_freq: evaluate every ``eval_freq`` callback calls.
     :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs`: start 2,
@@ -190,7 +189,7 @@ class CompetitionEvalCallback(BaseCallback):
 
     @property
     def vecnormalize_path(self) -> Path:
-        return self.best_model_path.parent / "vecnormalize.pkl"
+        return self.best_model_path.parent / VECNORMALIZE_FILE
 
     def _init_callback(self) -> None:
         self.best_model_path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,7 +267,7 @@ class CompetitionEvalCallback(BaseCallback):
         atomic_write(self.best_model_path, self.model.save)
         vec_normalize = self.model.get_vec_normalize_env()
         if vec_normalize is not None:
-            atomic_write(self.vecnormalize_path, lambda f: pickle.dump(vec_normalize, f))
+            save_vecnormalize(vec_normalize, self.vecnormalize_path)
 
     def route_image(self, policy: ModelPolicy) -> np.ndarray:
         """(H, W, 3) uint8 route plot (:func:`~sb3_realm.evaluation.plot_route`) of the first game."""

@@ -1,9 +1,10 @@
 """Checkpoints that survive SIGKILL: each is a folder built under a temporary name and renamed into place.
 
-``<run>/checkpoints/step_<timesteps>/`` holds ``model.zip`` (weights, optimizer, timesteps), ``vecnormalize.pkl``
-when the run normalises, and ``state.json`` (timesteps, curriculum phase, algorithm). A folder is renamed into place
-only once complete, so a kill at any moment leaves either the previous checkpoints or a new complete one; leftover
-``.tmp-*`` folders are ignored and cleaned on resume.
+``<run>/checkpoints/step_<timesteps>/`` holds ``model.zip`` (weights, optimizer, timesteps), ``vecnormalize.json``
+(the normalisation statistics as plain numbers, never a pickle) when the run normalises, and ``state.json``
+(timesteps, curriculum phase, algorithm). A folder is renamed into place only once complete, so a kill at any moment
+leaves either the previous checkpoints or a new complete one; leftover ``.tmp-*`` folders are ignored and cleaned on
+resume.
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-__all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
+from ..agents.checkpoint import TRUST_HINT, trusted
+from ..atomic import atomic_write
+
+__all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
+           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE"]
+
+VECNORMALIZE_FILE = "vecnormalize.json"
+_SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
 
 PREFIX = "step_"
 
@@ -50,7 +60,7 @@ def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | N
         model.save(tmp / "model.zip")
         venv = model.get_vec_normalize_env()
         if venv is not None:
-            venv.save(str(tmp / "vecnormalize.pkl"))
+            save_vecnormalize(venv, tmp / VECNORMALIZE_FILE)
         state = {"num_timesteps": int(model.num_timesteps), "curriculum": curriculum_state, "algo": algo,
                  "feature_version": getattr(model, "feature_version", None), **(extra or {})}
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
@@ -146,10 +156,55 @@ class RunCheckpointCallback(BaseCallback):
         return path
 
 
-def load_vecnormalize(ckpt: Path, venv):
-    """Wrap ``venv`` with the checkpoint's VecNormalize statistics when it has them."""
-    stats = ckpt / "vecnormalize.pkl"
-    if not stats.is_file():
-        return venv
+def _rms_state(rms):
+    if rms is None:
+        return None
+    if isinstance(rms, dict):
+        return {key: _rms_state(value) for key, value in rms.items()}
+    return {"mean": np.asarray(rms.mean).tolist(), "var": np.asarray(rms.var).tolist(), "count": float(rms.count)}
+
+
+def _rms(state):
+    if state is None or "count" not in state:
+        return None if state is None else {key: _rms(value) for key, value in state.items()}
+    rms = RunningMeanStd(shape=np.shape(state["mean"]))
+    rms.mean, rms.var, rms.count = np.asarray(state["mean"]), np.asarray(state["var"]), state["count"]
+    return rms
+
+
+def save_vecnormalize(venv: VecNormalize, path: str | os.PathLike) -> None:
+    """``venv``'s normalisation settings and statistics as plain JSON at ``path`` (written atomically)."""
+    state = {key: getattr(venv, key, None) for key in _SETTINGS}
+    state.update(obs_rms=_rms_state(venv.obs_rms if venv.norm_obs else None), ret_rms=_rms_state(venv.ret_rms),
+                 returns=np.asarray(venv.returns).tolist())
+    text = json.dumps(state) + "\n"
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def load_vecnormalize(ckpt: Path, venv, trust_pickle: bool | None = None):
+    """Wrap ``venv`` with the checkpoint's VecNormalize statistics when it has them: its ``vecnormalize.json``, or an
+    older run's ``vecnormalize.pkl`` (a pickle: only with ``trust_pickle``, else a :class:`CheckpointError`)."""
     inner = venv.venv if isinstance(venv, VecNormalize) else venv
-    return VecNormalize.load(str(stats), inner)
+    stats = Path(ckpt) / VECNORMALIZE_FILE
+    if stats.is_file():
+        try:
+            state = json.loads(stats.read_text(encoding="utf-8"))
+            settings = {key: state[key] for key in _SETTINGS if key != "norm_obs_keys"}
+            out = VecNormalize(inner, norm_obs_keys=state.get("norm_obs_keys"), **settings)
+            if state["obs_rms"] is not None:
+                out.obs_rms = _rms(state["obs_rms"])
+            out.ret_rms = _rms(state["ret_rms"])
+            returns = np.asarray(state["returns"], dtype=np.float64)
+            if returns.shape == out.returns.shape:  # another number of envs starts from zero returns, as SB3 does
+                out.returns = returns
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{str(stats)!r} does not hold VecNormalize statistics ({exc}); delete the "
+                                  "checkpoint folder to resume from the one before") from None
+        return out
+    legacy = Path(ckpt) / "vecnormalize.pkl"
+    if not legacy.is_file():
+        return venv
+    if not trusted(trust_pickle):
+        raise CheckpointError(f"{str(legacy)!r} holds VecNormalize statistics as a pickle (written before they were "
+                              f"saved as plain numbers), which can run code, so it is not loaded; {TRUST_HINT}")
+    return VecNormalize.load(str(legacy), inner)

@@ -21,7 +21,7 @@ import yaml
 from ..atomic import atomic_write, check_portable_path
 from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
-from ..models.algorithms import ALGORITHMS, algorithm_class
+from ..models.algorithms import ALGORITHMS, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 from ..oracle import TIE_BREAKS
 from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
@@ -124,7 +124,7 @@ class AlgoConfig:
             if isinstance(value, str) and key not in ("learning_rate", "clip_range", "clip_range_vf"):
                 raise ValueError(f"algo.hyperparams.{key} = {value!r} must be a number, not a string")
             if isinstance(value, str):
-                _schedule(value, key)  # "lin_3e-4" style schedules are data too
+                schedule(value, key)  # "lin_3e-4" style schedules are data too
             _check_range(key, value)
 
 
@@ -156,21 +156,9 @@ def _check_range(key: str, value) -> None:
     if key not in HYPERPARAM_RANGES or value is None and key in ("clip_range_vf", "target_kl"):
         return
     test, valid = HYPERPARAM_RANGES[key]
-    number = _schedule(value, key)(1.0) if isinstance(value, str) else value  # "lin_<x>": its start value x
+    number = schedule(value, key)(1.0) if isinstance(value, str) else value  # "lin_<x>": its start value x
     if isinstance(number, bool) or not isinstance(number, int | float) or not test(number):
         raise ValueError(f"algo.hyperparams.{key} = {value!r} is out of range: it must be {valid}")
-
-
-def _schedule(value: str, key: str):
-    """``lin_<x>``: linear decay from x to 0 (rl-zoo convention)."""
-    if value.startswith("lin_"):
-        try:
-            start = float(value[4:])
-        except ValueError:
-            pass
-        else:
-            return lambda progress_remaining: progress_remaining * start
-    raise ValueError(f"algo.hyperparams.{key} = {value!r}: a number or 'lin_<number>' (linear decay to 0)")
 
 
 @dataclass

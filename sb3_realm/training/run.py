@@ -12,18 +12,18 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from .. import features
+from ..agents.checkpoint import load_model
 from ..atomic import atomic_write, check_writable_folder
 from ..envs import RealmEnv
 from ..evaluation import protocol_configs
 from ..game.rules import EpisodeConfig
-from ..models.algorithms import algorithm
-from ..models.extractors import EXTRACTORS
-from ..models.nets import ACTIVATIONS
-from ..models.saved import warn_feature_version
+from ..models.algorithms import algorithm, model_kwargs
+from ..models.extractors import policy_kwargs_of
+from ..models.saved import CONFIG_ENTRY, warn_feature_version
 from ..processes import start_method
 from .callbacks import CompetitionEvalCallback, ConfigLogCallback, CurriculumCallback, RealmMetricsCallback
 from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
-from .config import EnvConfig, TrainConfig, _schedule, config_to_dict, load_config, save_config
+from .config import EnvConfig, TrainConfig, config_to_dict, load_config, save_config
 from .finetune import (
     StartScalarsCallback,
     anchored_class,
@@ -33,8 +33,8 @@ from .finetune import (
     warm_start_value,
 )
 
-__all__ = ["train", "build_model", "make_vec_env", "policy_kwargs", "policy_name", "resume_config", "start_new_run",
-           "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL"]
+__all__ = ["train", "build_model", "record_config", "make_vec_env", "policy_kwargs", "policy_name", "resume_config",
+           "start_new_run", "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL"]
 
 
 def _make_env(env_kwargs: dict) -> Monitor:
@@ -61,29 +61,7 @@ def policy_name(config: TrainConfig) -> str:
 
 def policy_kwargs(config: TrainConfig) -> dict:
     """SB3 ``policy_kwargs`` built from data: extractor and activation by name."""
-    algo = config.algo
-    kwargs = dict(algo.policy_kwargs)
-    if algo.extractor != "default":
-        if algo.extractor not in EXTRACTORS:
-            raise ValueError(f"algo.extractor = {algo.extractor!r}; choose one of {sorted(EXTRACTORS)} or 'default'")
-        ex_kwargs = dict(algo.extractor_kwargs)
-        if EXTRACTORS[algo.extractor].needs_frame_stack:
-            if config.env.frame_stack < 2:
-                raise ValueError(f"algo.extractor = {algo.extractor!r} needs stacked frames: set env.frame_stack >= 2")
-            ex_kwargs.setdefault("n_frames", config.env.frame_stack)
-        if kwargs.get("normalize_images") is False:
-            ex_kwargs.setdefault("maps_scale", 1.0 / 255.0)  # SB3 hands over 0..255 maps; scale inside the net
-        kwargs["features_extractor_class"] = EXTRACTORS[algo.extractor]
-        kwargs["features_extractor_kwargs"] = ex_kwargs
-    if algo.net_arch is not None:
-        kwargs["net_arch"] = algo.net_arch
-    kwargs["activation_fn"] = ACTIVATIONS[algo.activation]
-    return kwargs
-
-
-def _model_kwargs(hyperparams: dict) -> dict:
-    """Config hyperparameters as the algorithm's keyword arguments (``lin_<x>`` strings as SB3 schedules)."""
-    return {k: (_schedule(v, k) if isinstance(v, str) else v) for k, v in hyperparams.items()}
+    return policy_kwargs_of(config_to_dict(config)["algo"], config.env.frame_stack)
 
 
 def _algo_class(config: TrainConfig):
@@ -94,11 +72,19 @@ def _algo_class(config: TrainConfig):
 
 def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None = None):
     """A new model of the configured algorithm, policy, network and hyperparameters on ``venv``."""
-    hyperparams = _model_kwargs(config.algo.hyperparams)
+    hyperparams = model_kwargs(config.algo.hyperparams)
     model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
                                 device=config.device, tensorboard_log=tensorboard_log, verbose=0, **hyperparams)
     model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
+    record_config(model, config)
     return model
+
+
+def record_config(model, config: TrainConfig) -> None:
+    """Keep the resolved config on the model, saved with its data as plain JSON in every .zip it writes
+    (:data:`~sb3_realm.models.saved.CONFIG_ENTRY`): a lone checkpoint says how it was trained, and loads without
+    unpickling anything."""
+    setattr(model, CONFIG_ENTRY, config_to_dict(config))
 
 
 def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> TrainConfig:
@@ -176,10 +162,11 @@ def resume_changes(run_dir: Path, config: TrainConfig) -> dict:
                              "trained with. Drop that --set, or start a new run with --out; the run was left as it "
                              "was")
     before = stored["algo"]["hyperparams"]
-    return _model_kwargs({k: v for k, v in new["algo"]["hyperparams"].items() if k not in before or before[k] != v})
+    return model_kwargs({k: v for k, v in new["algo"]["hyperparams"].items() if k not in before or before[k] != v})
 
 
-def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None):
+def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None,
+          trust_pickle: bool | None = None):
     """Train (or resume) a run; returns ``(model, run_dir)``.
 
     With ``resume``, the run continues from its newest intact checkpoint (timesteps, optimizer, VecNormalize,
@@ -188,7 +175,8 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     :func:`resume_changes`). Everything is checked before anything is written: a refused command leaves the run as it
     was. With ``finetune.init_from`` (``--init-from``), a new run starts from that model's weights (see
     :mod:`.finetune`: checks, critic warm start, anchor). ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning
-    callback), called after the run's own ones.
+    callback), called after the run's own ones. A resumed checkpoint is loaded without unpickling anything unless
+    ``trust_pickle`` (:mod:`sb3_realm.agents.checkpoint`).
     """
     config.validate()
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
@@ -215,9 +203,10 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
         if found is not None:
             ckpt, state = found
             warn_feature_version(ckpt / "model.zip")
-            venv = load_vecnormalize(ckpt, venv)
-            model = _algo_class(config).load(ckpt / "model.zip", env=venv, device=config.device,
-                                             tensorboard_log=str(run_dir / "tb"), **changes)
+            venv = load_vecnormalize(ckpt, venv, trust_pickle)
+            model = load_model(ckpt / "model.zip", algo_cls=_algo_class(config), env=venv, device=config.device,
+                               trust_pickle=trust_pickle, tensorboard_log=str(run_dir / "tb"), **changes)
+            record_config(model, config)
             if curriculum is not None and state.get("curriculum"):
                 curriculum.load_state_dict(state["curriculum"])
             if fine.anchor_coef:
