@@ -1,16 +1,21 @@
 """Atomic file writes (a temporary file in the same folder, flushed to disk, then renamed over the target, so a
-crash or a kill never leaves half a file), file checksums and the writability check of output folders."""
+crash or a kill never leaves half a file), file checksums, the writability check of output folders, and the lock that
+lets one command at a time work in a folder."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path, PureWindowsPath
 from typing import IO
 
-__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file"]
+from filelock import FileLock, Timeout
+
+__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file",
+           "hold_folder", "FolderInUse"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
@@ -103,3 +108,51 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class FolderInUse(ValueError):
+    """Another command holds the folder (the message names it and the holder's pid)."""
+
+
+def _lock_path(folder: Path) -> Path:
+    return folder.parent / f".{folder.name}.lock"
+
+
+@contextlib.contextmanager
+def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Path]:
+    """Hold ``folder`` for this process while the block runs: an OS-level lock on ``.<name>.lock`` beside it (never
+    inside it; released by the system when a process dies, so a killed command leaves nothing held), with the
+    holder's pid in ``.<name>.lock.pid``. Another command on the same folder meanwhile raises :class:`FolderInUse` at
+    once. The lock's files (and a parent folder made for them, when left empty) are removed when the block ends."""
+    folder = Path(folder)
+    lock_path = _lock_path(folder)
+    made = [p for p in [lock_path.parent, *lock_path.parent.parents] if not p.exists()]
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_path), timeout=0)
+    pid_path = lock_path.with_name(lock_path.name + ".pid")
+    try:
+        try:
+            lock.acquire()
+        except Timeout:
+            try:
+                holder = pid_path.read_text(encoding="utf-8").strip() or "unknown"
+            except OSError:
+                holder = "unknown"
+            raise FolderInUse(f"{what} {str(folder)!r} is in use by another sb3-realm command (pid {holder}); wait "
+                              "for it to end, or choose another folder") from None
+        try:
+            text = f"{os.getpid()}\n"
+            atomic_write(pid_path, lambda f: f.write(text.encode("utf-8")))
+            yield folder
+        finally:
+            with contextlib.suppress(OSError):
+                pid_path.unlink()
+            # unlinked while held: a command that opened the old file meanwhile finds it gone once it locks it and
+            # takes a new one (filelock checks the file's link count after locking)
+            with contextlib.suppress(OSError):
+                lock_path.unlink()
+            lock.release()
+    finally:
+        for path in made:  # the parents made for the lock, innermost first, if nothing else went there
+            with contextlib.suppress(OSError):
+                path.rmdir()

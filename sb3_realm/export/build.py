@@ -24,6 +24,7 @@ import platform
 import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ import torch
 from .. import features
 from ..agents.checkpoint import UntrustedCheckpointError, load_model
 from ..agents.submission import package_differences, read_manifest
-from ..atomic import check_writable_folder, sha256_file
+from ..atomic import FolderInUse, check_writable_folder, hold_folder, sha256_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config
@@ -347,6 +348,46 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         if out.resolve().is_relative_to(package_path.resolve()):
             raise ExportError(f"--out {str(out)!r} is inside --code-package {str(package_path)!r}; the code package "
                               "is never changed: choose an --out outside it")
+    try:
+        with hold_folder(out, "--out"):  # one command at a time on an upload folder (its lock is beside it)
+            return _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip,
+                               force, trust_pickle)
+    except FolderInUse as exc:
+        raise ExportError(str(exc)) from None
+
+
+def _leftovers(out: Path) -> tuple[list[Path], list[Path]]:
+    """The folders an interrupted build left beside ``out``: old packages set aside, unfinished new ones."""
+    old = sorted(out.parent.glob(f".{out.name}.old-*"))
+    unfinished = sorted(out.parent.glob(f".{out.name}.*.tmp"))
+    return old, unfinished
+
+
+def recover_interrupted_build(out: str | os.PathLike) -> str | None:
+    """After a build killed while it swapped ``out`` (no directory swap is atomic everywhere): put the old package
+    back when nothing is at ``out``, or finish the swap (drop the old one) when the new one is in place; unfinished
+    new folders are removed. Returns what was done, or None when nothing was left."""
+    out = Path(out)
+    old, unfinished = _leftovers(out)
+    done = []
+    if old and not out.exists():
+        os.replace(old[-1], out)
+        done.append(f"restored the package that an interrupted build-submission had set aside ({old[-1].name})")
+        old = old[:-1]
+    for path in old:
+        shutil.rmtree(path, ignore_errors=True)
+        done.append(f"removed the old package an interrupted build-submission left ({path.name})")
+    for path in unfinished:
+        shutil.rmtree(path, ignore_errors=True)
+        done.append(f"removed an unfinished build ({path.name})")
+    return "; ".join(done) or None
+
+
+def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip, force,
+                trust_pickle) -> dict:
+    recovered = recover_interrupted_build(out)
+    if recovered:
+        warnings.warn(f"--out {str(out)!r}: {recovered}", RecoveredBuildWarning, stacklevel=3)
     if out.exists() and not force:
         raise ExportError(f"output folder {str(out)!r} already exists; pass --force to replace it")
     if out.exists():
@@ -362,24 +403,29 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     ckpt = _ckpt_id(ckpt_id, exported.num_timesteps)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    old = None
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
     try:
         try:
             manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package)
         except CodePackageError as exc:
             raise ExportError(f"--code-package {str(package_path)!r}: {exc}") from None
         if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)
         os.replace(tmp, out)
-    finally:
+    finally:  # whatever ends the swap (an error, Ctrl-C, SIGTERM), a package is at ``out``: the new or the old one
+        if not out.exists() and old.exists():
+            os.replace(old, out)
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
+        if old.exists():
             shutil.rmtree(old, ignore_errors=True)
     if make_zip:  # the three folders of the 2024 recipe's upload
         _zip_folder(out, zip_path, ["ckpt", "conf", algo_dir])
     return manifest
+
+
+class RecoveredBuildWarning(UserWarning):
+    """build-submission found what an interrupted build left and restored or finished it."""
 
 
 def next_steps(manifest: dict, out: str | os.PathLike) -> str:

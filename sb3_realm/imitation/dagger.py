@@ -35,7 +35,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..agents import load_model
-from ..atomic import atomic_write, check_writable_folder
+from ..atomic import atomic_write, check_writable_folder, hold_folder
 from ..envs import RealmEnv
 from ..evaluation import evaluate, game_seed, played_report, protocol_configs
 from ..game.rules import EpisodeConfig
@@ -400,7 +400,16 @@ def imitate(config: TrainConfig, resume: str | Path | None = None, progress: boo
     :param resume: a run folder to continue from its last complete round (its own config, with overrides such as
         more ``imitation.rounds``).
     :param progress: a progress bar over the rounds.
+
+    The run folder is held for the run (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused.
     """
+    config.validate()
+    folder = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    with hold_folder(folder, "run directory"):
+        return _imitate(config, resume, progress)
+
+
+def _imitate(config: TrainConfig, resume, progress: bool):
     run_dir, found = _prepare(config, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     save_config(config, run_dir / "config.yaml")

@@ -13,7 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .. import features
 from ..agents.checkpoint import load_model
-from ..atomic import atomic_write, check_writable_folder
+from ..atomic import atomic_write, check_writable_folder, hold_folder
 from ..envs import RealmEnv
 from ..evaluation import protocol_configs
 from ..game.rules import EpisodeConfig
@@ -176,10 +176,16 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     was. With ``finetune.init_from`` (``--init-from``), a new run starts from that model's weights (see
     :mod:`.finetune`: checks, critic warm start, anchor). ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning
     callback), called after the run's own ones. A resumed checkpoint is loaded without unpickling anything unless
-    ``trust_pickle`` (:mod:`sb3_realm.agents.checkpoint`).
+    ``trust_pickle`` (:mod:`sb3_realm.agents.checkpoint`). The run folder is held for the run
+    (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused.
     """
     config.validate()
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    with hold_folder(run_dir, "run directory"):  # one command at a time in a run
+        return _train(config, run_dir, resume, callbacks, trust_pickle)
+
+
+def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
     found, changes = None, {}
     fine = config.finetune
     if resume is None:
