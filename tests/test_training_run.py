@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,3 +201,24 @@ def test_a_cli_run_logs_route_images_and_its_config_to_tensorboard(tmp_path):
     assert any(b"algo.hyperparams.n_steps" in content for content in hparams.values()), list(hparams)
     none = load_config("configs/tiny.yaml", ["eval_route_every=0"])
     assert none.eval_route_every == 0
+
+
+def test_a_resumed_run_evaluates_and_saves_at_the_steps_of_an_uninterrupted_one(tmp_path):
+    """Evaluations and checkpoints fall on the model's total timesteps: a run stopped after an evaluation that its last
+    checkpoint predates, then resumed, lists each evaluation step once, the same steps as a run that never stopped."""
+    common = ["eval_freq=256", "checkpoint_freq=384", "eval_games=2", "keep_checkpoints=10", "progress_bar=false",
+              "env.map_name=small"]
+    whole, _ = train(load_config("configs/tiny.yaml", [f"out={tmp_path / 'whole'}", "total_timesteps=1536", *common]))
+    cut = tmp_path / "cut"
+    train(load_config("configs/tiny.yaml", [f"out={cut}", "total_timesteps=1024", *common]))
+    for ckpt in list_checkpoints(cut / "checkpoints"):  # as killed after step 1024's evaluation, before its checkpoint
+        if int(ckpt.name.split("_")[1]) > 768:
+            shutil.rmtree(ckpt)
+    (cut / "final_model.zip").unlink()
+    train(resume_config(cut, ["total_timesteps=1536"]), resume=cut)
+    steps = [[h["timesteps"] for h in json.loads((run / "eval.json").read_text(encoding="utf-8"))]
+             for run in (tmp_path / "whole", cut)]
+    assert steps[0] == steps[1] == [256, 512, 768, 1024, 1280, 1536]
+    saved = [sorted(int(c.name.split("_")[1]) for c in list_checkpoints(run / "checkpoints"))
+             for run in (tmp_path / "whole", cut)]
+    assert saved[0] == saved[1]

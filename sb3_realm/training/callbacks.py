@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..game.rules import USR_CONF_KEYS, EpisodeConfig
 from .checkpoints import VECNORMALIZE_FILE, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
-           "SUCCESS_METRICS"]
+           "SUCCESS_METRICS", "ResumeWarning", "StopAtTimesteps"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
@@ -47,6 +48,27 @@ def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
         if done and "score" in info:
             yield i, info
 
+
+
+class StopAtTimesteps(BaseCallback):
+    """End training once the model's total timesteps reach ``timesteps``: a rollout that ends there is trained on, one
+    that would go on past it is dropped (the other callbacks still see its last step).
+
+    :param timesteps: the total to stop at.
+    """
+
+    def __init__(self, timesteps: int) -> None:
+        super().__init__()
+        self.timesteps = int(timesteps)
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps < self.timesteps:
+            return True
+        return self.locals.get("n_steps") == self.locals.get("n_rollout_steps", 0) - 1  # the rollout's last step
+
+
+class ResumeWarning(UserWarning):
+    """A resumed run found results of steps it plays again (the message says what was kept aside)."""
 
 class RealmMetricsCallback(BaseCallback):
     """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not
@@ -132,7 +154,8 @@ class CompetitionEvalCallback(BaseCallback):
     beside the best model as ``vecnormalize.json`` (plain numbers). An existing ``json_path`` is continued (resume):
     its best score counts while ``best_model_path`` exists.
 
-    :param eval_freq: evaluate every ``eval_freq`` callback calls.
+    :param eval_freq: evaluate every ``eval_freq`` callback calls (that many calls' worth of env steps, counted on the
+        model's total timesteps, so that a resumed run evaluates at the same steps).
     :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs`: start 2,
         end 1, fixed ``treasure_id`` and one ``max_step`` (evaluation runs the ``custom`` protocol on their sets).
     :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
@@ -201,13 +224,44 @@ class CompetitionEvalCallback(BaseCallback):
         self._started = time.perf_counter() - float(self.history[-1].get("wall_s", 0.0) if self.history else 0.0)
 
     def _on_training_start(self) -> None:
+        self._forget_lost_evaluations()
         if self.evaluate_at_start and not self.history:
             self.evaluate_now()
 
     def _on_step(self) -> bool:
-        if self.n_calls % self.eval_freq == 0:
+        # on the model's total timesteps: every eval_freq calls' worth of steps, as counted from step 0, so that a
+        # resumed run evaluates at the same steps as an uninterrupted one
+        every = self.eval_freq * self.training_env.num_envs
+        if self.num_timesteps // every > (self.num_timesteps - self.training_env.num_envs) // every:
             self.evaluate_now()
         return True
+
+    def _forget_lost_evaluations(self) -> None:
+        """A run resumed from a checkpoint older than its last evaluations plays those steps again: their entries are
+        dropped (and rewritten to the JSON), so that each evaluation step is listed once, as an uninterrupted run
+        lists it. When the best model came from a dropped entry, it is set aside under a name that says so, and the
+        next evaluation writes a new best model."""
+        kept = [h for h in self.history if int(h.get("timesteps", 0)) <= self.num_timesteps]
+        if len(kept) == len(self.history):
+            return
+        lost, self.history, self.n_evals = self.history[len(kept):], kept, len(kept)
+        best_lost = [h for h in lost if h.get("new_best")]
+        if best_lost and self.best_model_path.is_file():
+            aside = self.best_model_path.with_name(f"{self.best_model_path.stem}.before-resume-step-"
+                                                   f"{best_lost[-1]['timesteps']}.zip")
+            os.replace(self.best_model_path, aside)
+            warnings.warn(f"the best model came from step {best_lost[-1]['timesteps']}, after the checkpoint this run "
+                          f"resumes from (step {self.num_timesteps}); it is kept as {aside.name} and the next "
+                          "evaluation writes a new best model", ResumeWarning, stacklevel=2)
+            self.best_score = -np.inf
+        elif kept and self.best_model_path.is_file():
+            self.best_score = float(kept[-1].get("best_score", -np.inf))
+        self._write_history()
+
+    def _write_history(self) -> None:
+        if self.json_path is not None:
+            text = json.dumps(self.history, indent=2) + "\n"
+            atomic_write(self.json_path, lambda f: f.write(text.encode("utf-8")))
 
     def evaluate_now(self) -> dict:
         """Evaluate the current model, log, keep it if best, append to the JSON; returns the summary."""
@@ -231,9 +285,7 @@ class CompetitionEvalCallback(BaseCallback):
                  "wall_s": round(time.perf_counter() - self._started, 2)}
         self.history.append(entry)
         self.last_summary = entry
-        if self.json_path is not None:
-            text = json.dumps(self.history, indent=2) + "\n"
-            atomic_write(self.json_path, lambda f: f.write(text.encode("utf-8")))
+        self._write_history()
         for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("treasures", "mean_treasures"),
                           ("steps", "mean_steps"), ("best_score", "best_score")):
             self.logger.record(f"eval/{key}", float(entry[name]))

@@ -118,7 +118,8 @@ def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict] | None:
 class RunCheckpointCallback(BaseCallback):
     """Save a resumable checkpoint every ``save_freq`` env steps and keep the last ``keep_last``.
 
-    :param save_freq: env steps (summed over all envs) between checkpoints.
+    :param save_freq: env steps (summed over all envs) between checkpoints: one at each multiple of it of the model's
+        total timesteps.
     :param folder: where the ``step_*`` folders go.
     :param keep_last: how many checkpoints to keep (older ones are deleted after a new one is in place).
     :param curriculum: an object with ``state_dict()`` (e.g. ``CurriculumCallback``) saved with each checkpoint.
@@ -141,7 +142,9 @@ class RunCheckpointCallback(BaseCallback):
         self._last_saved = self.num_timesteps
 
     def _on_step(self) -> bool:
-        if self.num_timesteps - self._last_saved >= self.save_freq:
+        # at each multiple of save_freq of the model's total timesteps: a resumed run saves where an uninterrupted one
+        # does
+        if self.num_timesteps // self.save_freq > self._last_saved // self.save_freq:
             self.save()
         return True
 

@@ -21,7 +21,13 @@ from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import CONFIG_ENTRY, warn_feature_version
 from ..processes import start_method
-from .callbacks import CompetitionEvalCallback, ConfigLogCallback, CurriculumCallback, RealmMetricsCallback
+from .callbacks import (
+    CompetitionEvalCallback,
+    ConfigLogCallback,
+    CurriculumCallback,
+    RealmMetricsCallback,
+    StopAtTimesteps,
+)
 from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, config_to_dict, load_config, save_config
 from .finetune import (
@@ -236,6 +242,9 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
                 atomic_write(run_dir / "warm_start.json", lambda f: f.write(text.encode("utf-8")))
                 callbacks.append(StartScalarsCallback({f"warm_start/{k}": v for k, v in stats.items()}))
         remaining = config.total_timesteps - model.num_timesteps
+        if found is not None:  # a checkpoint taken mid-rollout shifts the rollouts: end where a whole run ends
+            rollout = int(model.n_steps) * venv.num_envs
+            callbacks.append(StopAtTimesteps(-(-config.total_timesteps // rollout) * rollout))
         if remaining > 0:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
                         progress_bar=config.progress_bar)
