@@ -684,6 +684,20 @@ def test_resume_continues_rounds_and_drops_a_killed_rounds_shard(run, tmp_path):
     assert len(sources) == 3 and sources[2].startswith("dagger round 2")
 
 
+def test_resume_with_a_damaged_shard_is_refused_before_anything_is_written(run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    shard = copy / "dataset" / ExpertDataset.open(copy / "dataset").meta["shards"][0]["file"]
+    shard.write_bytes(shard.read_bytes()[:-100])  # cut short, as a full disk or a bad copy leaves it
+    before = {p.relative_to(copy).as_posix(): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    out = subprocess.run([*CLI, "imitate", "--resume", str(copy), "--set", "imitation.rounds=2", "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 2 and f"shard {shard.name} is damaged" in out.stderr and "Traceback" not in out.stderr
+    assert {p.relative_to(copy).as_posix(): p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("extra, match", [
     (["imitation.expert=nobody"], "imitation.expert = 'nobody' is neither 'oracle', 'oracle-refined' nor an "
                                  "existing SB3 checkpoint"),

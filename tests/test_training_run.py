@@ -222,3 +222,22 @@ def test_a_resumed_run_evaluates_and_saves_at_the_steps_of_an_uninterrupted_one(
     saved = [sorted(int(c.name.split("_")[1]) for c in list_checkpoints(run / "checkpoints"))
              for run in (tmp_path / "whole", cut)]
     assert saved[0] == saved[1]
+
+
+def test_a_damaged_newest_checkpoint_is_named_and_the_final_model_kept_aside(tmp_path):
+    """Resuming a finished run whose newest checkpoint is damaged: the warning names it and the one the run resumes
+    from; the final model it had (trained beyond that one) is kept aside under a name that says so."""
+    run = tmp_path / "run"
+    done = subprocess.run([*CLI, "train", *TINY, "--out", str(run), "--total-steps", "1024", "--set",
+                           "checkpoint_freq=512", "--set", "eval_freq=0"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    final = (run / "final_model.zip").read_bytes()
+    newest = list_checkpoints(run / "checkpoints")[-1]
+    (newest / "model.zip").write_bytes((newest / "model.zip").read_bytes()[:2000])
+    out = subprocess.run([*CLI, "train", "--resume", str(run), "--no-progress"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert newest.name in out.stderr and "resuming from step_000000000512" in out.stderr
+    assert "kept as final_model.step-1024.zip" in out.stderr and "Traceback" not in out.stderr
+    assert (run / "final_model.step-1024.zip").read_bytes() == final and (run / "final_model.zip").is_file()
+    again = subprocess.run([*CLI, "train", "--resume", str(run), "--no-progress"], capture_output=True, text=True)
+    assert again.returncode == 0 and "kept as" not in again.stderr  # nothing lost this time: nothing set aside

@@ -390,7 +390,8 @@ def _prepare(config: TrainConfig, resume) -> tuple[Path, tuple[Path, dict, dict]
     if "imitation" not in found[1]:
         raise ValueError(f"--resume {str(run_dir)!r}: its checkpoints are not an imitation run's (resume a training "
                          "run with sb3-realm train --resume)")
-    ExpertDataset.open(run_dir / "dataset")  # its index must be readable before anything is written
+    # its index and every shard the checkpoint counts must be intact before anything is written
+    ExpertDataset.open(run_dir / "dataset").verify(found[1]["imitation"]["shards"])
     return run_dir, (*found, resume_changes(run_dir, config))
 
 

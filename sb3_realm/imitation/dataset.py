@@ -256,7 +256,13 @@ class ExpertDataset:
         if self._blocks is not None:
             self._blocks = self._blocks[:n_shards]
 
-    def _load_shard(self, entry: dict) -> Block:
+    def verify(self, n_shards: int | None = None) -> None:
+        """Check the first ``n_shards`` shards (all by default) against ``meta.json`` without loading them: each is
+        there with its sha256; a ``DatasetError`` names the first that is not."""
+        for entry in self.meta["shards"][:n_shards]:
+            self._check_shard(entry)
+
+    def _check_shard(self, entry: dict) -> Path:
         path = self.folder / entry["file"]
         if not path.is_file():
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} is missing; restore it or remove "
@@ -264,6 +270,10 @@ class ExpertDataset:
         if sha256_file(path) != entry["sha256"]:
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} is damaged or truncated (its "
                                "sha256 differs from meta.json); delete it and its entry, or collect the data again")
+        return path
+
+    def _load_shard(self, entry: dict) -> Block:
+        path = self._check_shard(entry)
         with np.load(path, allow_pickle=False) as data:
             block = Block(*(data[k] for k in _ARRAYS))
         if len(block) != entry["states"]:

@@ -28,10 +28,10 @@ from ..atomic import atomic_write
 from ..envs import RealmEnv
 from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..game.rules import USR_CONF_KEYS, EpisodeConfig
-from .checkpoints import VECNORMALIZE_FILE, save_vecnormalize
+from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
-           "SUCCESS_METRICS", "ResumeWarning", "StopAtTimesteps"]
+           "SUCCESS_METRICS", "StopAtTimesteps"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
@@ -65,10 +65,6 @@ class StopAtTimesteps(BaseCallback):
         if self.num_timesteps < self.timesteps:
             return True
         return self.locals.get("n_steps") == self.locals.get("n_rollout_steps", 0) - 1  # the rollout's last step
-
-
-class ResumeWarning(UserWarning):
-    """A resumed run found results of steps it plays again (the message says what was kept aside)."""
 
 class RealmMetricsCallback(BaseCallback):
     """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ..agents.checkpoint import TRUST_HINT, trusted
 from ..atomic import atomic_write
 
 __all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
-           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE"]
+           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside"]
 
 VECNORMALIZE_FILE = "vecnormalize.json"
 _SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
@@ -35,6 +36,11 @@ PREFIX = "step_"
 
 class CheckpointError(ValueError):
     """A checkpoint folder that cannot be used; the message names it and says what to do."""
+
+
+class ResumeWarning(UserWarning):
+    """A resumed run passed over something (a damaged checkpoint, results of steps it plays again) or kept a file
+    aside; the message names it."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -101,18 +107,46 @@ def _check(ckpt: Path) -> dict:
     return state
 
 
-def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict] | None:
-    """The newest checkpoint that passes the integrity checks (``None`` if there is none); cleans temp folders."""
+def latest_checkpoint(folder: str | os.PathLike, warn: bool = True) -> tuple[Path, dict] | None:
+    """The newest checkpoint that passes the integrity checks (``None`` if there is none); cleans temp folders. Each
+    newer, damaged one passed over is named in a :class:`ResumeWarning` (with ``warn``), with the one used."""
     folder = Path(folder)
     if folder.is_dir():
         for p in folder.glob(".tmp-*"):
             shutil.rmtree(p, ignore_errors=True)
+    damaged = []
     for ckpt in reversed(list_checkpoints(folder)):
         try:
-            return ckpt, _check(ckpt)
-        except CheckpointError:
+            state = _check(ckpt)
+        except CheckpointError as exc:
+            damaged.append(str(exc))
             continue
+        if damaged and warn:
+            warnings.warn(f"{'; '.join(damaged)}: resuming from {ckpt.name} (step {state.get('num_timesteps')}) "
+                          "instead", ResumeWarning, stacklevel=2)
+        return ckpt, state
     return None
+
+
+def keep_final_aside(run_dir: Path, resumed_from: int) -> Path | None:
+    """Before a resumed run writes its final model: when ``final_model.zip`` holds training beyond the checkpoint the
+    run resumed from (that training is lost), move it aside as ``final_model.step-<its steps>.zip``, say so
+    (:class:`ResumeWarning`) and return its new path."""
+    final = run_dir / "final_model.zip"
+    if not final.is_file():
+        return None
+    try:
+        with zipfile.ZipFile(final) as archive:
+            steps = int(json.loads(archive.read("data")).get("num_timesteps", 0))
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
+        steps = -1  # unreadable: keep it too, it is the user's
+    if 0 <= steps <= resumed_from:
+        return None
+    aside = run_dir / f"final_model.step-{max(steps, 0)}.zip"
+    os.replace(final, aside)
+    warnings.warn(f"{final} held {steps} steps of training, beyond step {resumed_from} that this run resumed from; "
+                  f"it is kept as {aside.name}", ResumeWarning, stacklevel=2)
+    return aside
 
 
 class RunCheckpointCallback(BaseCallback):

@@ -28,7 +28,7 @@ from .callbacks import (
     RealmMetricsCallback,
     StopAtTimesteps,
 )
-from .checkpoints import RunCheckpointCallback, latest_checkpoint, load_vecnormalize
+from .checkpoints import RunCheckpointCallback, keep_final_aside, latest_checkpoint, load_vecnormalize
 from .config import EnvConfig, TrainConfig, config_to_dict, load_config, save_config
 from .finetune import (
     StartScalarsCallback,
@@ -250,6 +250,8 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
                         progress_bar=config.progress_bar)
         checkpoint.model = model
         checkpoint.save()
+        if found is not None:
+            keep_final_aside(run_dir, int(found[1].get("num_timesteps", 0)))
         atomic_write(run_dir / "final_model.zip", model.save)
     finally:
         venv.close()
