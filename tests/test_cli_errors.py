@@ -30,6 +30,12 @@ def _prepare(work: Path) -> None:
     (work / "existing" / "mine.txt").write_text("keep\n", encoding="utf-8")
     (work / "emptydir").mkdir()
     (work / "taken.gif").write_bytes(b"GIF89a mine")
+    split = json.loads((REPO / "sb3_realm" / "game" / "data" / "default_map.json").read_text(encoding="utf-8"))
+    for row in range(128):  # a wall across the whole map: positions on its two sides cannot reach each other
+        split["Flags"][row * 128 + 64] = 0
+    (work / "split_map.json").write_text(json.dumps(split), encoding="utf-8")
+    (work / "baddb").mkdir()
+    (work / "baddb" / "study.db").write_text("not a database\n", encoding="utf-8")
 
 
 # (command, fragment the message must hold)
@@ -111,6 +117,10 @@ ROWS = [
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage", "bogus://x"], "bogus://x"),
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage",
       "postgresql://me:secret@127.0.0.1:1/db"], "'postgresql://me:***@127.0.0.1:1/db': the database server refused"),
+    # a study's inputs are all checked before it is created (a study stores its map and config)
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--map", "split_map.json", "--out", "study"],
+     "are not connected by walkable cells"),
+    ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--out", "baddb"], "is not a SQLite database"),
 ]
 
 

@@ -375,3 +375,37 @@ def test_enqueued_params_with_unknown_keys_are_refused(tmp_path):
         StudyConfig("rewards", base, "s", enqueue=[[1, 2]], **kwargs).validate()
     StudyConfig("rewards", base, "s", enqueue=[{"treasure": 2.0}], **kwargs).validate()  # partial dicts are fine
     StudyConfig("rewards", base, "s", enqueue=[{"curriculum_treasures": 1}], curriculum=True, **kwargs).validate()
+
+
+def test_a_study_created_by_two_scripts_at_once_is_joined(tmp_path, monkeypatch):
+    """The second of two scripts creating one SQLite study at the same moment meets the first's rows (an
+    IntegrityError, from the tables or the study's name): it joins the study instead of dying."""
+    import sqlalchemy.exc
+
+    from sb3_realm.tuning import storage as storage_module
+    from sb3_realm.tuning import study as study_module
+
+    config = study_module.StudyConfig(kind="rewards", base=load_config("configs/tiny.yaml"), name="race",
+                                      storage=f"sqlite:///{tmp_path / 'study.db'}", out=str(tmp_path)).validate()
+    real_storage, real_create = storage_module.RDBStorage, optuna.create_study
+    calls = {"storage": 0, "create": 0}
+
+    def racing_storage(*args, **kwargs):
+        calls["storage"] += 1
+        if calls["storage"] == 1:
+            real_storage(*args, **kwargs)  # the other script made the tables just now
+            raise sqlalchemy.exc.IntegrityError("INSERT INTO version_info", {}, Exception("UNIQUE constraint failed"))
+        return real_storage(*args, **kwargs)
+
+    def racing_create(*args, **kwargs):
+        calls["create"] += 1
+        if calls["create"] == 1:
+            real_create(*args, **kwargs)  # the other script created the study just now
+            raise sqlalchemy.exc.IntegrityError("INSERT INTO studies", {}, Exception("UNIQUE constraint failed"))
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(storage_module, "RDBStorage", racing_storage)
+    monkeypatch.setattr(study_module.optuna, "create_study", racing_create)
+    study = study_module.open_study(config)
+    assert study.study_name == "race" and calls == {"storage": 2, "create": 2}
+    assert study.user_attrs[study_module.META_KEY]["kind"] == "rewards"

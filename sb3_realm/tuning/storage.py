@@ -170,9 +170,20 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
         key = key if key in params else "failed_trial_callback"  # its name in Optuna < 4.9
         engine_kwargs = {"connect_args": {"timeout": 60}} if kind == "sqlite" else {"pool_pre_ping": True}
         try:
-            return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                              grace_period=grace_period, **{key: callback})
+            for attempt in range(3):
+                try:
+                    return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs,
+                                      heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+                                      **{key: callback})
+                except Exception as exc:  # noqa: BLE001 - another script made the tables at the same moment: join
+                    if type(exc).__name__ != "IntegrityError" or attempt == 2:
+                        raise
+                    time.sleep(0.2)
         except Exception as exc:  # SQLAlchemy's OperationalError and friends: one line, the password hidden
+            if kind == "sqlite" and type(exc).__name__ == "DatabaseError":
+                reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+                raise ValueError(f"--storage {url!r}: {path} is not a SQLite database ({reason}); move it away, or "
+                                 "give another --out or --storage") from None
             if kind == "sqlite" or not _is_connection_error(exc):
                 raise
             reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]

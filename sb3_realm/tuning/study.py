@@ -22,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..atomic import check_portable_path
+from ..envs import RealmEnv
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
@@ -96,6 +97,11 @@ class StudyConfig:
         check_portable_path(self.name, "--study-name")  # it names the study's folder, runs/study-<name>
         check_portable_path(self.out, "--out")
         self.base.validate()
+        env = RealmEnv(**self.base.env.env_kwargs())  # the map and its usr_conf, before a study stores them
+        try:
+            env.reset(seed=0)
+        finally:
+            env.close()
         names = param_names(self.kind, self.base, self.curriculum)
         for params in self.enqueue:
             if not isinstance(params, dict):
@@ -164,8 +170,15 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
     was made with the same kind and base config."""
     storage = config.make_storage()
     sampler, pruner = _sampler(config, worker), make_pruner(config.pruner, config.base)
-    study = optuna.create_study(study_name=config.name, storage=storage, sampler=sampler, pruner=pruner,
-                                direction="maximize", load_if_exists=True)
+    for attempt in range(3):
+        try:
+            study = optuna.create_study(study_name=config.name, storage=storage, sampler=sampler, pruner=pruner,
+                                        direction="maximize", load_if_exists=True)
+            break
+        except Exception as exc:  # noqa: BLE001 - two scripts created it at once: this one joins it
+            if attempt == 2 or not _created_meanwhile(exc):
+                raise
+            time.sleep(0.2)
     meta = study.user_attrs.get(META_KEY)
     if meta is None:
         with warnings.catch_warnings():  # experimental in Optuna 3.x / 4.x
@@ -186,6 +199,12 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
     for params in config.enqueue if enqueue else []:
         study.enqueue_trial(params, skip_if_exists=True)
     return study
+
+
+def _created_meanwhile(exc: Exception) -> bool:
+    """Whether creating a study failed because another process created it at the same moment (Optuna's
+    ``DuplicatedStudyError`` or the database's unique-name ``IntegrityError``)."""
+    return isinstance(exc, optuna.exceptions.DuplicatedStudyError) or type(exc).__name__ == "IntegrityError"
 
 
 class _Surplus(Exception):
