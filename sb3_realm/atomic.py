@@ -51,7 +51,9 @@ def check_portable_path(path: str | os.PathLike, what: str = "path") -> Path:
     be created on Windows, where the competition client runs: a part with ``< > : " | ? *`` or a control character,
     a reserved device name (``con``, ``nul``, ``com1`` ..., with any extension) or a trailing dot or space. A drive
     (``C:``) and the root are allowed; the check is the same on every system, so a run folder named on Linux can
-    be copied to Windows."""
+    be copied to Windows. An empty path names nothing and is refused."""
+    if not str(path).strip():
+        raise ValueError(f"{what} {str(path)!r} is empty; give a name or a path, e.g. runs/NAME")
     win = PureWindowsPath(str(path))
     parts = win.parts[1:] if win.anchor else win.parts
     if win.drive and not win.root:
@@ -73,7 +75,10 @@ def check_portable_path(path: str | os.PathLike, what: str = "path") -> Path:
 
 def check_writable_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
     """Raise ``ValueError`` (naming the path and the fix) unless ``path`` is, or can be created as, a folder this
-    process may write in. Creates nothing."""
+    process may write in. Creates nothing. An empty path is refused: it would write into the current folder."""
+    if not str(path).strip():
+        raise ValueError(f"{what} {str(path)!r} names no folder (it would write into the current one); give one, e.g. "
+                         "runs/NAME")
     path = check_portable_path(path, what)
     probe = path
     while not probe.exists():
@@ -93,6 +98,8 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
     """Raise ``ValueError`` (naming the path and the fix) unless ``path`` can be written as a file: it is not a
     folder, and its folder is, or can be created as, one this process may write in. Creates nothing; call it before
     the work whose result goes there."""
+    if not str(path).strip():
+        raise ValueError(f"{what} {str(path)!r} names no file; give a file path, e.g. runs/NAME/report.json")
     path = check_portable_path(path, what)
     if path.is_dir():
         raise ValueError(f"{what} {str(path)!r} is an existing folder, not a file; give a file path, e.g. "

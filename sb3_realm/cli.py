@@ -243,7 +243,7 @@ def _cmd_build_submission(args) -> int:
 
 def _cmd_eval(args) -> None:
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
-        if path:
+        if path is not None:
             check_output_file(path, flag)  # before any game is played
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,

@@ -117,6 +117,12 @@ ROWS = [
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage", "bogus://x"], "bogus://x"),
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage",
       "postgresql://me:secret@127.0.0.1:1/db"], "'postgresql://me:***@127.0.0.1:1/db': the database server refused"),
+    # an empty output path names no folder or file, for every command (never the current folder)
+    (["demo", "--out", ""], "names no folder"),
+    (["replay", "random", "--out", ""], "names no file"),
+    (["eval", "random", "--games", "1", "--no-oracle", "--json", ""], "names no file"),
+    (["build-submission", "garbage.zip", "--out", ""], "names no folder"),
+    ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--out", ""], "--out '' is empty"),
     # a study's inputs are all checked before it is created (a study stores its map and config)
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--map", "split_map.json", "--out", "study"],
      "are not connected by walkable cells"),

@@ -318,6 +318,9 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
         are rebuilt from plain data).
     """
+    if not str(out).strip():
+        raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
+                          "runs/NAME/upload")
     out = Path(out)
     if layout not in LAYOUTS:
         raise ExportError(f"--layout {layout!r} is unknown; choose one of {sorted(LAYOUTS)}")

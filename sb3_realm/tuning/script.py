@@ -81,7 +81,7 @@ def _base_config(args, storage: str):
 
 def study_config_from_args(kind: str, args):
     """The :class:`~sb3_realm.tuning.study.StudyConfig` of parsed arguments."""
-    out = args.out or f"runs/study-{args.study_name}"
+    out = args.out if args.out is not None else f"runs/study-{args.study_name}"
     storage = args.storage or f"sqlite:///{Path(out) / 'study.db'}"
     base = _base_config(args, storage)
     return StudyConfig(kind=kind, base=base, name=args.study_name, storage=storage, out=out, n_trials=args.n_trials,
