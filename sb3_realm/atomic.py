@@ -15,7 +15,19 @@ from typing import IO
 from filelock import FileLock, Timeout
 
 __all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file",
-           "hold_folder", "FolderInUse"]
+           "hold_folder", "FolderInUse", "not_a_file", "writing"]
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Name ``path`` in an ``OSError`` of the writes in the block that names no file (a full disk's ``write`` names
+    none), so that its message says which file could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
@@ -27,7 +39,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with writing(path), os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -106,6 +118,17 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
                          f"{str(path / 'out')!r} with its extension")
     check_writable_folder(path.parent, f"the folder of {what} {str(path)!r},")
     return path
+
+
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as a file (``"is empty"``, ``"is a folder, not a file"``, ``"does not exist"``),
+    or None when it is one."""
+    if not str(path).strip():
+        return "is empty"
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return "is a folder, not a file"
+    return None if p.is_file() else "does not exist"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="play one episode of a random legal policy, print its score, write a GIF")
     demo.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
     demo.add_argument("--out", default="runs/demo", help="output folder (episode.gif, summary.json)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of the random policy")
+    demo.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of the random policy")
     demo.add_argument("--usr-conf", type=json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "step-exactly) or 'random'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
     ev.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the leaderboard draw and of stochastic policies")
+    ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
     ev.add_argument("--games", type=int, default=30, help="games of the leaderboard protocol")
     ev.add_argument("--sets", type=_treasure_sets, default=None, help="custom protocol: '3,4,5;6,7,8'")
@@ -95,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "step-exactly) or 'random'")
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
     rp.add_argument("--map", dest="map_path", default=None)
-    rp.add_argument("--seed", type=int, default=0, help="seed of the treasure draw and of stochastic policies")
+    rp.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
@@ -129,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--check-games", type=int, default=30, help="leaderboard games of the check")
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
     bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
-    bs.add_argument("--check-seed", type=int, default=0, help="seed of the check's leaderboard draw")
+    bs.add_argument("--check-seed", type=seed_int, default=0, help="seed of the check's leaderboard draw")
     for command in (ev, tr, im, rp, bs):  # the commands that read SB3 checkpoints
         command.add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)
     return parser
@@ -269,6 +271,33 @@ def _warning_printer(command: str, default):
     return show
 
 
+def seed_int(text: str) -> int:
+    """An argparse type: a seed, an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; a seed is an integer >= 0, e.g. 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a seed is an integer >= 0, e.g. 0")
+    return value
+
+
+_NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EFBIG: "the file would exceed the size limit",
+            errno.EDQUOT: "the disk quota is used up"}
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: what happened, to which file, and what to do."""
+    where = f" {exc.filename!r}" if exc.filename else ""
+    if exc.errno in _NO_ROOM:
+        return (f"{_NO_ROOM[exc.errno]}: could not write{where or ' its output'}; free some space and run the command "
+                "again (what it wrote before is intact: files are written whole or not at all)")
+    if exc.errno == errno.ENAMETOOLONG:
+        return f"the name or path{where[:120]}{'...' if len(where) > 120 else ''} is too long; use a shorter one"
+    reason = exc.strerror or str(exc)
+    return f"{reason}:{where or ' (no file named)'}; check the path and its permissions"
+
+
 def _exit_on_sigterm(signum, frame) -> None:
     """SIGTERM (``kill``, a job scheduler, a closing terminal) ends the command as Ctrl-C does: context managers
     close their worker pools and temporary files, so no worker process is left behind."""
@@ -304,6 +333,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # bad user input: one clear line, no traceback
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a name too long, a folder without permission: one line
+        print(f"sb3-realm {args.command}: error: {os_error_text(exc)}", file=sys.stderr)
+        return 1
+    except pickle.UnpicklingError as exc:  # torch.load(weights_only=True) met objects that are not tensors
+        print(f"sb3-realm {args.command}: error: a weights file holds objects that are not plain tensors, so it was "
+              f"not loaded ({str(exc).splitlines()[0][:200]}); rebuild or re-save it from a model you trust",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C: workers and temporary files are closed on the way out
+        print(f"sb3-realm {args.command}: interrupted; files are written whole or not at all, so what was written "
+              "stays usable (a run resumes with --resume)", file=sys.stderr)
+        return 130
     finally:
         if trust_before is None:
             os.environ.pop(TRUST_ENV, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,17 @@ def _prepare(work: Path) -> None:
     (work / "split_map.json").write_text(json.dumps(split), encoding="utf-8")
     (work / "baddb").mkdir()
     (work / "baddb" / "study.db").write_text("not a database\n", encoding="utf-8")
+    huge = json.loads((REPO / "sb3_realm" / "game" / "data" / "default_map.json").read_text(encoding="utf-8"))
+    huge["positions_world_xz"]["3"] = [10**30, 500]
+    (work / "huge_map.json").write_text(json.dumps(huge), encoding="utf-8")
+    imitated = work / "imitated" / "checkpoints" / "step_000000001024"  # an imitation run, as train --resume sees it
+    imitated.mkdir(parents=True)
+    (imitated / "state.json").write_text(json.dumps({"num_timesteps": 1024, "imitation": {"round": 0}}),
+                                         encoding="utf-8")
+    with zipfile.ZipFile(imitated / "model.zip", "w") as archive:
+        archive.writestr("data", "{}")
+    (work / "imitated" / "config.yaml").write_text((REPO / "configs" / "imitate.yaml").read_text(encoding="utf-8"),
+                                                   encoding="utf-8")
 
 
 # (command, fragment the message must hold)
@@ -123,6 +135,16 @@ ROWS = [
     (["eval", "random", "--games", "1", "--no-oracle", "--json", ""], "names no file"),
     (["build-submission", "garbage.zip", "--out", ""], "names no folder"),
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--out", ""], "--out '' is empty"),
+    # paths and values that are not what they look like: one line naming the value and the fix
+    (["eval", "random", "--seed", "-1"], "argument --seed: -1 is negative"),
+    (["eval", ""], "policy '' is empty"),
+    (["eval", "random", "--map", ""], "map file '' is empty"),
+    (["eval", "random", "--map", "existing"], "map file 'existing' is a folder, not a file"),
+    (["eval", "random", "--map", "huge_map.json"], "position 3 x = 1000000000000000000000000000000 is out of range"),
+    (["build-submission", "existing", "--out", "sub"], "model file 'existing' is a folder, not a file"),
+    (["demo", "--out", "x" * 300], "is too long; use a shorter one"),
+    (["eval", "random", "--games", "1", "--no-oracle", "--json", "/".join(["d" * 200] * 25)], "is too long"),
+    (["train", "--resume", "imitated"], "is an imitation run; continue it with sb3-realm imitate --resume"),
     # a study's inputs are all checked before it is created (a study stores its map and config)
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--map", "split_map.json", "--out", "study"],
      "are not connected by walkable cells"),
@@ -173,3 +195,104 @@ def test_checkpoints_of_another_game_or_algorithm_are_named_as_such(tmp_path):
             assert out.returncode == 2 and fragment in out.stderr, out.stderr[-2000:]
             assert "Traceback" not in out.stderr and "gAWV" not in out.stderr  # no pickled blob
     assert _snapshot(tmp_path) == before
+
+
+def _rezip(source: Path, target: Path, change) -> Path:
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    change(members)
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return target
+
+
+def test_damaged_checkpoints_and_packages_are_named_in_one_line(models, tmp_path):
+    """A checkpoint with a damaged member or without its weights, a package whose manifest is not JSON or whose
+    weights file is a pickle (its manifest re-hashed): one line each; the pickle's payload never runs."""
+    import hashlib
+    import pickle
+    import shutil
+
+    damaged = tmp_path / "damaged.zip"
+    data = bytearray(models["ppo"].read_bytes())
+    with zipfile.ZipFile(models["ppo"]) as archive:
+        info = archive.getinfo("policy.pth")
+    middle = info.header_offset + 30 + len(info.filename) + info.compress_size // 2
+    data[middle] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    weightless = _rezip(models["ppo"], tmp_path / "weightless.zip", lambda m: m.pop("policy.pth"))
+    for path, fragment in ((damaged, "its member policy.pth does not read back whole"),
+                           (weightless, "has no policy.pth")):
+        out = subprocess.run([*CLI, "eval", str(path), "--games", "1", "--no-oracle"], capture_output=True, text=True)
+        assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+    from sb3_realm.export import build_submission
+
+    package = tmp_path / "package"
+    build_submission(models["ppo"], package)
+    broken = tmp_path / "broken_manifest"
+    shutil.copytree(package, broken)
+    (broken / "diy" / "manifest.json").write_text("{not json", encoding="utf-8")
+    pickled = tmp_path / "pickled"
+    shutil.copytree(package, pickled)
+    marker = tmp_path / "marker"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    weights = pickled / "ckpt" / "model.ckpt-512.pkl"
+    weights.write_bytes(pickle.dumps({"net.w": Payload()}))
+    manifest = json.loads((pickled / "diy" / "manifest.json").read_text(encoding="utf-8"))
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    manifest["files"]["ckpt/model.ckpt-512.pkl"] = manifest["weights"]["sha256"] = digest
+    (pickled / "diy" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for folder, fragment in ((broken, "is not a readable manifest"), (pickled, "not plain tensors")):
+        out = subprocess.run([*CLI, "eval", str(folder), "--games", "1", "--no-oracle"], capture_output=True,
+                             text=True)
+        assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE stands in for a full disk on POSIX systems")
+def test_no_room_to_write_is_one_line_and_keeps_what_was_written(models, tmp_path):
+    """A write that fails for room (here a file-size limit, as a full disk refuses a write): one line naming the
+    file being written; an existing package it would have replaced is intact."""
+    import resource
+    import signal
+
+    from sb3_realm.export import build_submission
+
+    out = tmp_path / "upload"
+    build_submission(models["ppo"], out)
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    run = subprocess.run([*CLI, "build-submission", str(models["ppo"]), "--out", str(out), "--force"],
+                         capture_output=True, text=True, preexec_fn=limit)
+    assert run.returncode == 1 and "could not write" in run.stderr and "model.ckpt-512.pkl" in run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr[-2000:]
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["upload"]  # no half-built folder left beside it
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is a POSIX test")
+def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
+    import signal
+    import time
+
+    run = tmp_path / "run"
+    proc = subprocess.Popen([*CLI, "train", "--config", TINY, "--set", "env.map_name=small", "--set", "eval_freq=0",
+                             "--out", str(run), "--total-steps", "200000", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (run / "config.yaml").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
+    assert len(err.strip().splitlines()) == 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import zipfile
 from pathlib import Path
 
 from ..envs import RealmEnv
@@ -88,6 +89,21 @@ def _replacements(path: Path, entries: list[str], config: dict, cls, algo: str) 
     return out
 
 
+def _check_members(path: Path) -> None:
+    """A ``ValueError`` naming what is wrong when a member of the checkpoint is damaged or the weights are missing."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names, bad = archive.namelist(), archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"{str(path)!r} is damaged ({exc}); restore it, or use another checkpoint") from None
+    if bad is not None:
+        raise ValueError(f"{str(path)!r} is damaged: its member {bad} does not read back whole; restore the file, or "
+                         "use another checkpoint")
+    if "policy.pth" not in names:
+        raise ValueError(f"{str(path)!r} has no policy.pth (the network's weights), so it is not a whole SB3 "
+                         "checkpoint; use the .zip that model.save wrote")
+
+
 def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | None = None, env=None,
                device: str = "auto", **kwargs):
     """The SB3 model of the checkpoint ``path``, loaded without unpickling (module docstring).
@@ -99,6 +115,7 @@ def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | N
     path = Path(path)
     data = read_sb3_data(path)
     algo = detect_algorithm(path, data)
+    _check_members(path)
     cls = algo_cls or algorithm(algo).cls
     if trusted(trust_pickle):
         return cls.load(path, env=env, device=device, **kwargs)

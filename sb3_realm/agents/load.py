@@ -44,6 +44,9 @@ def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True,
         return RandomPolicy(seed)
     if spec in ("oracle", "oracle-refined"):
         return OracleAdapter(env, use_flash=use_flash, use_buff=use_buff, refined=spec == "oracle-refined")
+    if not str(spec).strip():
+        raise ValueError("policy '' is empty; give 'random', 'oracle', 'oracle-refined', an SB3 checkpoint (.zip saved "
+                         "by model.save) or a submission folder (built by build-submission)")
     path = Path(spec)
     if path.is_dir():
         return SubmissionPolicy(path)  # a folder built by build-submission (ValueError if it is not one)

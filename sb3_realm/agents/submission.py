@@ -42,10 +42,13 @@ _FORMAT = "sb3-realm submission"
 
 
 def _manifest_at(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{str(path)!r} is not a readable manifest ({exc}); rebuild the folder with sb3-realm "
+                         "build-submission MODEL.zip --out DIR --force") from None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == _FORMAT else None
 
 

@@ -34,7 +34,7 @@ import torch
 from .. import features
 from ..agents.checkpoint import UntrustedCheckpointError, load_model
 from ..agents.submission import package_differences, read_manifest
-from ..atomic import FolderInUse, check_writable_folder, hold_folder, sha256_file
+from ..atomic import FolderInUse, check_writable_folder, hold_folder, not_a_file, sha256_file, writing
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config
@@ -90,8 +90,9 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) 
     not support.
     """
     path = Path(model_path)
-    if not path.is_file():
-        raise ExportError(f"model file {str(path)!r} does not exist; pass the .zip a training run saved "
+    problem = not_a_file(model_path)
+    if problem:
+        raise ExportError(f"model file {str(model_path)!r} {problem}; pass the .zip a training run saved "
                           "(e.g. runs/ppo/best_model.zip or runs/ppo/final_model.zip)")
     try:
         algo = detect_algorithm(path)
@@ -186,10 +187,12 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
     shutil.copyfile(features.__file__, algo_root / "feature" / "features.py")
     shutil.copyfile(nets.__file__, algo_root / "model" / "nets.py")
     spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
-    (algo_root / "model" / "spec.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+    with writing(algo_root / "model" / "spec.json"):
+        (algo_root / "model" / "spec.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
     weights = root / "ckpt" / f"model.ckpt-{ckpt_id}.pkl"
     weights.parent.mkdir(exist_ok=True)
-    weights.write_bytes(state_dict_bytes(exported.state_dict))
+    with writing(weights):
+        weights.write_bytes(state_dict_bytes(exported.state_dict))
     sample_dim = sample_size(exported.spec)
     settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
     edits = None
@@ -221,7 +224,8 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
                                                       "kaiwu": package.kaiwu, "edits": edits},
         "files": files,
     }
-    (algo_root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    with writing(algo_root / "manifest.json"):
+        (algo_root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import not_a_file
+
 __all__ = [
     "CELL_WIDTH",
     "GRID_ORIGIN_X",
@@ -180,6 +182,9 @@ class RealmMap:
 def _as_int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise MapError(f"{what} must be an integer, got {value!r}")
+    if not -2**31 <= int(value) < 2**31:
+        raise MapError(f"{what} = {str(value)[:40]} is out of range; map values are world units or cell counts "
+                       "(positions lie inside the map, e.g. [28500, 13000])")
     return int(value)
 
 
@@ -253,10 +258,11 @@ def load_map(path: str | os.PathLike, positions=None) -> RealmMap:
 
     Results are cached per (path, modification time), so many envs in one process share one map.
     """
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise MapError(f"map file {str(p)!r} does not exist; pass the path of a map JSON in the official format "
+    problem = not_a_file(path)
+    if problem:
+        raise MapError(f"map file {str(path)!r} {problem}; pass the path of a map JSON in the official format "
                        "(or map_path=None for the shipped default map)")
+    p = Path(path).expanduser()
     if positions is not None:
         return _load_uncached(p, positions)
     return _load_cached(str(p.resolve()), p.stat().st_mtime_ns)

@@ -221,6 +221,9 @@ class CompetitionEnv:
 
     def __init__(self, game_map: RealmMap, rules: Rules | None = None, seed: int | None = None, *,
                  invalid_conf: str = "raise", fault_rate: float = 0.0, fault_seed: int | None = None) -> None:
+        if not isinstance(game_map, RealmMap):
+            raise ValueError(f"game_map = {game_map!r} is not a loaded map; load it first: "
+                             f"CompetitionEnv(load_map({str(game_map)!r})), or small_map() / default_map()")
         if invalid_conf not in ("raise", "none"):
             raise ValueError(f"invalid_conf = {invalid_conf!r}; use 'raise' (a clear ValueError, the default) or "
                              "'none' (reset returns None, as the platform does)")

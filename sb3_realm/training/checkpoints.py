@@ -23,7 +23,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ..agents.checkpoint import TRUST_HINT, trusted
-from ..atomic import atomic_write
+from ..atomic import atomic_write, writing
 
 __all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
            "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside"]
@@ -63,7 +63,8 @@ def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | N
     final = folder / f"{PREFIX}{model.num_timesteps:012d}"
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
     try:
-        model.save(tmp / "model.zip")
+        with writing(final / "model.zip"):
+            model.save(tmp / "model.zip")
         venv = model.get_vec_normalize_env()
         if venv is not None:
             save_vecnormalize(venv, tmp / VECNORMALIZE_FILE)

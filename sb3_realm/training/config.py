@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..atomic import atomic_write, check_portable_path
+from ..atomic import atomic_write, check_portable_path, not_a_file
 from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class, schedule
@@ -590,8 +590,9 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     data: dict = {}
     if path is not None:
         p = Path(path)
-        if not p.is_file():
-            raise ValueError(f"config file {str(p)!r} does not exist; see configs/ for examples")
+        problem = not_a_file(path)
+        if problem:
+            raise ValueError(f"config file {str(path)!r} {problem}; see configs/ for examples")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

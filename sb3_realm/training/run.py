@@ -202,6 +202,10 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
         found = latest_checkpoint(run_dir / "checkpoints")
         if found is None:
             raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
+        if "imitation" in found[1]:
+            raise ValueError(f"--resume {str(run_dir)!r} is an imitation run; continue it with sb3-realm imitate "
+                             f"--resume {run_dir}, or train from its model with --init-from "
+                             f"{run_dir / 'final_model.zip'}")
         changes = resume_changes(run_dir, config)
         if fine.anchor_coef and not (run_dir / INIT_MODEL).is_file():
             raise ValueError(f"--resume {str(run_dir)!r}: finetune.anchor_coef needs the model the run started from, "
