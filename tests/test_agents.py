@@ -1,4 +1,7 @@
-"""SB3 checkpoints of each algorithm load and play through the evaluator, deterministically."""
+"""SB3 checkpoints of each algorithm load and play through the evaluator, deterministically.
+
+The fixture's models are saved by plain SB3, with no run config: as a user's own files, they load with
+``trust_pickle=True``."""
 
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ def test_detect_algorithm(checkpoints, algo):
 @pytest.mark.parametrize("algo", sorted(ALGOS))
 def test_checkpoint_plays_deterministically_through_evaluator(checkpoints, algo):
     kw = {"protocol": "custom", "custom": [[3, 4, 5]], "max_step": 60, "oracle_gap": False,
-          "env_kwargs": {"map_name": "small"}}
+          "env_kwargs": {"map_name": "small"}, "trust_pickle": True}
     a = evaluate(str(checkpoints[algo]), **kw)
     b = evaluate(str(checkpoints[algo]), **kw)
     assert a.games[0].steps == b.games[0].steps and a.games[0].score == b.games[0].score
@@ -45,7 +48,7 @@ def test_checkpoint_plays_deterministically_through_evaluator(checkpoints, algo)
 
 def test_maskable_policy_respects_masks(checkpoints):
     env = RealmEnv(map_name="small")
-    policy = SB3Policy(checkpoints["maskable_ppo"])
+    policy = SB3Policy(checkpoints["maskable_ppo"], trust_pickle=True)
     obs, _ = env.reset(seed=0)
     policy.reset(env)
     env.step(8)  # spend the flash: flashes are now masked
@@ -58,7 +61,7 @@ def test_maskable_policy_respects_masks(checkpoints):
 
 def test_recurrent_policy_carries_and_resets_state(checkpoints):
     env = RealmEnv(map_name="small")
-    policy = SB3Policy(checkpoints["recurrent_ppo"])
+    policy = SB3Policy(checkpoints["recurrent_ppo"], trust_pickle=True)
     obs, _ = env.reset(seed=0)
     policy.reset(env)
     policy.act(env, obs)
@@ -102,7 +105,7 @@ def test_a_checkpoint_acts_as_its_model_predicts(checkpoints, algo):
     """The policy's own argmax (feed-forward models skip ``predict``'s per-call overhead) is ``predict``'s action,
     masks included, at every state of a game; after a training-mode switch too."""
     env = RealmEnv(map_name="small")
-    policy = SB3Policy(checkpoints[algo])
+    policy = SB3Policy(checkpoints[algo], trust_pickle=True)
     model = algorithm_class(algo).load(checkpoints[algo])
     env.reset(seed=3)
     policy.reset(env)
