@@ -17,13 +17,14 @@ from pathlib import Path
 import torch
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
+from sb3_realm.agents.checkpoint import UntrustedCheckpointError, load_model
 from sb3_realm.atomic import check_output_file
 from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.evaluation.batched import play_games
 from sb3_realm.evaluation.protocols import SLOTS
 from sb3_realm.imitation.dagger import won
-from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
+from sb3_realm.models.algorithms import detect_algorithm
 from sb3_realm.models.saved import run_mask_wall_moves
 
 
@@ -37,6 +38,8 @@ def main() -> None:
                         help="play with the wall mask (default: as the model's run config says)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument("--trust-pickle", action="store_true",
+                        help="let the checkpoint's pickles run (only for a file you made yourself)")
     args = parser.parse_args()
     bad = [n for n in args.counts if not 0 <= n <= len(SLOTS)]
     if bad:
@@ -50,7 +53,10 @@ def main() -> None:
         parser.error(str(exc))
     mask_walls = args.mask_wall_moves or run_mask_wall_moves(Path(args.model))
     torch.set_num_threads(args.threads)
-    policy = algorithm_class(algo).load(args.model, device="cpu").policy
+    try:
+        policy = load_model(args.model, device="cpu", trust_pickle=args.trust_pickle).policy
+    except UntrustedCheckpointError as exc:
+        parser.error(str(exc))
     confs = [c for n in sorted(set(args.counts)) for c in protocol_configs("exhaustive", treasures=n)]
     games = [(game_seed(0, i), conf) for i, conf in enumerate(confs)]
     t0 = time.perf_counter()
