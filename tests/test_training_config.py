@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
-from sb3_realm.training.config import apply_overrides, load_config, save_config
+from sb3_realm.training.config import RENAMED_CONFIGS, apply_overrides, load_config, save_config
 
 
 def write(tmp_path, data) -> str:
@@ -23,23 +24,37 @@ def test_shipped_configs_load(name):
     assert config.algo.name in ("ppo", "maskable_ppo", "recurrent_ppo")
 
 
-def test_the_map_recipes_are_the_imitate_recipe_with_the_sweep():
-    base, real = load_config("configs/imitate.yaml"), load_config("configs/imitate_real_map.yaml")
-    default = load_config("configs/imitate_default_map.yaml")
+MAP = ["env.map_path=../shared/data/realm_map_1.json"]  # never read here: the competition recipes only need a path
+
+
+def recipe(name: str, overrides: list[str] | None = None):
+    return load_config(f"configs/imitate/{name}.yaml", overrides)
+
+
+def test_the_map_recipes_are_the_base_recipe_with_the_sweep():
+    base, real = recipe("base"), recipe("competition_fifteen_minutes", MAP)
+    default = recipe("fifteen_minutes")
     assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 5
     assert real.imitation.tie_break == base.imitation.tie_break == "index"
     assert not real.imitation.dagger_takeover and not base.imitation.dagger_takeover
     # the default map's: the real map's with 7 rounds, the oracle's ties broken toward its next node, and the oracle
     # taking over the DAgger games the learner overruns
     assert default.imitation == replace(real.imitation, rounds=7, tie_break="heading", dagger_takeover=True)
-    for section in ("algo", "env"):
-        assert getattr(real, section) == getattr(base, section) == getattr(default, section)
+    assert real.algo == base.algo == default.algo and base.env == default.env
+    assert real.env == replace(base.env, map_name="competition", map_path=MAP[0].split("=")[1])
 
 
-@pytest.mark.parametrize("name, more", [("real_map", {"rounds": 8}),
-                                        ("default_map", {"rounds": 10, "sweep_label_left": True})])
-def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name, more):
-    fast, every = load_config(f"configs/imitate_{name}.yaml"), load_config(f"configs/imitate_{name}_all_sets.yaml")
+def test_the_quick_recipe_is_the_readme_main_job():
+    quick = recipe("quick")
+    assert quick.env.map_name == "default" and quick.env.map_path is None and quick.out == "runs/quick"
+    assert (quick.algo, quick.env) == (recipe("base").algo, recipe("base").env)
+
+
+@pytest.mark.parametrize("fast, every, more", [
+    ("competition_fifteen_minutes", "competition_all_sets", {"rounds": 8}),
+    ("fifteen_minutes", "all_sets", {"rounds": 10, "sweep_label_left": True})])
+def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(fast, every, more):
+    fast, every = recipe(fast, MAP), recipe(every, MAP)
     assert not fast.imitation.sweep_all and not fast.imitation.sweep_label_left
     # every treasure set swept, no screening (its games are all in the sweep), 8 or 10 rounds; on the default map
     # the games that end with a treasure left are labelled too
@@ -48,9 +63,10 @@ def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(name, more)
     assert (every.algo, every.env) == (fast.algo, fast.env)
 
 
-@pytest.mark.parametrize("name", ["real_map", "default_map"])
-def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(name):
-    fast, slow = load_config(f"configs/imitate_{name}.yaml"), load_config(f"configs/imitate_{name}_slow.yaml")
+@pytest.mark.parametrize("fast, slow", [("competition_fifteen_minutes", "competition_oracle_level"),
+                                        ("fifteen_minutes", "past_the_oracle")])
+def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(fast, slow):
+    fast, slow = recipe(fast, MAP), recipe(slow, MAP)
     # 16 rounds; up to 60 won sweep games a round that are a step or more slower than the oracle's; the best round by
     # the lost leaderboard-count sets
     assert slow.imitation == replace(fast.imitation, rounds=16, sweep_label_slow=60, sweep_slow_margin=1,
@@ -59,11 +75,61 @@ def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(name):
 
 
 def test_the_refined_recipe_is_the_slow_recipe_with_the_step_exact_teacher():
-    slow = load_config("configs/imitate_real_map_slow.yaml")
-    refined = load_config("configs/imitate_real_map_refined.yaml")
+    slow = recipe("competition_oracle_level", MAP)
+    refined = recipe("competition_past_the_oracle", MAP)
     assert refined.imitation == replace(slow.imitation, expert="oracle-refined", rounds=12)
     assert refined.imitation.changed_refine_settings() == {}  # the refined oracle's default beam, as measured
     assert (refined.algo, refined.env, refined.seed) == (slow.algo, slow.env, slow.seed)
+
+
+@pytest.mark.parametrize("name", ["competition_fifteen_minutes", "competition_all_sets", "competition_oracle_level",
+                                  "competition_past_the_oracle"])
+def test_the_competition_recipes_refuse_to_run_without_the_map(name):
+    with pytest.raises(ValueError, match=r"competition's map, which the package does not ship; pass it with --map"):
+        recipe(name)
+
+
+def test_a_config_lists_only_what_differs_from_its_base(tmp_path):
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"seed": 3, "env": {"n_envs": 2, "usr_conf": {"treasure_num": 5}},
+                                                     "imitation": {"treasure_counts": [1, 2, 3], "rounds": 2}}))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.yaml").write_text(yaml.safe_dump({"base": "../a.yaml", "env": {"n_envs": 4},
+                                                             "imitation": {"treasure_counts": [9]}}))
+    config = load_config(tmp_path / "sub" / "b.yaml", ["imitation.rounds=6"])
+    # mappings merge at any depth; lists and scalars are replaced; --set applies last; the base's path is the file's
+    assert (config.seed, config.env.n_envs, config.env.usr_conf) == (3, 4, {"treasure_num": 5})
+    assert (config.imitation.treasure_counts, config.imitation.rounds) == ([9], 6)
+    # what a run records is the whole config: it loads with the base file gone
+    save_config(config, tmp_path / "run.yaml")
+    (tmp_path / "a.yaml").unlink()
+    assert "base" not in yaml.safe_load((tmp_path / "run.yaml").read_text())
+    assert load_config(tmp_path / "run.yaml") == config
+
+
+@pytest.mark.parametrize("base, match", [
+    ("missing.yaml", r"base = 'missing.yaml' is not a file"),
+    ("", r"base = ''; it must name the config file this one extends"),
+    (3, r"base = 3; it must name"),
+    ("c.yaml", r"makes a loop \(c.yaml -> c.yaml\)"),
+])
+def test_a_bad_base_is_one_line(tmp_path, base, match):
+    path = write(tmp_path, {"base": base, "seed": 1})
+    with pytest.raises(ValueError, match=match):
+        load_config(path)
+
+
+def test_a_base_loop_through_two_files_is_refused(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ValueError, match=r"makes a loop \(a.yaml -> b.yaml -> a.yaml\)"):
+        load_config(tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize("old, new", sorted(RENAMED_CONFIGS.items()))
+def test_a_removed_recipe_name_names_its_new_one(old, new):
+    assert (Path("configs") / new).is_file()
+    with pytest.raises(ValueError, match=rf"that recipe is now configs/{new} .*pass --config configs/{new}$"):
+        load_config(f"configs/{old}")
 
 
 @pytest.mark.parametrize(

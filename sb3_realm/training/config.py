@@ -27,7 +27,12 @@ from ..oracle import TIE_BREAKS
 from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
 
 __all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "FinetuneConfig", "TrainConfig", "load_config",
-           "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS"]
+           "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS", "merge_config",
+           "read_config_file", "RENAMED_CONFIGS", "COMPETITION_MAP"]
+
+#: ``env.map_name`` of a recipe tuned for the competition's own map, which the package does not ship: such a config
+#: runs only with ``env.map_path`` (``--map``)
+COMPETITION_MAP = "competition"
 
 
 
@@ -36,7 +41,8 @@ class EnvConfig:
     """The training envs.
 
     :param map_path: map JSON in the official format; None = a built-in map (``map_name``).
-    :param map_name: built-in map: ``default`` or ``small``.
+    :param map_name: built-in map: ``default`` or ``small``; or ``competition`` for a recipe tuned for the
+        competition's map, which is Tencent's and not shipped: such a config runs only with ``map_path`` (``--map``).
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
     :param reward_weights: :class:`~sb3_realm.envs.RewardWeights` overrides.
     :param rules: :class:`~sb3_realm.game.Rules` overrides.
@@ -59,6 +65,10 @@ class EnvConfig:
     normalize_reward: bool = False
 
     def validate(self) -> None:
+        if self.map_name == COMPETITION_MAP and self.map_path is None:
+            raise ValueError("env.map_name = 'competition': this recipe is tuned for the competition's map, which the "
+                             "package does not ship; pass it with --map PATH/realm_map_1.json (or --set "
+                             "env.map_path=PATH), or use a recipe for the shipped default map")
         EpisodeConfig.from_usr_conf(self.usr_conf)
         RewardWeights.from_dict(self.reward_weights)
         Rules.from_dict(self.rules)
@@ -585,22 +595,81 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"{where}: {problem}"
 
 
+#: recipes that were renamed: the old file name -> the new path under ``configs/``; a config path that does not exist
+#: and ends in an old name gets one line naming the new one
+RENAMED_CONFIGS: dict[str, str] = {
+    "imitate.yaml": "imitate/base.yaml", "imitate_default_map.yaml": "imitate/fifteen_minutes.yaml",
+    "imitate_default_map_all_sets.yaml": "imitate/all_sets.yaml",
+    "imitate_default_map_slow.yaml": "imitate/past_the_oracle.yaml",
+    "imitate_real_map.yaml": "imitate/competition_fifteen_minutes.yaml",
+    "imitate_real_map_all_sets.yaml": "imitate/competition_all_sets.yaml",
+    "imitate_real_map_slow.yaml": "imitate/competition_oracle_level.yaml",
+    "imitate_real_map_refined.yaml": "imitate/competition_past_the_oracle.yaml",
+}
+
+
+def _read_yaml(path: str | os.PathLike) -> dict:
+    """One config file's own mapping (its ``base:`` not followed)."""
+    p = Path(path)
+    problem = not_a_file(path)
+    if problem:
+        renamed = RENAMED_CONFIGS.get(p.name) if p.name and not p.exists() else None
+        if renamed:
+            raise ValueError(f"config file {str(path)!r} {problem}: that recipe is now configs/{renamed} (the "
+                             "recipes were renamed by purpose); pass --config configs/" + renamed)
+        raise ValueError(f"config file {str(path)!r} {problem}; see configs/ for examples")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it (configs/ppo.yaml "
+                         "shows the shape)") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {str(p)!r} holds a {type(data).__name__}, not a mapping of keys (seed:, "
+                         "env:, algo:, ...); see configs/ppo.yaml for the shape")
+    return data
+
+
+def merge_config(base: dict, overlay: dict) -> dict:
+    """``overlay`` laid over ``base``: mappings merge key by key (at any depth), anything else (a number, a string,
+    a list) is replaced whole by the overlay's value."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_config(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def read_config_file(path: str | os.PathLike, _chain: tuple[Path, ...] = ()) -> dict:
+    """The mapping of a config file with its ``base:`` resolved: ``base: FILE`` (relative to the file's own folder)
+    names the config it extends, and the file lists only what differs (merged by :func:`merge_config`; a base may
+    have its own base). The result holds no ``base`` key: it is the whole config."""
+    data = _read_yaml(path)
+    if "base" not in data:
+        return data
+    base = data.pop("base")
+    if not isinstance(base, str) or not base.strip():
+        raise ValueError(f"config file {str(path)!r}: base = {base!r}; it must name the config file this one extends, "
+                         "relative to its folder (e.g. base: base.yaml)")
+    here = Path(path).resolve()
+    target = (here.parent / base).resolve()
+    chain = (*_chain, here)
+    if target in chain:
+        loop = " -> ".join(str(p.name) for p in (*chain, target))
+        raise ValueError(f"config file {str(path)!r}: base = {base!r} makes a loop ({loop}); a base must not extend "
+                         "the file that names it")
+    if not target.is_file():
+        raise ValueError(f"config file {str(path)!r}: base = {base!r} is not a file ({target}); name the config it "
+                         "extends, relative to its folder")
+    return merge_config(read_config_file(target, chain), data)
+
+
 def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    """Load a YAML config (or the defaults when ``path`` is None), apply ``--set`` overrides, validate."""
-    data: dict = {}
-    if path is not None:
-        p = Path(path)
-        problem = not_a_file(path)
-        if problem:
-            raise ValueError(f"config file {str(path)!r} {problem}; see configs/ for examples")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it (configs/ppo.yaml "
-                             "shows the shape)") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"config file {str(p)!r} holds a {type(data).__name__}, not a mapping of keys (seed:, "
-                             "env:, algo:, ...); see configs/ppo.yaml for the shape")
+    """Load a YAML config (or the defaults when ``path`` is None) with its ``base:`` chain
+    (:func:`read_config_file`), apply ``--set`` overrides, validate. The result is the whole resolved config: what a
+    run's ``config.yaml`` records, so a run never depends on the base file later."""
+    data = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     return _from_dict(TrainConfig, data, "").validate()
 
