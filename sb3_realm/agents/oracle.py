@@ -23,6 +23,7 @@ class OracleAdapter:
             self.name = "oracle-refined"
 
     def reset(self, env: RealmEnv) -> None:
+        assert env.game.config is not None, "OracleAdapter.reset(env) needs an env that has been reset"
         self.oracle.reset(env.game.config)
 
     def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:

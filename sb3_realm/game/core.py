@@ -216,7 +216,7 @@ class Game:
     # ---------------------------------------------------------------------------------------------- step
     def step(self, action: int) -> StepEvents:
         """Advance one step. Raises ``ValueError`` for an action outside 0..15 (the state is left unchanged)."""
-        if not self._started:
+        if not self._started or self.config is None:  # (reset() sets config before it sets _started)
             raise RuntimeError("Game.step() called before reset()")
         if self.terminated or self.truncated:
             raise RuntimeError("the episode is over (terminated or truncated); call reset() to start a new one")
@@ -373,11 +373,13 @@ class Game:
 
     def score(self) -> float:
         """The competition score of the episode so far (0 until the end is reached)."""
+        assert self.config is not None, "Game.score() called before reset()"
         return self.rules.score(self.win, self.treasure_count, self.step_no, self.config.max_step)
 
     def next_target_distance(self) -> int:
         """4-neighbour BFS cells from the hero's cell to the nearest available treasure, or to the end when none is
         left (``UNREACHABLE`` if cut off)."""
+        assert self.config is not None, "Game.next_target_distance() called before reset()"
         dist = self.tables.distance[self._cz, self._cx].tolist()  # (16,) BFS cells to each position id
         return min(map(dist.__getitem__, self._available or (self.config.end,)))
 

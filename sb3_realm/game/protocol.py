@@ -58,7 +58,8 @@ class RepeatedScalars(Sequence):
             return self._values.tolist() == other
         return NotImplemented
 
-    __hash__ = None  # mutable on the platform, so unhashable, like protobuf's containers
+    # mutable on the platform, so unhashable, like protobuf's containers (typeshed's list does the same)
+    __hash__ = None  # type: ignore[assignment]  # object.__hash__ is a method; None is how a class opts out
 
     def __repr__(self) -> str:
         return repr(self._values.tolist())

@@ -29,7 +29,10 @@ COLORS = {
 }
 
 
-def _square(img: np.ndarray, gx: int, gz: int, scale: int, color, grow: int = 0) -> None:
+def _square(img: np.ndarray, cell: tuple[int, int] | np.ndarray, scale: int, color: tuple[int, ...],
+            grow: int = 0) -> None:
+    """Paint grid cell ``cell = (gx, gz)`` (and ``grow`` cells around it) in ``color``."""
+    gx, gz = cell
     h = img.shape[0] // scale
     row = h - 1 - gz  # +z up
     r0, r1 = max(0, (row - grow) * scale), min(img.shape[0], (row + 1 + grow) * scale)
@@ -51,13 +54,13 @@ def render_frame(game: Game, scale: int = 4) -> np.ndarray:
     img = np.repeat(np.repeat(base[::-1], scale, axis=0), scale, axis=1)
     pg = game.map.positions_grid
     if game.config is not None:
-        _square(img, *pg[game.config.start], scale, COLORS["start"], grow=1)
-        _square(img, *pg[game.config.end], scale, COLORS["end"], grow=1)
+        _square(img, pg[game.config.start], scale, COLORS["start"], grow=1)
+        _square(img, pg[game.config.end], scale, COLORS["end"], grow=1)
         for i in game.treasure_ids:
-            _square(img, *pg[i], scale, COLORS["taken"] if i in game.collected else COLORS["treasure"], grow=1)
+            _square(img, pg[i], scale, COLORS["taken"] if i in game.collected else COLORS["treasure"], grow=1)
         buff = COLORS["buff"] if game.buff_available() else tuple(c // 2 + 60 for c in COLORS["buff"])
-        _square(img, *pg[0], scale, buff, grow=1)
-        _square(img, *game.cell, scale, COLORS["hero"], grow=1)
+        _square(img, pg[0], scale, buff, grow=1)
+        _square(img, game.cell, scale, COLORS["hero"], grow=1)
     return img
 
 

@@ -193,7 +193,9 @@ class OraclePolicy:
         t0 = time.perf_counter()
         if self.plan is not None:
             self.replans += 1
-        left = self._config.max_step - st.step
+        config, tables = self._config, self._tables
+        assert config is not None and tables is not None  # set by reset(); act() refuses to run before it
+        left = config.max_step - st.step
         buff_available = st.buff_available and st.buff_remaining == 0
         # A plan is a function of its planning state; the steps left only matter when the whole tour does not fit.
         # A learner's loop (DAgger) revisits the same exact states and calls for a new plan at each of them: the plan
@@ -201,7 +203,7 @@ class OraclePolicy:
         key = (x, z, frozenset(st.available), st.talent, buff_available, st.buff_remaining)
         plan = self._plans.get(key)
         if plan is None or not plan.fits(left):
-            plan, _ = plan_from_state(self._tables, x, z, st.available, use_flash=self.use_flash,
+            plan, _ = plan_from_state(tables, x, z, st.available, use_flash=self.use_flash,
                                       use_buff=self.use_buff, flash_ready=st.talent, buff_available=buff_available,
                                       buff_remaining=st.buff_remaining, steps_left=left)
             self._plans[key] = plan
@@ -225,6 +227,7 @@ class OraclePolicy:
         """The value of the rest of the route from each entry of each node (``_post``: no flash left, ``_pre``:
         the planned flash still to come), in world units at ``move_speed`` before the buff, raw distance after."""
         t, route, f = self._tables, self._route, self._flash_leg
+        assert t is not None  # set by reset(), before the first plan
         ent = [t.entries[node] for node in route]
         conv = np.vectorize(lambda d: self.rules.move_speed * buff_steps(d, self.rules))
         m = len(route)
@@ -253,6 +256,7 @@ class OraclePolicy:
         if hit is not None:
             return hit
         t, ent = self._tables, self._ent[k]
+        assert t is not None  # set by reset(), before the first plan
         if pre and k == f:  # walk, or walk + flash + walk
             post = np.append(np.asarray(self._field(k, False)), INF)
             init = self.rules.move_speed + post[t.land].min(axis=0)
@@ -277,6 +281,7 @@ class OraclePolicy:
     def _eval(self, x: float, z: float, st: _State, pre: bool) -> tuple[float, bool]:
         """Cost-to-go after an action that puts the hero at ``(x, z)``, pickups there included, and whether the
         action reached the next node of the route (or ended the episode)."""
+        assert self._config is not None  # set by reset(); act() refuses to run before it
         if self._within(self._config.end, x, z):
             return (0.0 if all(self._within(t, x, z) for t in self._remaining) else INF), True
         if not self.use_buff and st.buff_available and self._within(BUFF_ID, x, z):
@@ -317,9 +322,9 @@ class OraclePolicy:
         if self._flash_now(st):
             r = self.rules
             for d in range(8):
-                q = flash_landing(x, z, d, r.flash_distance, self._walk, self._w, self._h)
-                if q is not None:
-                    best = min(best, unit + self._eval(q[0], q[1], st, False)[0])
+                landing = flash_landing(x, z, d, r.flash_distance, self._walk, self._w, self._h)
+                if landing is not None:
+                    best = min(best, unit + self._eval(landing[0], landing[1], st, False)[0])
         memo[key] = best
         return best
 

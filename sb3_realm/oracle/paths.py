@@ -349,9 +349,9 @@ def path_tables(game_map: RealmMap, rules: Rules, end: int, use_buff: bool = Tru
     leg = fields[:, entry_cell].T.astype(np.float64) + entry_offset[None, :]  # [a, b] = field_b(cell_a) + off_b
 
     # flash landings from each cell centre
-    gz, gx = np.divmod(np.arange(n_cells), w)
-    cxw = gx * CELL_WIDTH + GRID_ORIGIN_X + _HALF
-    czw = gz * CELL_WIDTH + GRID_ORIGIN_Z + _HALF
+    cell_gz, cell_gx = np.divmod(np.arange(n_cells), w)
+    cxw = cell_gx * CELL_WIDTH + GRID_ORIGIN_X + _HALF
+    czw = cell_gz * CELL_WIDTH + GRID_ORIGIN_Z + _HALF
     land = np.full((8, n_cells), -1, dtype=np.int64)
     for k, (ux, uz) in enumerate(DIRECTIONS):
         lx = np.floor((cxw + ux * rules.flash_distance - GRID_ORIGIN_X) / CELL_WIDTH).astype(np.int64)

@@ -195,7 +195,7 @@ def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool,
                 if any(route[j] != BUFF_ID and within(route[j], nx, nz) for j in range(nk + 1, last)):
                     continue  # a treasure out of the route's order
                 npre = pre and a < 8
-                if npre and nk > f:
+                if npre and f is not None and nk > f:  # (npre implies a flash leg f)
                     continue  # the flash leg passed without the flash
                 cost = steps_to_go(nx, nz, nk, npre, nboost, s)
                 if cost < INF:
@@ -261,6 +261,7 @@ class RefinedOraclePolicy(OraclePolicy):
     def search_key(self, st, x: float, z: float) -> SearchKey:
         """The :class:`SearchKey` of a search from the state ``st`` (exact position ``x, z``) under the current plan."""
         c = self._config
+        assert c is not None  # set by reset(); a search starts in act(), after OraclePolicy.act()
         settings = (self.beam_width, self.departure_cost, self.guided, self.tie_break, self.tie_tolerance,
                     self.lookahead, self.cruise_lookahead, self.corner_penalty, self.use_flash, self.use_buff)
         return SearchKey(self._world, st.step, x, z, frozenset(st.available), st.talent, st.buff_available,
@@ -294,6 +295,7 @@ class RefinedOraclePolicy(OraclePolicy):
         if self._refines >= self.max_refines:
             return label
         self._refines += 1
+        assert self._config is not None  # OraclePolicy.act() above refuses to run before reset()
         key = self.search_key(st, x, z) if st.step == 0 else None
         if key is not None and key in self.first_searches:
             known = self.first_searches[key]
@@ -358,9 +360,9 @@ class RefinedOraclePolicy(OraclePolicy):
                     if math.floor(q[0]) == st.x and math.floor(q[1]) == st.z:
                         fits.append(q)
             for d in range(8):
-                q = flash_landing(lx, lz, d, r.flash_distance, self._walk, self._w, self._h)
-                if q is not None and math.floor(q[0]) == st.x and math.floor(q[1]) == st.z:
-                    fits.append(q)
+                landing = flash_landing(lx, lz, d, r.flash_distance, self._walk, self._w, self._h)
+                if landing is not None and math.floor(landing[0]) == st.x and math.floor(landing[1]) == st.z:
+                    fits.append(landing)
             if fits:
                 x, z = fits[0]
         self._exact = (st.step, x, z)

@@ -145,7 +145,6 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
            steps_left: float | None) -> Plan:
     t, idx, n = problem.tables, problem.idx, len(problem.nodes)
     leg, leg_f, start_walk, start_flash = problem.leg, problem.leg_f, problem.start_walk, problem.start_flash
-    flash = leg_f is not None
     none = np.zeros(0, dtype=np.int64)
     end_ent = t.entries.get(end, none)
     buff_ent = t.entries.get(BUFF_ID, none) if buff and buff_remaining <= 0 else none
@@ -154,27 +153,27 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
     def steps(d: float) -> float:
         return buff_steps(d, rules, buff_remaining) if buff_remaining > 0 else d / v0
 
-    def to_set(rows: np.ndarray, cols: np.ndarray, table: np.ndarray | None) -> np.ndarray | None:
-        if table is None:
-            return None
+    def to_set(rows: np.ndarray, cols: np.ndarray, table: np.ndarray) -> np.ndarray:
         return table[rows][..., cols].min(axis=-1) if len(cols) else np.full(rows.shape, INF)
 
     f32 = np.float32  # the DP runs in float32 (world units up to ~1e6: 0.1-unit resolution) for speed
     legs = leg[idx[:, :, None, None], idx[None, None, :, :]].astype(f32)  # (n, K, n, K)
-    legs_f = leg_f[idx[:, :, None, None], idx[None, None, :, :]].astype(f32) if flash else None
-    e_n, ef_n = to_set(idx, end_ent, leg).astype(f32), to_set(idx, end_ent, leg_f)
-    ef_n = ef_n.astype(f32) if flash else None
+    # the flash tables (leg_f, start_flash and what is derived from them) are all set, or all None without the flash
+    legs_f = leg_f[idx[:, :, None, None], idx[None, None, :, :]].astype(f32) if leg_f is not None else None
+    e_n = to_set(idx, end_ent, leg).astype(f32)
+    ef_n = to_set(idx, end_ent, leg_f).astype(f32) if leg_f is not None else None
     full = (1 << n) - 1
-    g = tour_table(start_walk[idx].astype(f32), legs, start_flash[idx].astype(f32) if flash else None, legs_f)
+    g = tour_table(start_walk[idx].astype(f32), legs, start_flash[idx].astype(f32) if start_flash is not None else None,
+                   legs_f)
     # cost to the end without the buff for every visited set, with 0 / 1 flash
     end_no_flash = (g[..., 0] + e_n).min(axis=(1, 2), initial=INF)
     end_one_flash = (g[..., 1] + e_n).min(axis=(1, 2), initial=INF)
-    if flash:
+    if ef_n is not None:
         end_one_flash = np.minimum(end_one_flash, (g[..., 0] + ef_n).min(axis=(1, 2), initial=INF))
     end_no_flash[0] = start_walk[end_ent].min(initial=INF)
-    end_one_flash[0] = start_flash[end_ent].min(initial=INF) if flash else INF
+    end_one_flash[0] = start_flash[end_ent].min(initial=INF) if start_flash is not None else INF
     best_cost = steps(min(end_no_flash[full], end_one_flash[full]))
-    best = (full, None, int(end_one_flash[full] < end_no_flash[full]), 0)
+    best: tuple[int, int | None, int, int] = (full, None, int(end_one_flash[full] < end_no_flash[full]), 0)
     r = None
     if len(buff_ent):
         fast = rules.buff_speed * rules.buff_duration
@@ -186,7 +185,8 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
         # cost start -> visited set -> buff entry (to_*) and buff entry -> set left to visit -> end (from_*, indexed
         # by the set left), without / with the flash (*_f)
         to_buff, to_buff_f, from_buff, from_buff_f = (np.full((full + 1, n_buff), INF) for _ in range(4))
-        r = tour_table(e_n, legs.transpose(2, 3, 0, 1), ef_n, legs_f.transpose(2, 3, 0, 1) if flash else None)
+        r = tour_table(e_n, legs.transpose(2, 3, 0, 1), ef_n,
+                       legs_f.transpose(2, 3, 0, 1) if legs_f is not None else None)
         for i in range(n):
             legs_to_buff, legs_from_buff = leg[idx[i][:, None], buff_ent], leg[buff_ent[:, None], idx[i]].T  # (K, B)
             gi, ri = g[:, i], r[:, i]  # (M, K, 2)
@@ -194,12 +194,12 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
             to_buff_f = np.minimum(to_buff_f, (gi[:, :, 1, None] + legs_to_buff).min(axis=1))
             from_buff = np.minimum(from_buff, (ri[:, :, 0, None] + legs_from_buff).min(axis=1))
             from_buff_f = np.minimum(from_buff_f, (ri[:, :, 1, None] + legs_from_buff).min(axis=1))
-            if flash:
+            if leg_f is not None:
                 flash_to_buff, flash_from_buff = leg_f[idx[i][:, None], buff_ent], leg_f[buff_ent[:, None], idx[i]].T
                 to_buff_f = np.minimum(to_buff_f, (gi[:, :, 0, None] + flash_to_buff).min(axis=1))
                 from_buff_f = np.minimum(from_buff_f, (ri[:, :, 0, None] + flash_from_buff).min(axis=1))
         to_buff[0], from_buff[0] = start_walk[buff_ent], to_set(buff_ent, end_ent, leg)
-        if flash:
+        if leg_f is not None and start_flash is not None:
             to_buff_f[0], from_buff_f[0] = start_flash[buff_ent], to_set(buff_ent, end_ent, leg_f)
         comp = full ^ np.arange(full + 1)
         steps_flash_after = to_buff / v0 + buffed_steps(np.minimum(from_buff[comp], from_buff_f[comp]))
@@ -211,7 +211,7 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
             flash_after = 0 if flash_before else int(from_buff_f[full ^ mask, b] < from_buff[full ^ mask, b])
             best_cost, best = float(tot[mask, b]), (int(mask), int(buff_ent[b]), flash_before, flash_after)
     margin = max(2.0, 0.03 * best_cost) + LEG_ROUNDING * (n + 2) if math.isfinite(best_cost) else 0.0
-    fit = (best_cost, margin)
+    fit: tuple[float, float] | None = (best_cost, margin)
     if not best_cost <= (INF if steps_left is None else steps_left) - margin:
         fit = None
         # the whole tour does not fit: the best-scoring set of treasures (no buff)
@@ -222,8 +222,8 @@ def _solve(problem: _Problem, end: int, rules: Rules, buff: bool, buff_remaining
         count = np.array([bin(m).count("1") for m in range(full + 1)])
         played = cost + LEG_ROUNDING * (count + 1)
         score = np.where(played <= limit - np.maximum(2.0, 0.03 * played), 100.0 * count - 0.2 * played, -INF)
-        mask = int(np.argmax(score)) if np.isfinite(score).any() else int(np.argmin(played))
-        best_cost, best = float(cost[mask]), (mask, None, int(end_one_flash[mask] < end_no_flash[mask]), 0)
+        subset = int(np.argmax(score)) if np.isfinite(score).any() else int(np.argmin(played))
+        best_cost, best = float(cost[subset]), (subset, None, int(end_one_flash[subset] < end_no_flash[subset]), 0)
     return replace(_reconstruct(problem, end, g, r, legs, legs_f, e_n, ef_n, end_ent, best, best_cost), fit=fit)
 
 
@@ -247,6 +247,7 @@ def _reconstruct(problem: _Problem, end: int, g: np.ndarray, r: np.ndarray | Non
     if bi is not None:
         left = ((1 << len(nodes)) - 1) ^ mask
         if left:
+            assert r is not None  # a buff entry is only chosen in _solve once the buff's table r is built
             from_buff_f = leg_f[bi, idx] if leg_f is not None else None
             j, e, flashes_used, flash_last = _pick(r[left], leg[bi, idx], from_buff_f, flash_after)
             legs_t = legs.transpose(2, 3, 0, 1)
@@ -273,7 +274,9 @@ def _make_plan(problem: _Problem, route: list[tuple[int, int | None, bool]], cos
             b = ent
             if b is None:  # the end: its best entry from a
                 end_ent = problem.tables.entries[ids[-1]]
-                src = problem.start_flash if a is None else problem.leg_f[a]
+                start_flash, leg_f = problem.start_flash, problem.leg_f
+                assert start_flash is not None and leg_f is not None  # a flash is only planned with its tables
+                src = start_flash if a is None else leg_f[a]
                 b = int(end_ent[int(np.argmin(src[end_ent]))])
             flash = _describe_flash(problem, a, b, k)
             break
