@@ -18,11 +18,15 @@ import inspect
 import os
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..envs import RealmEnv
 from ..models.algorithms import algorithm, detect_algorithm, model_kwargs, read_sb3_data
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import run_config, serialized_entries
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
 
 __all__ = ["UntrustedCheckpointError", "load_model", "trusted", "TRUST_ENV", "TRUST_HINT"]
 
@@ -43,8 +47,9 @@ def trusted(trust_pickle: bool | None) -> bool:
     return os.environ.get(TRUST_ENV) == "1" if trust_pickle is None else bool(trust_pickle)
 
 
-def _spaces(config: dict):
+def _spaces(config: dict) -> tuple[spaces.Dict | spaces.Box, spaces.Discrete]:
     env = RealmEnv(map_name="small")
+    observation: spaces.Dict | spaces.Box
     try:
         observation, action = env.observation_space, env.action_space
     finally:
@@ -68,7 +73,7 @@ def _replacements(path: Path, entries: list[str], config: dict, cls, algo: str) 
     algo_section = config.get("algo") or {}
     hyperparams = dict(algo_section.get("hyperparams") or {})
     frame_stack = int((config.get("env") or {}).get("frame_stack", 1) or 1)
-    out = {}
+    out: dict[str, Any] = {}
     for key in entries:
         if key in _DROPPED:
             out[key] = None

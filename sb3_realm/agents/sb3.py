@@ -4,6 +4,7 @@ stacking (as ``VecFrameStack``: oldest first, zeros after a reset)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -162,7 +163,7 @@ class SB3Policy(ModelPolicy):
     whatever the env's own option.
     """
 
-    def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu",
+    def __init__(self, path: str | os.PathLike, algo: str | None = None, device: str = "cpu",
                  frame_stack: int | None = None, trust_pickle: bool | None = None) -> None:
         self.path = Path(path)
         self.algo = algo or detect_algorithm(self.path)

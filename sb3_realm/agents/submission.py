@@ -26,6 +26,7 @@ import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -134,13 +135,17 @@ class _HarnessProcess:
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
         self.proc = subprocess.Popen([sys.executable, "-I", "-B", str(HARNESS), *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        # its three pipes: never None with PIPE, and binary buffered streams (the default bufsize=-1)
+        self._stdin = cast(io.BufferedWriter, self.proc.stdin)
+        self._stdout = cast(io.BufferedReader, self.proc.stdout)
+        self._stderr_pipe = cast(io.BufferedReader, self.proc.stderr)
         # its stderr is drained while it runs (a full pipe would block the harness), the last 64 KB kept for errors
         self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
 
     def _read_stderr(self) -> None:
-        for chunk in iter(lambda: self.proc.stderr.read1(1024), b""):
+        for chunk in iter(lambda: self._stderr_pipe.read1(1024), b""):
             self._stderr.append(chunk)
 
     def _stderr_tail(self) -> str:
@@ -149,11 +154,11 @@ class _HarnessProcess:
         return b"".join(self._stderr).decode(errors="replace")[-3000:]
 
     def _recv(self) -> dict:
-        head = self.proc.stdout.read(4)
+        head = self._stdout.read(4)
         if len(head) != 4:
             raise EOFError("the submission process ended")
         (n,) = struct.unpack(">I", head)
-        return json.loads(self.proc.stdout.read(n))
+        return json.loads(self._stdout.read(n))
 
     def _recv_or_fail(self, what: str) -> dict:
         try:
@@ -167,8 +172,8 @@ class _HarnessProcess:
         msg = struct.pack(">I", len(data)) + data
         if payload is not None:
             msg += struct.pack(">I", len(payload)) + payload
-        self.proc.stdin.write(msg)
-        self.proc.stdin.flush()
+        self._stdin.write(msg)
+        self._stdin.flush()
 
     def _send_obs(self, message: dict, obs) -> None:
         if obs is None:
@@ -189,7 +194,7 @@ class _HarnessProcess:
                 self.proc.kill()
                 self.proc.wait()
         self._drain.join(timeout=5)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):  # closed before the folder is touched
+        for stream in (self._stdin, self._stdout, self._stderr_pipe):  # closed before the folder is touched
             stream.close()
 
     def __enter__(self):
@@ -296,6 +301,8 @@ def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
 def _load_by_path(name: str, init: Path, package: bool) -> object:
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)]
                                                   if package else None)
+    if spec is None or spec.loader is None:  # never for a .py file
+        raise ImportError(f"cannot load {init} as module {name!r}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -77,11 +77,11 @@ class RealmEnv(gym.Env):
         self.mask_wall_moves = bool(mask_wall_moves)
         self.game = Game(self.game_map, self.rules)
         self._spacing = progress_spacing(self.game_map)
-        self.observation_space = spaces.Dict({
+        self.observation_space: spaces.Dict = spaces.Dict({
             "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
             "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
         })
-        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.action_space: spaces.Discrete = spaces.Discrete(N_ACTIONS)
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
         self._episode_weighted = [0.0] * len(TERMS)

@@ -122,7 +122,8 @@ def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step
     extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step)[0]
              for k, t in enumerate(itertools.cycle(range(1, 14))))
     bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
-    states, n_mismatch, mismatches, sub_scores, index = 0, 0, [], [], 0
+    mismatches: list[dict] = []
+    states, n_mismatch, sub_scores, index = 0, 0, [], 0
     for conf in itertools.chain(leaderboard, extra):
         if index >= len(leaderboard) and states >= min_states:
             break

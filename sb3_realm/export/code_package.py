@@ -158,7 +158,8 @@ def edit_settings(text: str, table: str, settings: dict, last: dict) -> str:
     drop = {spans[k][0]: spans[k][1] for k in last if k in spans}
     added = [f"{k} = {toml_value(v)}" for k, v in settings.items() if k not in spans]
     added += [f"{k} = {toml_value(v)}" for k, v in last.items()]
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(lines):
         if i == end:
             while out and not out[-1].strip():  # the new lines follow the table's last setting
@@ -184,9 +185,9 @@ def edit_settings(text: str, table: str, settings: dict, last: dict) -> str:
     before, after = tomllib.loads(text), tomllib.loads(result)
     want = {**before, table: {**before[table], **settings, **last}}
     if after != want or list(after[table])[-len(last):] != list(last):
-        lines = ", ".join(f"{k} = {toml_value(v)}" for k, v in {**settings, **last}.items())
+        wanted = ", ".join(f"{k} = {toml_value(v)}" for k, v in {**settings, **last}.items())
         raise CodePackageError(f"editing the [{table}] table line by line did not give the expected settings; set "
-                               f"these lines by hand: {lines}")
+                               f"these lines by hand: {wanted}")
     return result
 
 

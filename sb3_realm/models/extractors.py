@@ -145,7 +145,7 @@ class FoveaExtractor(NetExtractor):
                          cell_offset=cell_offset)
 
 
-EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {
+EXTRACTORS: dict[str, type[NetExtractor] | type[Conv3dExtractor] | type[TransformerExtractor]] = {
     "realm": RealmExtractor,
     "fovea": FoveaExtractor,
     "conv3d": Conv3dExtractor,

@@ -206,5 +206,5 @@ def cell_offsets(vector: th.Tensor) -> th.Tensor:
     return 2.0 * (cells - th.floor(cells)) - 1.0
 
 
-NETS: dict[str, type[nn.Module]] = {"realm": RealmNet, "fovea": FoveaNet}
+NETS: dict[str, type[RealmNet] | type[FoveaNet]] = {"realm": RealmNet, "fovea": FoveaNet}
 

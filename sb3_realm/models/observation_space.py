@@ -16,13 +16,13 @@ _EXPECTED = "Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), fl
 
 def realm_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spaces.Box]:
     """The ``maps`` and ``vector`` Boxes of a Realm observation space, or a ValueError that shows the space."""
-    ok = (isinstance(observation_space, spaces.Dict) and set(observation_space.spaces) == {"maps", "vector"}
-          and isinstance(observation_space["maps"], spaces.Box) and len(observation_space["maps"].shape) == 3
-          and isinstance(observation_space["vector"], spaces.Box) and len(observation_space["vector"].shape) == 1)
-    if not ok:
-        raise ValueError(f"{who} needs the observation space {_EXPECTED}; got {observation_space}. Use it with "
-                         "RealmEnv (optionally under VecFrameStack) and the 'MultiInputPolicy'.")
-    return observation_space["maps"], observation_space["vector"]
+    if isinstance(observation_space, spaces.Dict) and set(observation_space.spaces) == {"maps", "vector"}:
+        maps, vector = observation_space["maps"], observation_space["vector"]
+        if (isinstance(maps, spaces.Box) and len(maps.shape) == 3
+                and isinstance(vector, spaces.Box) and len(vector.shape) == 1):
+            return maps, vector
+    raise ValueError(f"{who} needs the observation space {_EXPECTED}; got {observation_space}. Use it with "
+                     "RealmEnv (optionally under VecFrameStack) and the 'MultiInputPolicy'.")
 
 
 def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tuple[spaces.Box, spaces.Box]:

@@ -7,8 +7,9 @@ network in :mod:`sb3_realm.models.nets`). See :mod:`sb3_realm.models.extractors`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import gymnasium as gym
 import torch as th
@@ -229,6 +230,10 @@ class TransformerExtractor(BaseFeaturesExtractor):
         self.head = nn.Identity() if features_dim is None else nn.Sequential(nn.Linear(d_model, features_dim),
                                                                                nn.ReLU())
 
+    def _causal_blocks(self) -> Iterable[_CausalBlock]:
+        """``blocks`` as what they hold (``nn.ModuleList`` is not generic)."""
+        return cast("Iterable[_CausalBlock]", self.blocks)
+
     def embed(self, maps: th.Tensor, vector: th.Tensor) -> th.Tensor:
         """Tokens of single frames: maps (N, 4, H, W) in [0, 1], vector (N, 216) -> (N, d_model)."""
         if self.maps_scale != 1.0:
@@ -246,7 +251,7 @@ class TransformerExtractor(BaseFeaturesExtractor):
     def empty_cache(self, batch_size: int = 1) -> TransformerCache:
         """A cache with no frames at all (what :meth:`initial_cache` fills with zero frames)."""
         p = self.norm.weight
-        empty = [p.new_zeros(batch_size, blk.n_heads, 0, blk.head_dim) for blk in self.blocks]
+        empty = [p.new_zeros(batch_size, blk.n_heads, 0, blk.head_dim) for blk in self._causal_blocks()]
         return TransformerCache(keys=list(empty), values=list(empty))
 
     def initial_cache(self, batch_size: int = 1) -> TransformerCache:
@@ -264,7 +269,7 @@ class TransformerExtractor(BaseFeaturesExtractor):
 
     def _step_token(self, x: th.Tensor, cache: TransformerCache) -> tuple[th.Tensor, TransformerCache]:
         keys, values = [], []
-        for block, k, v in zip(self.blocks, cache.keys, cache.values, strict=True):
+        for block, k, v in zip(self._causal_blocks(), cache.keys, cache.values, strict=True):
             x, k, v = block.step(x, k, v)
             keys.append(k)
             values.append(v)
