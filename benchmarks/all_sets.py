@@ -23,8 +23,7 @@ from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.evaluation.batched import play_games
 from sb3_realm.evaluation.protocols import SLOTS
-from sb3_realm.imitation.dagger import won
-from sb3_realm.models.algorithms import detect_algorithm
+from sb3_realm.models.algorithms import algorithm, detect_algorithm
 from sb3_realm.models.saved import run_mask_wall_moves
 
 
@@ -61,17 +60,17 @@ def main() -> None:
     games = [(game_seed(0, i), conf) for i, conf in enumerate(confs)]
     t0 = time.perf_counter()
     env_kwargs = {"map_path": args.map_path, "mask_wall_moves": mask_walls}
-    played = play_games(policy, env_kwargs, games, masked=algo == "maskable_ppo", batch=128)
+    played = play_games(policy, env_kwargs, games, masked=algorithm(algo).maskable, batch=128)
     wall = time.perf_counter() - t0
     by_count: dict[int, dict] = {}
     for g in played:
-        row = by_count.setdefault(len(g["treasure_ids"]), {"sets": 0, "won": 0, "treasure_left": 0,
-                                                           "never_finished": 0})
+        row = by_count.setdefault(len(g.treasure_ids), {"sets": 0, "won": 0, "treasure_left": 0,
+                                                        "never_finished": 0})
         row["sets"] += 1
-        row["won"] += won(g)
-        row["treasure_left"] += bool(g["win"]) and not won(g)
-        row["never_finished"] += not g["win"]
-    nine = [g["score"] for g in played if len(g["treasure_ids"]) == 9]
+        row["won"] += g.won
+        row["treasure_left"] += g.reached_end and not g.won
+        row["never_finished"] += not g.reached_end
+    nine = [g.score for g in played if len(g.treasure_ids) == 9]
     out = {
         "model": args.model, "map": args.map_path or "default", "games": len(played),
         "won": sum(r["won"] for r in by_count.values()),
@@ -79,8 +78,8 @@ def main() -> None:
         "games_other_counts": sum(r["sets"] for n, r in by_count.items() if n != 9),
         "nine_treasure_mean_score": round(sum(nine) / len(nine), 2) if nine else None,
         "by_count": {str(n): r for n, r in sorted(by_count.items())},
-        "lost": [{k: g[k] for k in ("treasure_ids", "win", "missed", "steps", "score")}
-                 for g in played if not won(g)],
+        "lost": [{"treasure_ids": list(g.treasure_ids), "reached_end": g.reached_end, "missed": list(g.missed),
+                  "steps": g.steps, "score": g.score} for g in played if not g.won],
         "wall_s": round(wall, 1), "peak_rss": peak_rss_mib(),
     }
     if args.json_path:

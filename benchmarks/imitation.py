@@ -30,13 +30,14 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.evaluation import evaluate, write_json_atomic
 from sb3_realm.imitation import imitate
+from sb3_realm.imitation.config import load_imitate_config, read_run_config
 from sb3_realm.training import train
 from sb3_realm.training.config import load_config
 
 
 def summary(report) -> dict:
     s = report.summary()
-    keys = ("games", "wins", "full_wins", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
+    keys = ("games", "wins", "reached_end", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
             "oracle_mean_score", "mean_gap_to_oracle", "max_gap_to_oracle")
     return {k: s[k] for k in keys if k in s}
 
@@ -69,14 +70,14 @@ def main() -> None:
 
     if args.run is not None:
         run_dir = Path(args.run)
-        config = load_config(run_dir / "config.yaml")
+        config = read_run_config(run_dir)
         report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
         run_s, rss_run = report["history"][-1]["wall_s"], None  # measured by the run itself; RSS not seen here
     else:
         overrides = [*args.overrides, f"out={json.dumps(args.out)}"]
         if args.map_path:
             overrides.append(f"env.map_path={json.dumps(args.map_path)}")
-        config = load_config(args.config, overrides)
+        config = load_imitate_config(args.config, overrides)
         out = Path(args.out)
         if out.exists():  # --overwrite (checked in main)
             shutil.rmtree(out)
@@ -97,7 +98,8 @@ def main() -> None:
         "map": config.env.map_path or config.env.map_name,
         "imitate_wall_s": round(run_s, 1), "peak_rss_during_imitate": rss_run,
         "curve": [{k: h.get(k) for k in ("round", "wall_s", "states", "bc_accuracy", "eval_mean_score", "eval_wins",
-                                         "eval_full_wins", "eval_games", "games_cut", "screen_games", "screen_wins")}
+                                         "eval_reached_end", "eval_games", "games_cut", "screen_games",
+                                         "screen_reached_end")}
                   for h in report["history"]],
         "held_out_oracle_mean_score": report["oracle_mean_score"], "best_round": report["best_round"],
         "exhaustive_9": summary(exhaustive), "exhaustive_s": round(exhaustive_s, 1),
@@ -109,9 +111,9 @@ def main() -> None:
             fixed = evaluate(model, "fixed", treasures=n, **common)
             others[str(n)] = {"random": summary(rand), "fixed": summary(fixed)}
         result["other_games"] = others
-        # won: the end reached with every treasure (full_wins), not the env's win alone
-        result["other_games_all_won"] = all(v["random"]["full_wins"] == v["random"]["games"] and
-                                            v["fixed"]["full_wins"] == 1 for v in others.values())
+        # won: the end reached with every treasure, not only the end reached
+        result["other_games_all_won"] = all(v["random"]["wins"] == v["random"]["games"] and
+                                            v["fixed"]["wins"] == 1 for v in others.values())
     if args.finetune_config or args.finetune_run:
         result["finetune"] = finetune_phase(args, model, exhaustive, common)
     result["peak_rss_total"] = peak_rss_mib()
@@ -179,7 +181,7 @@ def plot_curve(result: dict, path: str) -> None:
                 label=f"PPO fine-tuning, held-out games (715 sets: {fine['exhaustive_9']['mean_score']:.2f})")
     ax.set_xlabel("wall time (min), expert data + imitation, 2 cores")
     ax.set_ylabel("mean competition score")
-    ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['full_wins']}/715 sets won, mean "
+    ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['wins']}/715 sets won, mean "
                  f"{ex['mean_score']:.2f} (oracle {ex.get('oracle_mean_score', np.nan):.2f})", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")

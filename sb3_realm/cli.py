@@ -186,7 +186,7 @@ def _cmd_train(args) -> None:
 
 def _cmd_imitate(args) -> None:
     from .imitation import imitate  # lazy: torch + SB3 (see the top)
-    from .training import load_config, resume_config
+    from .imitation.config import load_imitate_config, read_run_config
 
     overrides = list(args.overrides)
     if args.map_path is not None:
@@ -195,11 +195,11 @@ def _cmd_imitate(args) -> None:
         if args.config is not None or args.out is not None:
             raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out "
                              "(use --set to change it, e.g. --set imitation.rounds=8)")
-        config = resume_config(args.resume, overrides)
+        config = read_run_config(args.resume, overrides)
     else:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
-        config = load_config(args.config, overrides)
+        config = load_imitate_config(args.config, overrides)
     model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty())
     report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     print(json.dumps({"run_dir": str(run_dir), "final_model": str(run_dir / "final_model.zip"),

@@ -89,11 +89,12 @@ def test_scores_equal_hand_computed_values(tmp_path):
         150 + 100 * 1 + 0.2 * (2000 - steps),
         150 + 0.2 * (2000 - steps),  # treasure 5 is off the line: missed
     ])
-    assert report.games[2].missed == [5] and report.games[0].missed == []
+    assert report.games[2].missed == (5,) and report.games[0].missed == ()
     s = report.summary()
-    assert s["wins"] == 3 and s["games_with_missed_treasure"] == 1 and s["missed_by_id"] == {5: 1}
-    # the game that reached the end without treasure 5 is not a full win (the competition's clean win)
-    assert s["full_wins"] == 2 and [r.full_win for r in report.games] == [True, True, False]
+    assert s["reached_end"] == 3 and s["games_with_missed_treasure"] == 1 and s["missed_by_id"] == {5: 1}
+    # the game that reached the end without treasure 5 is not won (the competition's clean win)
+    assert s["wins"] == 2 and s["win_rate"] == pytest.approx(2 / 3)
+    assert [r.won for r in report.games] == [True, True, False] and all(r.reached_end for r in report.games)
     text = format_report(report)
     assert "missed by id: {5: 1}" in text and "[5] / [5]" in text
     assert "wins 2/3 with every treasure, 3 reached the end" in text

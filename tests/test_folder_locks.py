@@ -32,7 +32,7 @@ def snapshot(folder: Path) -> dict:
 @pytest.mark.parametrize("command", [
     ["train", *TINY, "--out", "{folder}"],
     ["train", "--resume", "{folder}", "--total-steps", "1000"],
-    ["imitate", "--config", str(REPO / "configs" / "imitate.yaml"), "--out", "{folder}", "--no-progress"],
+    ["imitate", "--config", str(REPO / "configs" / "imitate" / "quick.yaml"), "--out", "{folder}", "--no-progress"],
 ])
 def test_a_held_run_folder_is_refused_with_the_holders_pid(tmp_path, command):
     from sb3_realm.training import load_config, save_config

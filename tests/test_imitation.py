@@ -19,18 +19,22 @@ from gymnasium import spaces
 
 from sb3_realm import features
 from sb3_realm.envs import RealmEnv
+from sb3_realm.evaluation import GameResult
 from sb3_realm.game.rules import EpisodeConfig
 from sb3_realm.imitation import (
     Block,
     Collector,
     DatasetError,
     ExpertDataset,
+    ExpertSpec,
     action_accuracy,
     fit,
     fit_sequences,
     imitate,
+    load_imitate_config,
 )
 from sb3_realm.imitation.bc import episode_bounds
+from sb3_realm.imitation.config import read_run_config
 from sb3_realm.imitation.dataset import decode_maps, encode_maps
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import load_config
@@ -120,9 +124,9 @@ def test_the_expert_breaks_ties_as_configured(expert_block):
     """``tie_break`` reaches the oracle in the collector (in this process, so its cached expert too): other labels
     in some states, the same won games."""
     with Collector(1) as collector:
-        heading = collector.run(SMALL_ENV, small_games(30), tie_break="heading")
+        heading = collector.run(SMALL_ENV, small_games(30), expert=ExpertSpec("oracle", tie_break="heading"))
         index = collector.run(SMALL_ENV, small_games(30))
-    assert all(g["win"] and not g["missed"] for g in heading.games)
+    assert all(g.won for g in heading.games)
     assert np.array_equal(index.block.actions, expert_block.actions)  # the default: the lowest action
     n = min(len(heading.block), len(index.block))
     assert np.mean(heading.block.actions[:n] != index.block.actions[:n]) > 0.05
@@ -231,7 +235,7 @@ def test_batched_play_of_a_recurrent_model_is_the_evaluation(tmp_path):
     played = play_games(model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in enumerate(confs)],
                         batch=2)  # slots reused: each new game must start from a zero LSTM state
     assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
-        [(g["score"], g["steps"], g["treasures"], g["missed"]) for g in played]
+        [(g.score, g.steps, g.treasures, g.missed) for g in played]
 
 
 # ------------------------------------------------------------------------------------------ DAgger
@@ -242,8 +246,8 @@ def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
     with Collector(1) as collector:
         learner = collector.run(SMALL_ENV, small_games(3, seed=100), learner=str(path), beta=0.0)
         expert = collector.run(SMALL_ENV, small_games(3, seed=100))
-    assert all(g["expert_steps"] == 0 for g in learner.games)
-    assert all(g["expert_steps"] == g["steps"] for g in expert.games)
+    assert all(g.expert_steps == 0 for g in learner.games)
+    assert all(g.expert_steps == g.steps for g in expert.games)
     assert len(learner.block) > len(expert.block)  # the learner loses time; every visited state is labelled
     # the labels are the expert's own answers in those states, not the learner's actions
     env = RealmEnv(map_name="small")
@@ -255,7 +259,6 @@ def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
 
 def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
     from sb3_realm.agents import OracleAdapter
-    from sb3_realm.imitation.dagger import won
 
     model = small_model()  # untrained: it never finishes
     path = tmp_path / "learner.zip"
@@ -269,10 +272,10 @@ def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
         oracle = OracleAdapter(env)
         oracle.reset(env)
         oracle.act(env, obs)
-        assert game["cut"] and game["steps"] == oracle.planned_steps + 30
-        # a cut game's summary names the treasures left, as play_games does: it is not a win
-        assert set(game["missed"]) <= set(game["treasure_ids"]) and not won(game)
-        assert game["treasures"] + len(game["missed"]) == len(game["treasure_ids"])
+        assert game.cut and game.steps == oracle.planned_steps + 30
+        # a cut game's result names the treasures left, as play_games does: it is not won
+        assert set(game.missed) <= set(game.treasure_ids) and not game.won and not game.reached_end
+        assert game.treasures + len(game.missed) == len(game.treasure_ids)
 
 
 def test_the_expert_takes_over_a_game_the_learner_overruns(tmp_path):
@@ -286,13 +289,13 @@ def test_the_expert_takes_over_a_game_the_learner_overruns(tmp_path):
         cut = collector.run(SMALL_ENV, games, learner=str(path), beta=0.0, overrun=30)
         taken = collector.run(SMALL_ENV, games, learner=str(path), beta=0.0, overrun=30, takeover=True)
     for short, game in zip(cut.games, taken.games, strict=True):
-        assert short["cut"] and not short["taken_over"]
-        assert game["taken_over"] == short["steps"] and not game["cut"]
-        assert game["win"] and not game["missed"]  # the oracle finishes what the learner could not
-        assert game["expert_steps"] == game["steps"] - game["taken_over"]
+        assert short.cut and not short.taken_over
+        assert game.taken_over == short.steps and not game.cut
+        assert game.won  # the oracle finishes what the learner could not
+        assert game.expert_steps == game.steps - game.taken_over
     # the same learner states first, then the expert's way to the end
-    assert len(taken.block) == sum(g["steps"] for g in taken.games) > len(cut.block)
-    first = cut.games[0]["steps"]
+    assert len(taken.block) == sum(g.steps for g in taken.games) > len(cut.block)
+    first = cut.games[0].steps
     np.testing.assert_array_equal(taken.block.vector[:first], cut.block.vector[:first])
     np.testing.assert_array_equal(taken.block.actions[:first], cut.block.actions[:first])
 
@@ -313,15 +316,16 @@ def test_a_set_labelled_again_replays_the_refined_expert_s_first_search(tmp_path
     monkeypatch.setattr(refine_module, "refine", lambda oracle, step, *a, **k: steps.append(step) or
                         real(oracle, step, *a, **k))
     settings = (("beam_width", 3), ("max_refines", 3))
-    kwargs = {"expert": "oracle-refined", "learner": str(path), "beta": 0.0, "max_steps": 80, "refine": settings}
+    expert = ExpertSpec("oracle-refined", refine=settings)
+    kwargs = {"expert": expert, "learner": str(path), "beta": 0.0, "max_steps": 80}
     with Collector(1) as collector:
         afresh = collector.run(SMALL_ENV, games, **kwargs)
     searched, steps[:] = list(steps), []
     assert searched.count(0) == 2 and len(searched) > 2 and len(afresh.searches) == 2
 
     with Collector(1) as collector:
-        reference = collector.play_expert(SMALL_ENV, games, "oracle-refined", refine=settings)
-        assert steps == [0, 0] and all(g["win"] for g in reference)  # one search a game: the expert follows it
+        reference = collector.play_expert(SMALL_ENV, games, expert)
+        assert steps == [0, 0] and all(g.reached_end for g in reference)  # one search a game: the expert follows it
         steps[:] = []
         again = collector.run(SMALL_ENV, games, **kwargs)
         assert steps == [s for s in searched if s != 0] and again.searches == {}
@@ -329,7 +333,8 @@ def test_a_set_labelled_again_replays_the_refined_expert_s_first_search(tmp_path
         for name in ("bits", "memory", "vector", "actions", "masks", "starts"):
             np.testing.assert_array_equal(getattr(again.block, name), getattr(afresh.block, name))
         steps[:] = []
-        collector.run(SMALL_ENV, games, **{**kwargs, "refine": (("beam_width", 4), ("max_refines", 3))})
+        other = ExpertSpec("oracle-refined", refine=(("beam_width", 4), ("max_refines", 3)))
+        collector.run(SMALL_ENV, games, **{**kwargs, "expert": other})
         assert steps.count(0) == 2
 
 
@@ -345,44 +350,79 @@ def test_batched_play_is_the_evaluation(run):
     played = play_games(policy.model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in
                                                                       enumerate(confs)], batch=2)
     assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
-        [(g["score"], g["steps"], g["treasures"], g["missed"]) for g in played]
+        [(g.score, g.steps, g.treasures, g.missed) for g in played]
 
 
 @contextlib.contextmanager
-def _run_state(tmp_path, *overrides):
-    """An imitation run's state (``dagger._Run``) on the QUICK config with ``overrides``, closed afterwards."""
-    from sb3_realm.imitation.dagger import _Run
+def _imitation(tmp_path, *overrides):
+    """An imitation run (``dagger.Imitation``) on the QUICK config with ``overrides``, closed afterwards."""
+    from sb3_realm.imitation.dagger import Imitation
 
-    state = _Run(load_config(None, [*QUICK, *overrides, f"out={json.dumps(str(tmp_path))}"]), tmp_path)
+    run = Imitation(load_imitate_config(None, [*QUICK, *overrides, f"out={json.dumps(str(tmp_path))}"]), tmp_path)
     try:
-        yield state
+        yield run
     finally:
-        state.venv.close()
-        state.logger.close()
+        run.close()
 
 
-def test_screening_puts_the_lost_games_among_the_dagger_games(run, tmp_path):
+def result(index: int, *, reached_end: bool = True, missed: tuple = (), ids: tuple = (3, 5), score: float = 1.0,
+           steps: int = 99) -> GameResult:
+    """A game's result as the batched player returns it."""
+    return GameResult(index=index, treasure_ids=tuple(ids), score=score, reached_end=reached_end,
+                      treasures=len(ids) - len(missed), missed=tuple(missed), steps=steps)
+
+
+SMALL_USR = EpisodeConfig.from_usr_conf({"treasure_num": 2, "max_step": 200})
+
+
+def selection(**kw):
+    from sb3_realm.imitation import SelectionConfig
+
+    config = SelectionConfig(**kw)
+    config.validate()
+    return config
+
+
+def test_screening_puts_the_unfinished_games_among_the_dagger_games(run, tmp_path):
     from sb3_realm.evaluation.batched import play_games
-    from sb3_realm.imitation.dagger import training_games
+    from sb3_realm.imitation.selection import training_games
 
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.screen_games=10", "imitation.dagger_games=4") as state:
-        config = state.config
-        chosen = state._dagger_games(model, 1)
+    with _imitation(tmp_path, "imitation.screen_games=10", "imitation.dagger_games=4") as imitation:
+        config = imitation.config
+        chosen = imitation.dagger_games(model, 1)
+        stats = dict(imitation.stats)
     pool = training_games(config, 1, 10)
-    played = play_games(model.policy, state.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps)
-    lost = [game for game, p in zip(pool, played, strict=True) if not p["win"]]
-    assert state._screen == {"screen_games": 10, "screen_wins": 10 - len(lost)}
+    played = play_games(model.policy, imitation.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps)
+    lost = [game for game, p in zip(pool, played, strict=True) if not p.reached_end]
+    assert stats == {"screen_games": 10, "screen_reached_end": 10 - len(lost)}
     assert len(chosen) == 4 and all(game in pool for game in chosen)
     assert all(game in chosen for game in lost[:4])
 
 
-def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
+def test_fill_from_screening_puts_the_unfinished_ones_after_the_labelled_then_a_random_rest():
+    from sb3_realm.imitation.selection import fill_from_screening
+
+    pool = small_games(8, seed=50)
+    played = [result(i, reached_end=i not in (2, 6)) for i in range(8)]
+    labelled = small_games(1, seed=900)
+    chosen = fill_from_screening(labelled, pool, played, dagger_games=4, seed=0, round_no=1)
+    assert chosen[0] == labelled[0] and pool[2] in chosen and pool[6] in chosen and len(chosen) == 4
+    rest = [g for g in chosen[1:] if g not in (pool[2], pool[6])]
+    assert chosen[1:] == sorted(chosen[1:], key=pool.index)  # in pool order
+    assert fill_from_screening(labelled, pool, played, dagger_games=4, seed=0, round_no=1) == chosen
+    others = {tuple(g[0] for g in fill_from_screening(labelled, pool, played, dagger_games=4, seed=0, round_no=r))
+              for r in range(1, 8)}
+    assert len(others) > 1 and len(rest) == 1  # the random rest is drawn from (seed, round)
+    assert fill_from_screening(small_games(5), pool, played, dagger_games=4, seed=0, round_no=1) == small_games(4)
+
+
+def test_the_sweep_holds_every_set_of_the_leaderboard_count_once():
     from math import comb
 
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.sweep_other=5",
-                    "imitation.treasure_counts=[2, 2, 0, 3, 13]") as state:
-        games = state.sweep_games()
+    from sb3_realm.imitation.selection import sweep_games
+
+    games = sweep_games(selection(games="sweep", other_sets=5), SMALL_USR, [2, 2, 0, 3, 13], eval_seed=12345)
     sets = [tuple(conf["treasure_id"]) for _, conf in games]
     assert len(set(sets)) == len(sets)  # each set once
     assert len({seed for seed, _ in games}) == len(games)
@@ -392,14 +432,15 @@ def test_the_sweep_holds_every_set_of_the_leaderboard_count_once(tmp_path):
     assert (3, 4, 5) in by_count[3] and 1 < len(by_count[3]) <= 6  # the fixed set and up to 5 random ones
     assert not any(by_count[k] for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
     assert all(conf["treasure_random"] == 0 and conf["max_step"] == 200 for _, conf in games)
+    assert sweep_games(selection(), SMALL_USR, [2, 3], eval_seed=12345) == []  # held_out: no sweep
 
 
-def test_sweep_all_holds_every_set_of_every_count(tmp_path):
+def test_all_sets_holds_every_set_of_every_count():
     from math import comb
 
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.sweep_all=true", "imitation.sweep_other=1",
-                    "imitation.treasure_counts=[2, 0, 3, 11]") as state:
-        games = state.sweep_games()
+    from sb3_realm.imitation.selection import sweep_games
+
+    games = sweep_games(selection(games="all_sets", other_sets=1), SMALL_USR, [2, 0, 3, 11], eval_seed=12345)
     sets = [tuple(conf["treasure_id"]) for _, conf in games]
     assert len(set(sets)) == len(sets) and len({seed for seed, _ in games}) == len(games)
     assert len(sets) == comb(13, 2) + 1 + comb(13, 3) + comb(13, 11)
@@ -408,29 +449,26 @@ def test_sweep_all_holds_every_set_of_every_count(tmp_path):
     assert sets[comb(13, 2) + 1] == (3, 4, 5)  # each other count begins with its fixed set
 
 
-def test_sweep_all_labels_the_main_count_first_then_a_sample_of_the_other_lost_games(run, tmp_path):
-    model = algorithm_class("ppo").load(run / "final_model.zip")
-    overrides = ("imitation.sweep=true", "imitation.sweep_all=true", "imitation.screen_games=0",
-                 "imitation.treasure_counts=[2, 1, 3]", "imitation.dagger_games=6")
-    chosen = []
-    for round_no in (1, 1, 2):
-        (tmp_path / str(len(chosen))).mkdir()
-        with _run_state(tmp_path / str(len(chosen)), *overrides) as state:
-            games = state.sweep_games()
-            lost = {0, 5, 77, *range(78, 78 + 13), *range(100, 140)}  # 3 of count 2, 53 of counts 1 and 3
-            state._swept = [{"win": i not in lost, "missed": []} for i in range(len(games))]
-            chosen.append(state._dagger_games(model, round_no))
-    first, again, other_round = chosen
-    assert first[:3] == [games[0], games[5], games[77]]  # the main count's lost games, in order
+def test_all_sets_labels_the_main_count_first_then_a_sample_of_the_other_unfinished_games():
+    from sb3_realm.imitation.selection import sweep_games, sweep_labels
+
+    config = selection(games="all_sets")
+    games = sweep_games(config, SMALL_USR, [2, 1, 3], eval_seed=12345)
+    lost = {0, 5, 77, *range(78, 78 + 13), *range(100, 140)}  # 3 of count 2, 53 of counts 1 and 3
+    swept = [(g, result(i, reached_end=i not in lost, ids=g[1]["treasure_id"])) for i, g in enumerate(games)]
+    first, again, other_round = (sweep_labels(config, swept, SMALL_USR, dagger_games=6, seed=0, round_no=r)[0]
+                                 for r in (1, 1, 2))
+    assert first[:3] == [games[0], games[5], games[77]]  # the main count's unfinished games, in order
     assert len(first) == 6 and all(games.index(g) in lost for g in first)
     assert [games.index(g) for g in first[3:]] != [78, 79, 80]  # not the first lost ones: a random sample
     assert again == first and other_round[:3] == first[:3] and other_round[3:] != first[3:]  # drawn from (seed, round)
 
 
-def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
-    with _run_state(tmp_path, "env.usr_conf={treasure_num: 2, max_step: 200, start: 3, end: 15}",
-                    "imitation.sweep=true", "imitation.treasure_counts=[2, 4]") as state:
-        games = state.sweep_games()
+def test_the_sweep_never_holds_the_start_or_end_id():
+    from sb3_realm.imitation.selection import sweep_games
+
+    usr = EpisodeConfig.from_usr_conf({"treasure_num": 2, "max_step": 200, "start": 3, "end": 15})
+    games = sweep_games(selection(games="sweep"), usr, [2, 4], eval_seed=12345)
     assert sum(len(conf["treasure_id"]) == 2 for _, conf in games) == 78  # C(13, 2) of the ids other than 3 and 15
     assert [1, 2, 4, 5] in [conf["treasure_id"] for _, conf in games]  # the fixed set: the pool's first four ids
     for _, conf in games:
@@ -438,99 +476,104 @@ def test_the_sweep_never_holds_the_start_or_end_id(tmp_path):
         assert EpisodeConfig.from_usr_conf(conf).start == 3  # a valid game of this config
 
 
-def test_the_sweep_s_lost_games_are_labelled_first_and_choose_the_best_round(run, tmp_path):
+def test_the_kept_round_loses_fewest_sweep_games_then_scores_best():
+    from sb3_realm.imitation.selection import keep_key
+
+    swept = [result(0, ids=(3, 5), score=10.0), result(1, ids=(3, 5), reached_end=False, score=0.0),
+             result(2, ids=(3, 5), missed=(5,), score=4.0), result(3, ids=(4,), reached_end=False, score=0.0)]
+    # a game is lost unless won with every treasure: the loop and the game that left a treasure behind count
+    assert keep_key(selection(games="sweep"), 0.0, swept, SMALL_USR) == (-3, pytest.approx(14 / 3))
+    assert keep_key(selection(games="sweep", keep="fewest_lost_leaderboard"), 0.0, swept, SMALL_USR)[0] == -2
+    assert keep_key(selection(), 7.5, None, SMALL_USR) == (7.5,)  # without the sweep: the held-out mean
+
+
+def test_the_labels_follow_selection_label_in_its_order():
+    from sb3_realm.imitation.selection import sweep_labels
+
+    games = small_games(10, seed=300)
+    swept = [(g, result(i, reached_end=i != 6, missed=(5,) if i in (2, 9) else ())) for i, g in enumerate(games)]
+    only_loops, stats = sweep_labels(selection(games="sweep"), swept, SMALL_USR, dagger_games=4, seed=0, round_no=1)
+    assert only_loops == [games[6]] and stats == {"sweep_lost_labelled": 1}  # a treasure left: lost, not labelled
+    both, stats = sweep_labels(selection(games="sweep", label=["unfinished", "treasure_left"]), swept, SMALL_USR,
+                               dagger_games=4, seed=0, round_no=1)
+    assert both == [games[6], games[2], games[9]] and stats == {"sweep_lost_labelled": 3}
+    slow = [games[4], games[1], games[0]]
+    labelled, stats = sweep_labels(selection(games="sweep", label=["unfinished", "slow"], slow_games=2), swept,
+                                   SMALL_USR, dagger_games=2, seed=0, round_no=1, slow=slow)
+    assert labelled == [games[6], games[4], games[1]]  # the caller cuts at dagger_games; the counts say what fits
+    assert stats == {"sweep_lost_labelled": 1, "sweep_slow_labelled": 1}
+
+
+def test_slow_games_are_the_won_leaderboard_sets_slowest_first_past_the_margin():
+    from sb3_realm.imitation.selection import slow_games
+
+    ids = [(3, 5), (3, 6), (4,), (3, 7), (4, 8), (5, 9)]  # (4,) is another count: never slow
+    games = [(400 + i, {"treasure_random": 0, "treasure_num": len(s), "treasure_id": list(s)}) for i, s in
+             enumerate(ids)]
+    steps = [105, 101, 150, 120, 100, 130]
+    won = [True, True, True, True, True, False]  # the last is lost: labelled as lost, never as slow
+    swept = [(g, result(i, ids=ids[i], steps=steps[i], reached_end=won[i])) for i, g in enumerate(games)]
+    reference = [100, 100, 100, 100, 100]  # the expert's steps on the five leaderboard-count sets, in sweep order
+    chosen, stats = slow_games(swept, reference, SMALL_USR, margin=2)
+    assert chosen == [games[3], games[0]]  # 20 and 5 steps over; 1 and 0 are under the margin
+    assert stats == {"sweep_steps_over_expert": pytest.approx((5 + 1 + 20 + 0) / 4), "sweep_slow": 2}
+
+
+def test_the_sweep_s_unfinished_games_are_labelled_first_in_a_run(run, tmp_path):
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
-                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=5") as state:
-        chosen = state._dagger_games(model, 1)
-        swept = state._swept
-        games = state.sweep_games()
-    lost = [game for game, g in zip(games, swept, strict=True) if not g["win"]]
+    with _imitation(tmp_path, "imitation.selection={games: sweep, other_sets: 2}", "imitation.screen_games=0",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=5") as imitation:
+        chosen = imitation.dagger_games(model, 1)
+        swept = imitation.swept
+        games = imitation.sweep_games()
+        stats = dict(imitation.stats)
+    lost = [game for game, g in zip(games, swept, strict=True) if not g.reached_end]
     assert len(swept) == len(games) and len(chosen) == 5
-    assert chosen[:len(lost[:5])] == lost[:5]  # the sweep's lost games first, the rest fresh training games
-    assert state._screen["sweep_lost_labelled"] == min(5, len(lost))
-    two = [g for g in swept if len(g["treasure_ids"]) == 2]
-    key = state.select_key({"mean_score": 0.0}, swept)
-    assert key == (-len(lost), pytest.approx(np.mean([g["score"] for g in two])))
-    assert state.select_key({"mean_score": 7.5}, None) == (7.5,)  # without the sweep: the held-out mean
-    state.im.select_lost = "main"  # only the lost sets of the main count (2 treasures) choose the round
-    assert state.select_key({"mean_score": 0.0}, swept) == (-sum(not g["win"] for g in two), key[1])
+    assert chosen[:len(lost[:5])] == lost[:5]  # the sweep's unfinished games first, the rest fresh training games
+    assert stats["sweep_lost_labelled"] == min(5, len(lost))
 
 
-def test_a_round_filled_by_lost_sweep_games_skips_the_screening(run, tmp_path):
+def test_a_round_filled_by_labelled_sweep_games_skips_the_screening(run, tmp_path):
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=10", "imitation.sweep_other=2",
-                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
-        games = state.sweep_games()
-        state._swept = [{"win": i % 2 == 0, "missed": []} for i in range(len(games))]  # every other one lost: > 3
-        filled = state._dagger_games(model, 1)
-        filled_screen = dict(state._screen)
-        state._swept = [{"win": i != 4, "missed": []} for i in range(len(games))]  # one lost: screening fills 2
-        screened = state._dagger_games(model, 1)
-        screened_screen = dict(state._screen)
+    with _imitation(tmp_path, "imitation.selection={games: sweep, other_sets: 2}", "imitation.screen_games=10",
+                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as imitation:
+        games = imitation.sweep_games()
+        imitation.swept = [result(i, reached_end=i % 2 == 0) for i in range(len(games))]  # every other one: > 3
+        filled = imitation.dagger_games(model, 1)
+        filled_stats, imitation.stats = dict(imitation.stats), {}
+        imitation.swept = [result(i, reached_end=i != 4) for i in range(len(games))]  # one: screening fills 2
+        screened = imitation.dagger_games(model, 1)
+        screened_stats = dict(imitation.stats)
     assert filled == [games[1], games[3], games[5]]
-    assert filled_screen == {"sweep_lost_labelled": 3}  # no screening played
+    assert filled_stats == {"sweep_lost_labelled": 3}  # no screening played
     assert screened[0] == games[4] and len(screened) == 3
-    assert screened_screen["sweep_lost_labelled"] == 1 and screened_screen["screen_games"] == 10
+    assert screened_stats["sweep_lost_labelled"] == 1 and screened_stats["screen_games"] == 10
 
 
-def test_a_game_that_ends_with_a_treasure_left_counts_against_its_round(run, tmp_path):
-    """Reaching the end is ``win`` for the platform, but a sweep game ended with a treasure left behind is lost in
-    the choice of the best round; the games labelled first are those the learner never finishes (its loops)."""
-    from sb3_realm.imitation.dagger import won
-
-    assert won({"win": True, "missed": []}) and not won({"win": True, "missed": [7]})
-    assert not won({"win": False, "missed": []})
-    model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
-                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=3") as state:
-        games = state.sweep_games()
-        state._swept = [{"win": i != 4, "missed": [5] if i in (2, 6) else [], "treasure_ids": [3, 5], "score": 1.0}
-                        for i in range(len(games))]
-        chosen = state._dagger_games(model, 1)
-        key = state.select_key({"mean_score": 0.0}, state._swept)
-    assert chosen[0] == games[4] and games[2] not in chosen[:1]
-    assert key[0] == -3  # the loop and the two games that left a treasure behind
-
-
-def test_sweep_label_left_labels_the_games_with_a_treasure_left_after_the_loops(run, tmp_path):
-    model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
-                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=4",
-                    "imitation.sweep_label_left=true") as state:
-        games = state.sweep_games()
-        state._swept = [{"win": i != 6, "missed": [5] if i in (2, 9) else [], "treasure_ids": [3, 5], "score": 1.0}
-                        for i in range(len(games))]
-        chosen = state._dagger_games(model, 1)
-    assert chosen[:3] == [games[6], games[2], games[9]]  # the loop, then the two that left a treasure
-    assert len(chosen) == 4 and chosen[3] not in games  # then a fresh training game
-    assert state._screen["sweep_lost_labelled"] == 3
-
-
-def test_sweep_label_slow_labels_the_won_games_that_lose_most_steps_to_the_expert(run, tmp_path):
+def test_a_run_labels_the_won_games_that_lose_most_steps_to_the_expert(run, tmp_path):
     from sb3_realm.agents import load_policy, play_episode
 
     model = algorithm_class("ppo").load(run / "final_model.zip")
-    with _run_state(tmp_path, "imitation.sweep=true", "imitation.screen_games=0", "imitation.sweep_other=2",
-                    "imitation.treasure_counts=[2, 1]", "imitation.dagger_games=4", "imitation.sweep_label_slow=2",
-                    "imitation.sweep_slow_margin=2") as state:
-        games = state.sweep_games()
+    with _imitation(tmp_path, "imitation.selection={games: sweep, other_sets: 2, label: [unfinished, slow], "
+                    "slow_games: 2, slow_margin: 2}", "imitation.screen_games=0", "imitation.treasure_counts=[2, 1]",
+                    "imitation.dagger_games=4") as imitation:
+        games = imitation.sweep_games()
         main = [i for i, (_, conf) in enumerate(games) if len(conf["treasure_id"]) == 2]
-        env = RealmEnv(**state.env_kwargs)
+        env = RealmEnv(**imitation.env_kwargs)
         oracle = load_policy("oracle", env)
         steps = {i: play_episode(env, oracle, *games[i])["steps"] for i in main}
         over = {3: 5, 10: 2, 20: 1, 30: 9}  # 20: under the margin; 30: 9 steps slower, but lost
-        state._swept = [{"win": i not in (7, 30), "missed": [], "treasure_ids": games[i][1]["treasure_id"],
-                         "score": 1.0, "steps": steps.get(i, 99) + over.get(i, 0)} for i in range(len(games))]
-        chosen = state._dagger_games(model, 1)
-        reference = list(state._reference["steps"])
-        screen = dict(state._screen)
-        state._swept[10]["steps"] += 10  # now the slowest: the oracle's games are not played again
-        again = state._dagger_games(model, 1)
+        imitation.swept = [result(i, reached_end=i not in (7, 30), ids=games[i][1]["treasure_id"],
+                                  steps=steps.get(i, 99) + over.get(i, 0)) for i in range(len(games))]
+        chosen = imitation.dagger_games(model, 1)
+        reference = list(imitation.state.reference["steps"])
+        stats, imitation.stats = dict(imitation.stats), {}
+        imitation.swept[10] = result(10, ids=games[10][1]["treasure_id"], steps=steps[10] + 12)  # now the slowest
+        again = imitation.dagger_games(model, 1)  # the oracle's games are not played again
     assert reference == [steps[i] for i in main]  # the expert's (oracle's) own games of the main count's sets
     assert chosen[:4] == [games[7], games[30], games[3], games[10]]  # the lost games, then the slowest won ones
-    assert screen == {"sweep_lost_labelled": 2, "sweep_slow_labelled": 2, "sweep_slow": 2,
-                      "sweep_steps_over_expert": pytest.approx(8 / (len(main) - 2))}
+    assert stats == {"sweep_lost_labelled": 2, "sweep_slow_labelled": 2, "sweep_slow": 2,
+                     "sweep_steps_over_expert": pytest.approx(8 / (len(main) - 2))}
     assert again[2:4] == [games[10], games[3]]
 
 
@@ -538,32 +581,62 @@ def test_a_resumed_run_keeps_the_expert_s_reference_games(tmp_path, monkeypatch)
     """The expert's games of the sweep's sets are played once per run: the checkpoint keeps them, so a resume with
     the same expert does not play them again (15 min for ``oracle-refined`` on the real map); another expert, tie rule
     or beam setting does."""
-    from sb3_realm.training import resume_config
-
-    quick = [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.treasure_counts=[2, 1]",
-             "imitation.sweep_label_slow=3", "imitation.rounds=1"]
-    imitate(load_config(None, [*quick, f"out={json.dumps(str(tmp_path / 'run'))}"]))
+    quick = [*QUICK, "imitation.selection={games: sweep, other_sets: 2, label: [unfinished, slow], slow_games: 3}",
+             "imitation.treasure_counts=[2, 1]", "imitation.rounds=1"]
+    imitate(load_imitate_config(None, [*quick, f"out={json.dumps(str(tmp_path / 'run'))}"]))
     played = []
     real = Collector.play_expert
 
-    def counting(self, env_kwargs, games, expert="oracle", tie_break="index", refine=()):
-        played.append((expert, tie_break, len(games)))
-        return real(self, env_kwargs, games, expert, tie_break, refine)
+    def counting(self, env_kwargs, games, expert):
+        played.append((expert.kind, expert.tie_break, len(games)))
+        return real(self, env_kwargs, games, expert)
 
     monkeypatch.setattr(Collector, "play_expert", counting)
-    imitate(resume_config(tmp_path / "run", ["imitation.rounds=2"]), resume=tmp_path / "run")
+    imitate(read_run_config(tmp_path / "run", ["imitation.rounds=2"]), resume=tmp_path / "run")
     assert played == []
-    imitate(resume_config(tmp_path / "run", ["imitation.rounds=3", "imitation.tie_break=heading"]),
+    imitate(read_run_config(tmp_path / "run", ["imitation.rounds=3", "imitation.tie_break=heading"]),
             resume=tmp_path / "run")
     assert [p[:2] for p in played] == [("oracle", "heading")]
     # the refined expert's beam settings are part of what its games are kept for
     refined = ["imitation.expert=oracle-refined", "imitation.refine_max_refines=2"]
     for rounds, changes in ((4, refined), (5, [*refined, "imitation.refine_beam_width=4"])):
-        imitate(resume_config(tmp_path / "run", [f"imitation.rounds={rounds}", *changes]), resume=tmp_path / "run")
+        imitate(read_run_config(tmp_path / "run", [f"imitation.rounds={rounds}", *changes]), resume=tmp_path / "run")
     assert [p[:2] for p in played] == [("oracle", "heading")] + [("oracle-refined", "heading")] * 2
     history = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))["history"]
     assert [e["round"] for e in history] == [0, 1, 2, 3, 4, 5]
     assert all("sweep_steps_over_expert" in e for e in history[1:])
+
+
+def test_a_run_written_with_the_old_selection_flags_resumes(tmp_path):
+    """A run whose config.yaml and checkpoint history hold the seven flags and the old eval.json names (from before
+    imitation.selection) resumes: its config is converted on load to the section that plays the same games, and its
+    records to the new names."""
+    import yaml
+
+    run = tmp_path / "run"
+    imitate(load_imitate_config(None, [*QUICK, "imitation.selection={games: sweep, other_sets: 2}",
+                                       "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(run))}"]))
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    del config["imitation"]["selection"]
+    config["imitation"].update(sweep=True, sweep_other=2, sweep_all=False, sweep_label_left=False,
+                               sweep_label_slow=0, sweep_slow_margin=1, select_lost="all")
+    (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    for state_file in (run / "checkpoints").glob("*/state.json"):
+        saved = json.loads(state_file.read_text(encoding="utf-8"))
+        for record in saved["imitation"]["history"]:  # the old names: eval_wins counted the games reaching the end
+            record["eval_full_wins"], record["eval_wins"] = record.pop("eval_wins"), record.pop("eval_reached_end")
+            if "screen_reached_end" in record:
+                record["screen_wins"] = record.pop("screen_reached_end")
+        state_file.write_text(json.dumps(saved), encoding="utf-8")
+    resumed = read_run_config(run, ["imitation.rounds=2"])
+    assert resumed.imitation.selection == selection(games="sweep", other_sets=2)
+    before = json.loads((run / "eval.json").read_text(encoding="utf-8"))["history"]
+    out = subprocess.run([*CLI, "imitate", "--resume", str(run), "--set", "imitation.rounds=2", "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    history = json.loads((run / "eval.json").read_text(encoding="utf-8"))["history"]
+    assert [h["round"] for h in history] == [0, 1, 2] and history[:2] == before
+    assert "sweep_lost" in history[2] and "eval_full_wins" not in history[0]
 
 
 def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_path):
@@ -571,11 +644,10 @@ def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_
     expert; a resume that switches expert names the new one on the shards it labels."""
     from sb3_realm.imitation import collect
     from sb3_realm.oracle.refine import RefinedOraclePolicy
-    from sb3_realm.training import resume_config
 
     run = tmp_path / "run"
-    config = load_config(None, [*QUICK, "imitation.expert=oracle-refined", "imitation.refine_beam_width=3",
-                                "imitation.refine_max_refines=1", f"out={json.dumps(str(run))}"])
+    config = load_imitate_config(None, [*QUICK, "imitation.expert=oracle-refined", "imitation.refine_beam_width=3",
+                                        "imitation.refine_max_refines=1", f"out={json.dumps(str(run))}"])
     imitate(config)
     expert = collect._CACHE["expert"].oracle  # imitation.workers=1: the games were labelled in this process
     assert isinstance(expert, RefinedOraclePolicy)
@@ -584,8 +656,8 @@ def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_
     assert meta["expert"] == "oracle-refined (beam_width 3, max_refines 1)"
     assert len(meta["shards"]) == 2 and not any("expert" in shard for shard in meta["shards"])
 
-    imitate(resume_config(run, ["imitation.rounds=2", "imitation.expert=oracle", "imitation.refine_beam_width=10",
-                                "imitation.refine_max_refines=4"]), resume=run)
+    imitate(read_run_config(run, ["imitation.rounds=2", "imitation.expert=oracle", "imitation.refine_beam_width=10",
+                                  "imitation.refine_max_refines=4"]), resume=run)
     assert not isinstance(collect._CACHE["expert"].oracle, RefinedOraclePolicy)
     meta = json.loads((run / "dataset" / "meta.json").read_text(encoding="utf-8"))
     assert meta["expert"] == "oracle-refined (beam_width 3, max_refines 1)"
@@ -593,8 +665,9 @@ def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_
 
 
 def test_a_swept_run_keeps_the_round_that_loses_fewest_sweep_games(tmp_path):
-    config = load_config(None, [*QUICK, "imitation.sweep=true", "imitation.sweep_other=2", "imitation.rounds=2",
-                                "imitation.treasure_counts=[2, 1]", f"out={json.dumps(str(tmp_path / 'run'))}"])
+    config = load_imitate_config(None, [*QUICK, "imitation.selection={games: sweep, other_sets: 2}",
+                                        "imitation.rounds=2", "imitation.treasure_counts=[2, 1]",
+                                        f"out={json.dumps(str(tmp_path / 'run'))}"])
     imitate(config)
     report = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))
     history = report["history"]
@@ -611,7 +684,7 @@ def test_collection_runs_in_spawned_workers(monkeypatch):
     with Collector(1) as collector:
         serial = collector.run(SMALL_ENV, small_games(4, seed=7))
     assert len(parallel.block) == len(serial.block)
-    assert sorted(g["seed"] for g in parallel.games) == [7, 8, 9, 10]
+    assert sorted(g.seed for g in parallel.games) == [7, 8, 9, 10]
 
 
 @pytest.mark.processes
@@ -627,14 +700,14 @@ def test_the_pool_plays_the_learner_s_games_as_this_process_does(run, monkeypatc
     with Collector(2) as collector:
         parallel = collector.play(model, "ppo", SMALL_ENV, games, max_steps=40)
     assert parallel == serial
-    assert [g["seed"] for g in parallel] == [seed for seed, _ in games]
+    assert [g.seed for g in parallel] == [seed for seed, _ in games]
 
 
 # ------------------------------------------------------------------------------------------ the imitate run
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("imitate") / "run"
-    config = load_config(None, [*QUICK, f"out={json.dumps(str(out))}"])
+    config = load_imitate_config(None, [*QUICK, f"out={json.dumps(str(out))}"])
     model, run_dir = imitate(config)
     return run_dir
 
@@ -645,7 +718,8 @@ def test_imitate_writes_a_complete_run(run):
     report = json.loads((run / "eval.json").read_text(encoding="utf-8"))
     history = report["history"]
     assert [h["round"] for h in history] == [0, 1] and history[1]["states"] > history[0]["states"]
-    assert history[1]["screen_games"] == 6 and 0 <= history[1]["screen_wins"] <= 6
+    assert history[1]["screen_games"] == 6 and 0 <= history[1]["screen_reached_end"] <= 6
+    assert all(0 <= h["eval_wins"] <= h["eval_reached_end"] <= h["eval_games"] for h in history)
     assert report["best_mean_score"] == max(h["eval_mean_score"] for h in history)
     assert (run / "final_model.zip").read_bytes() == (run / "best_model.zip").read_bytes()
     ds = ExpertDataset.open(run / "dataset")
@@ -707,12 +781,24 @@ def test_resume_with_a_damaged_shard_is_refused_before_anything_is_written(run, 
     (["imitation.epochs=0"], "imitation.epochs = 0 must be >= 1"),
     (["imitation.tie_break=sideways"], "imitation.tie_break = 'sideways'; use one of ['index', 'heading']"),
     (["imitation.dagger_takeover=maybe"], "imitation.dagger_takeover = 'maybe' has the wrong type; expected bool"),
-    (["imitation.sweep_all=2"], "imitation.sweep_all = 2 has the wrong type; expected bool"),
-    (["imitation.sweep_all=true"], "imitation.sweep_all = true needs imitation.sweep = true"),
-    (["imitation.sweep_label_left=true"], "imitation.sweep_label_left = true needs imitation.sweep = true"),
-    (["imitation.sweep_label_slow=40"], "imitation.sweep_label_slow = 40 needs imitation.sweep = true"),
-    (["imitation.sweep=true", "imitation.sweep_slow_margin=0"], "imitation.sweep_slow_margin = 0 must be >= 1"),
-    (["imitation.select_lost=some"], "imitation.select_lost = 'some'; use 'all'"),
+    (["imitation.selection={games: some}"], "imitation.selection.games = 'some'; use one of ['held_out'"),
+    (["imitation.selection={games: sweep, slow_margin: 0}"], "imitation.selection.slow_margin = 0 must be >= 1"),
+    (["imitation.selection={games: sweep, label: [loops]}"], "imitation.selection.label = ['loops']; list each of"),
+    (["imitation.selection={games: sweep, label: [slow, slow]}"], "list each of ['unfinished', 'treasure_left', "
+                                                                  "'slow'] at most once"),
+    (["imitation.selection={games: sweep, keep: best}"], "imitation.selection.keep = 'best'; use one of"),
+    (["imitation.selection={keep: fewest_lost_leaderboard}"], "imitation.selection.keep = 'fewest_lost_leaderboard' "
+                                                              "acts on the sweep, but imitation.selection.games = "
+                                                              "'held_out' plays none"),
+    (["imitation.selection={games: sweep, sweep: 2}"], "unknown config keys ['imitation.selection.sweep']"),
+    # the seven flags that selection replaced: one line with the section to write
+    (["imitation.sweep=true", "imitation.sweep_label_slow=40"], "imitation.sweep, imitation.sweep_label_slow were "
+                                                                "replaced by one section, imitation.selection; write "
+                                                                "instead: imitation: {selection: {games: sweep, label: "
+                                                                "[unfinished, slow], slow_games: 40, keep: "
+                                                                "fewest_lost}}"),
+    (["imitation.select_lost=main"], "imitation.select_lost were replaced by one section, imitation.selection; write "
+                                     "instead: imitation: {selection: {games: held_out}}"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match):
     out = tmp_path / "run"
@@ -723,7 +809,7 @@ def test_bad_config_is_refused_before_anything_is_written(tmp_path, extra, match
 
 
 def test_imitate_clones_a_recurrent_policy_with_dagger(tmp_path):
-    config = load_config(None, [*QUICK, "algo.name=recurrent_ppo", *LSTM, "imitation.window=16",
+    config = load_imitate_config(None, [*QUICK, "algo.name=recurrent_ppo", *LSTM, "imitation.window=16",
                                 f"out={json.dumps(str(tmp_path / 'lstm'))}"])
     model, run_dir = imitate(config)
     assert type(model).__name__ == "RecurrentPPO"
@@ -810,7 +896,7 @@ def test_sigterm_leaves_no_worker_process_behind(tmp_path):
 def test_imitation_on_the_small_map_wins_its_games(tmp_path):
     from sb3_realm.evaluation import evaluate
 
-    config = load_config(None, ["env.map_name=small", "env.usr_conf={treasure_num: 3, max_step: 300}",
+    config = load_imitate_config(None, ["env.map_name=small", "env.usr_conf={treasure_num: 3, max_step: 300}",
                                 "eval_games=10", "torch_threads=2", "imitation.expert_games=100",
                                 "imitation.rounds=3", "imitation.dagger_games=40", f"out={json.dumps(str(tmp_path))}",
                                 # small data (about 25 states a game): many passes over it

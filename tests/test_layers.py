@@ -32,6 +32,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("game",),
     ("atomic", "processes", "arguments", "version", "submission"),
 ]
+# Imports a layer may not make although the layers allow them: the training layer (its config above all) knows nothing
+# of the planner; imitation, above it, owns the expert and its settings.
+FORBIDDEN: dict[str, set[str]] = {"training": {"oracle"}}
 # Modules allowed to import the package's own modules inside functions: the CLI defers the layers that load torch,
 # SB3 and Optuna, so that `sb3-realm --help` starts fast.
 LAZY_ALLOWED = {"sb3_realm.cli"}
@@ -173,6 +176,18 @@ def imports() -> list[Import]:
 def test_every_import_points_down_a_layer(imports):
     problems = layer_violations(imports)
     assert not problems, "imports against the layers (tests/test_layers.py LAYERS):\n" + "\n".join(problems)
+
+
+def forbidden_imports(imports: list[Import]) -> list[str]:
+    return [f"{i.importer} (line {i.line}) imports {i.target}" for i in imports
+            if len(i.importer.split(".")) > 1 and len(i.target.split(".")) > 1
+            and i.target.split(".")[1] in FORBIDDEN.get(i.importer.split(".")[1], set())]
+
+
+def test_no_forbidden_import(imports):
+    problems = forbidden_imports(imports)
+    assert not problems, "imports that FORBIDDEN in tests/test_layers.py rules out:\n" + "\n".join(problems)
+    assert forbidden_imports([Import("sb3_realm.training.config", "sb3_realm.oracle.refine", 1, True)])
 
 
 def test_no_import_cycles(imports):

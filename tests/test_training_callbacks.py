@@ -89,8 +89,8 @@ def test_promised_keys_reach_tensorboard(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- best model
 def fake_report(score: float) -> EvalReport:
-    games = [GameResult(index=i, treasure_ids=c["treasure_id"], score=score, win=score > 0, treasures=1, missed=[],
-                        steps=10, flash_used=0, buff_used=0) for i, c in enumerate(CONFIGS)]
+    games = [GameResult(index=i, treasure_ids=tuple(c["treasure_id"]), score=score, reached_end=score > 0, treasures=1,
+                        missed=(), steps=10) for i, c in enumerate(CONFIGS)]
     return EvalReport(policy="fake", protocol="custom", map="small", seed=0, games=games)
 
 

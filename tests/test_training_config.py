@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 
+from sb3_realm.imitation.config import SelectionConfig, load_imitate_config
 from sb3_realm.training.config import RENAMED_CONFIGS, apply_overrides, load_config, save_config
 
 
@@ -28,13 +29,15 @@ MAP = ["env.map_path=../shared/data/realm_map_1.json"]  # never read here: the c
 
 
 def recipe(name: str, overrides: list[str] | None = None):
-    return load_config(f"configs/imitate/{name}.yaml", overrides)
+    return load_imitate_config(f"configs/imitate/{name}.yaml", overrides)
 
 
 def test_the_map_recipes_are_the_base_recipe_with_the_sweep():
     base, real = recipe("base"), recipe("competition_fifteen_minutes", MAP)
     default = recipe("fifteen_minutes")
-    assert real.imitation.sweep and not base.imitation.sweep and real.imitation.rounds == 5
+    assert real.imitation.selection == SelectionConfig(games="sweep", other_sets=20, label=["unfinished"],
+                                                       keep="fewest_lost")
+    assert base.imitation.selection == SelectionConfig() and real.imitation.rounds == 5
     assert real.imitation.tie_break == base.imitation.tie_break == "index"
     assert not real.imitation.dagger_takeover and not base.imitation.dagger_takeover
     # the default map's: the real map's with 7 rounds, the oracle's ties broken toward its next node, and the oracle
@@ -52,13 +55,15 @@ def test_the_quick_recipe_is_the_readme_main_job():
 
 @pytest.mark.parametrize("fast, every, more", [
     ("competition_fifteen_minutes", "competition_all_sets", {"rounds": 8}),
-    ("fifteen_minutes", "all_sets", {"rounds": 10, "sweep_label_left": True})])
+    ("fifteen_minutes", "all_sets", {"rounds": 10, "label_left": True})])
 def test_the_all_sets_recipes_are_the_map_recipes_sweeping_every_set(fast, every, more):
     fast, every = recipe(fast, MAP), recipe(every, MAP)
-    assert not fast.imitation.sweep_all and not fast.imitation.sweep_label_left
+    assert fast.imitation.selection.games == "sweep"
     # every treasure set swept, no screening (its games are all in the sweep), 8 or 10 rounds; on the default map
     # the games that end with a treasure left are labelled too
-    assert every.imitation == replace(fast.imitation, sweep_all=True, screen_games=0, **more)
+    label = ["unfinished", "treasure_left"] if more.pop("label_left", False) else ["unfinished"]
+    assert every.imitation == replace(fast.imitation, screen_games=0, **more, selection=replace(
+        fast.imitation.selection, games="all_sets", label=label))
     assert sorted(set(every.imitation.treasure_counts)) == list(range(14))  # so the sweep holds all 8,192 sets
     assert (every.algo, every.env) == (fast.algo, fast.env)
 
@@ -69,8 +74,9 @@ def test_the_slow_recipes_are_the_map_recipes_labelling_slow_games(fast, slow):
     fast, slow = recipe(fast, MAP), recipe(slow, MAP)
     # 16 rounds; up to 60 won sweep games a round that are a step or more slower than the oracle's; the best round by
     # the lost leaderboard-count sets
-    assert slow.imitation == replace(fast.imitation, rounds=16, sweep_label_slow=60, sweep_slow_margin=1,
-                                     select_lost="main")
+    assert slow.imitation == replace(fast.imitation, rounds=16, selection=replace(
+        fast.imitation.selection, label=["unfinished", "slow"], slow_games=60, slow_margin=1,
+        keep="fewest_lost_leaderboard"))
     assert (slow.algo, slow.env, slow.seed) == (fast.algo, fast.env, fast.seed)
 
 
@@ -95,7 +101,7 @@ def test_a_config_lists_only_what_differs_from_its_base(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.yaml").write_text(yaml.safe_dump({"base": "../a.yaml", "env": {"n_envs": 4},
                                                              "imitation": {"treasure_counts": [9]}}))
-    config = load_config(tmp_path / "sub" / "b.yaml", ["imitation.rounds=6"])
+    config = load_imitate_config(tmp_path / "sub" / "b.yaml", ["imitation.rounds=6"])
     # mappings merge at any depth; lists and scalars are replaced; --set applies last; the base's path is the file's
     assert (config.seed, config.env.n_envs, config.env.usr_conf) == (3, 4, {"treasure_num": 5})
     assert (config.imitation.treasure_counts, config.imitation.rounds) == ([9], 6)
@@ -103,7 +109,7 @@ def test_a_config_lists_only_what_differs_from_its_base(tmp_path):
     save_config(config, tmp_path / "run.yaml")
     (tmp_path / "a.yaml").unlink()
     assert "base" not in yaml.safe_load((tmp_path / "run.yaml").read_text())
-    assert load_config(tmp_path / "run.yaml") == config
+    assert load_imitate_config(tmp_path / "run.yaml") == config
 
 
 @pytest.mark.parametrize("base, match", [

@@ -38,17 +38,16 @@ def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | N
 
 
 def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
-               max_steps: int = 0, batch: int = 64) -> list[dict]:
+               max_steps: int = 0, batch: int = 64) -> list[GameResult]:
     """Play ``games`` (``(env seed, usr_conf)`` each) with the deterministic ``policy`` (an SB3 actor-critic policy,
-    ``model.policy``); returns one summary per game, in order: ``seed``, ``treasure_ids``, ``score``, ``win``,
-    ``treasures``, ``missed`` (ids), ``steps``, ``flash_used``, ``buff_used`` and ``cut`` (stopped at ``max_steps``
-    before the game was over; 0: play to the end).
+    ``model.policy``); returns one :class:`GameResult` per game, in order (``index`` its place in ``games``, ``seed``
+    its env seed, ``cut`` when stopped at ``max_steps`` before the game was over; 0: play to the end).
     """
     if batch < 1:
         raise ValueError(f"batch = {batch!r} must be >= 1")
     policy.set_training_mode(False)
     envs = [RealmEnv(**env_kwargs) for _ in range(min(batch, len(games)))]
-    results: list[dict | None] = [None] * len(games)
+    results: list[GameResult | None] = [None] * len(games)
     slots: list[tuple[int, dict] | None] = [None] * len(envs)  # (game index, current obs) per env
     pending = iter(range(len(games)))
 
@@ -84,12 +83,9 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
             obs, _, terminated, truncated, info = env.step(int(action))
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
             if terminated or truncated or cut:
-                info = env.episode_summary()
-                results[index] = {"seed": int(games[index][0]), "treasure_ids": list(env.game.treasure_ids),
-                                  "score": float(info["score"]), "win": bool(info["win"]),
-                                  "treasures": int(info["treasures"]), "missed": list(info["treasures_missed"]),
-                                  "steps": int(info["steps"]), "flash_used": int(info["flash_used"]),
-                                  "buff_used": int(info["buff_used"]), "cut": cut}
+                results[index] = GameResult.from_summary(env.episode_summary(), index=index,
+                                                         treasure_ids=env.game.treasure_ids,
+                                                         seed=int(games[index][0]), cut=cut)
                 start(i)
                 if recurrent:
                     first[i] = True
@@ -97,7 +93,7 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
                 slots[i] = (index, obs)
     for env in envs:
         env.close()
-    return results
+    return [r for r in results if r is not None]
 
 
 def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: dict, masked: bool = False,
@@ -111,10 +107,7 @@ def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: 
     return played_report(played, seed=seed, name=name, protocol=protocol, map_name=str(where))
 
 
-def played_report(played: list[dict], *, seed: int, name: str, protocol: str, map_name: str) -> EvalReport:
+def played_report(played: list[GameResult], *, seed: int, name: str, protocol: str, map_name: str) -> EvalReport:
     """The :class:`EvalReport` of games ``played`` by :func:`play_games` (game ``i`` from env seed
     ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them)."""
-    results = [GameResult(index=i, treasure_ids=g["treasure_ids"], score=g["score"], win=g["win"],
-                          treasures=g["treasures"], missed=g["missed"], steps=g["steps"], flash_used=g["flash_used"],
-                          buff_used=g["buff_used"]) for i, g in enumerate(played)]
-    return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=results)
+    return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=list(played))

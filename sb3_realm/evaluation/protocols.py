@@ -97,15 +97,13 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
     env, policy = _WORKER["env"], _WORKER["policy"]
     seed = game_seed(_WORKER["seed"], index)
     info = play_episode(env, policy, seed, conf)
-    result = GameResult(index=index, treasure_ids=list(conf["treasure_id"]), score=float(info["score"]),
-                        win=bool(info["win"]), treasures=int(info["treasures"]), missed=list(info["treasures_missed"]),
-                        steps=int(info["steps"]), flash_used=int(info["flash_used"]), buff_used=int(info["buff_used"]),
-                        planned_steps=getattr(policy, "planned_steps", None))
     oracle = _WORKER["oracle"] if _WORKER["oracle"] is not None else (policy if policy.name == "oracle" else None)
+    extra = {}
     if oracle is not None:
         o = info if oracle is policy else play_episode(env, oracle, seed, conf)
-        result.oracle_score, result.oracle_steps = float(o["score"]), int(o["steps"])
-    return result
+        extra = {"oracle_score": float(o["score"]), "oracle_steps": int(o["steps"])}
+    return GameResult.from_summary(info, index=index, treasure_ids=conf["treasure_id"], seed=seed,
+                                   planned_steps=getattr(policy, "planned_steps", None), **extra)
 
 
 def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = None, seed: int = 0,

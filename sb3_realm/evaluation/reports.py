@@ -15,27 +15,52 @@ from ..atomic import atomic_write
 __all__ = ["GameResult", "EvalReport", "format_report", "write_json_atomic", "plot_scores"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class GameResult:
-    """One game of a protocol."""
+    """One game's outcome: what evaluation, the batched player (:func:`~sb3_realm.evaluation.play_games`) and
+    imitation's collection all return. ``won`` is the competition's clean win (the end reached with every treasure
+    of the set); ``reached_end`` is the env's ``info["win"]`` (the end reached, maybe with a treasure left).
+
+    :param index: the game's place in its protocol or list of games.
+    :param treasure_ids: the game's treasure set.
+    :param missed: the ids of the set left behind.
+    :param seed: the env seed it was played from (None where the protocol's index names it).
+    :param cut: stopped at a step limit before the game was over (imitation's ``dagger_max_steps``).
+    :param expert_steps: collection: the steps the expert played.
+    :param taken_over: collection: the step at which the expert took the game over from the learner (0: never).
+    :param oracle_score, oracle_steps: the oracle's own game of the same set, where it was played beside.
+    :param planned_steps: the oracle's own plan, when the policy is the oracle.
+    """
 
     index: int
-    treasure_ids: list[int]
+    treasure_ids: tuple[int, ...]
     score: float
-    win: bool
+    reached_end: bool
     treasures: int
-    missed: list[int]
+    missed: tuple[int, ...]
     steps: int
-    flash_used: int
-    buff_used: int
+    flash_used: int = 0
+    buff_used: int = 0
+    seed: int | None = None
+    cut: bool = False
+    expert_steps: int | None = None
+    taken_over: int = 0
     oracle_score: float | None = None
     oracle_steps: int | None = None
-    planned_steps: int | None = None  # the oracle's own plan, when the policy is the oracle
+    planned_steps: int | None = None
+
+    @classmethod
+    def from_summary(cls, info: dict, *, index: int, treasure_ids, **extra) -> GameResult:
+        """The result of a game whose ``env.episode_summary()`` (or final ``info``) is ``info``."""
+        return cls(index=index, treasure_ids=tuple(int(i) for i in treasure_ids), score=float(info["score"]),
+                   reached_end=bool(info["win"]), treasures=int(info["treasures"]),
+                   missed=tuple(int(i) for i in info["treasures_missed"]), steps=int(info["steps"]),
+                   flash_used=int(info.get("flash_used", 0)), buff_used=int(info.get("buff_used", 0)), **extra)
 
     @property
-    def full_win(self) -> bool:
-        """The end reached with every treasure of the set (``win`` alone: the end reached)."""
-        return self.win and not self.missed
+    def won(self) -> bool:
+        """The end reached with every treasure of the set: the competition's clean win."""
+        return self.reached_end and not self.missed
 
     @property
     def gap(self) -> float | None:
@@ -51,16 +76,16 @@ class EvalReport:
     games: list[GameResult] = field(default_factory=list)
 
     def summary(self) -> dict:
-        """The protocol's figures. ``wins`` counts the games that reached the end (the env's ``win``);
-        ``full_wins`` those that reached it with every treasure of their set, the competition's clean win (a game
-        that ends with a treasure left forfeits 100 points for it)."""
+        """The protocol's figures. ``wins`` and ``win_rate`` count the games won: the end reached with every treasure
+        of the set, the competition's clean win (a game that ends with a treasure left forfeits 100 points for it);
+        ``reached_end`` the games that reached the end (the env's ``info["win"]``)."""
         g = self.games
         scores = np.array([r.score for r in g], dtype=np.float64)
         out = {
             "policy": self.policy, "protocol": self.protocol, "map": self.map, "seed": self.seed, "games": len(g),
             "mean_score": float(scores.mean()), "min_score": float(scores.min()), "max_score": float(scores.max()),
-            "wins": int(sum(r.win for r in g)), "win_rate": float(np.mean([r.win for r in g])),
-            "full_wins": int(sum(r.full_win for r in g)),
+            "wins": int(sum(r.won for r in g)), "win_rate": float(np.mean([r.won for r in g])),
+            "reached_end": int(sum(r.reached_end for r in g)),
             "mean_treasures": float(np.mean([r.treasures for r in g])),
             "games_with_missed_treasure": int(sum(bool(r.missed) for r in g)),
             "missed_by_id": dict(sorted(Counter(i for r in g for i in r.missed).items())),
@@ -74,7 +99,7 @@ class EvalReport:
         return out
 
     def to_dict(self) -> dict:
-        return {"summary": self.summary(), "games": [{**asdict(r), "gap": r.gap} for r in self.games]}
+        return {"summary": self.summary(), "games": [{**asdict(r), "won": r.won, "gap": r.gap} for r in self.games]}
 
 
 def format_report(report: EvalReport, worst: int = 10) -> str:
@@ -83,7 +108,7 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
     lines = [
         f"policy {s['policy']} | protocol {s['protocol']} ({s['games']} games) | map {s['map']} | seed {s['seed']}",
         f"score mean {s['mean_score']:.2f}  min {s['min_score']:.2f}  max {s['max_score']:.2f}  | wins "
-        f"{s['full_wins']}/{s['games']} with every treasure, {s['wins']} reached the end  | treasures "
+        f"{s['wins']}/{s['games']} with every treasure, {s['reached_end']} reached the end  | treasures "
         f"{s['mean_treasures']:.2f}  | steps {s['mean_steps']:.1f}",
         f"games with a missed treasure: {s['games_with_missed_treasure']}  missed by id: {s['missed_by_id']}  | "
         f"flash in {s['flash_games']} games, buff in {s['buff_games']}",
@@ -92,13 +117,13 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
         lines.append(f"oracle mean {s['oracle_mean_score']:.2f}  gap mean {s['mean_gap_to_oracle']:.2f}  "
                      f"max {s['max_gap_to_oracle']:.2f}")
     lines.append("")
-    lines.append(f"{'game':>5} {'score':>8} {'win':>4} {'tr':>3} {'steps':>6} {'flash':>5} {'buff':>4} "
+    lines.append(f"{'game':>5} {'score':>8} {'won':>4} {'tr':>3} {'steps':>6} {'flash':>5} {'buff':>4} "
                  f"{'oracle':>8} {'gap':>7}  treasure ids / missed")
     for r in sorted(report.games, key=lambda r: (r.score, r.index))[:worst]:
         oracle = f"{r.oracle_score:8.1f}" if r.oracle_score is not None else f"{'-':>8}"
         gap = f"{r.gap:7.1f}" if r.gap is not None else f"{'-':>7}"
-        lines.append(f"{r.index:>5} {r.score:8.1f} {'yes' if r.win else 'no':>4} {r.treasures:>3} {r.steps:>6} "
-                     f"{r.flash_used:>5} {r.buff_used:>4} {oracle} {gap}  {r.treasure_ids} / {r.missed}")
+        lines.append(f"{r.index:>5} {r.score:8.1f} {'yes' if r.won else 'no':>4} {r.treasures:>3} {r.steps:>6} "
+                     f"{r.flash_used:>5} {r.buff_used:>4} {oracle} {gap}  {list(r.treasure_ids)} / {list(r.missed)}")
     return "\n".join(lines)
 
 

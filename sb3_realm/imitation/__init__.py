@@ -5,13 +5,20 @@
   worker processes;
 - :mod:`~sb3_realm.imitation.bc`: behaviour cloning into PPO / MaskablePPO policies (:func:`fit`) and
   RecurrentPPO's, episode by episode (:func:`fit_sequences`);
+- :mod:`~sb3_realm.imitation.config`: the ``imitation`` section and its game selection;
+- :mod:`~sb3_realm.imitation.selection`: which games are labelled and which round is kept (pure functions);
+- :mod:`~sb3_realm.imitation.expert`: the expert that labels, as one value (:class:`ExpertSpec`);
 - :mod:`~sb3_realm.imitation.dagger`: the whole run, :func:`imitate` (``sb3-realm imitate``).
 """
 
 from .bc import BCStats, action_accuracy, fit, fit_sequences
 from .collect import Collector, Rollouts
-from .dagger import imitate, training_games
+from .config import ImitateConfig, ImitationConfig, SelectionConfig, load_imitate_config
+from .dagger import imitate
 from .dataset import Block, DatasetError, ExpertDataset
+from .expert import ExpertSpec
+from .selection import training_games
 
-__all__ = ["BCStats", "Block", "Collector", "DatasetError", "ExpertDataset", "Rollouts", "action_accuracy", "fit",
-           "fit_sequences", "imitate", "training_games"]
+__all__ = ["BCStats", "Block", "Collector", "DatasetError", "ExpertDataset", "ExpertSpec", "ImitateConfig",
+           "ImitationConfig", "Rollouts", "SelectionConfig", "action_accuracy", "fit", "fit_sequences", "imitate",
+           "load_imitate_config", "training_games"]

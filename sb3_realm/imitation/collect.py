@@ -23,21 +23,26 @@ from __future__ import annotations
 
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..agents import SB3Policy, load_model, load_policy, play_episode
+from ..agents import SB3Policy, load_model, play_episode
 from ..envs import RealmEnv
-from ..evaluation import play_games
+from ..evaluation import GameResult, play_games
 from ..models.algorithms import algorithm_class
 from ..oracle.refine import RefinedOraclePolicy, SearchKey
 from ..processes import mp_context
 from .dataset import Block
+from .expert import ExpertSpec
 
 __all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "ExpertPlayJob", "expert_play_job",
            "Collector"]
+
+
+#: the default expert: the oracle planner, ties broken by the lowest action
+ORACLE = ExpertSpec("oracle")
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class CollectJob:
 
     :param env_kwargs: :class:`RealmEnv` arguments (map, rules, mask option), as in training.
     :param games: ``(env seed, usr_conf)`` per game.
-    :param expert: the labelling policy: ``"oracle"`` or an SB3 checkpoint path (see ``load_policy``).
+    :param expert: the labelling policy (:class:`~.expert.ExpertSpec`: its kind, tie rule, refine settings and the
+        refined expert's first searches of the job's sets).
     :param learner: SB3 checkpoint of the policy that plays (DAgger), or None: the expert plays every step.
     :param beta: with a learner, the probability that a step plays the expert's action instead.
     :param seed: seed of the ``beta`` draws.
@@ -54,63 +60,53 @@ class CollectJob:
         would otherwise fill the dataset with the same few states until ``max_step``.
     :param overrun: with a learner, a game also stops once it runs this many steps past the expert's own plan for it
         (the oracle's ``planned_steps``; 0: no such stop).
-    :param tie_break: the oracle expert's ``OraclePolicy.tie_break`` (how it breaks exact ties of its cost-to-go).
-    :param refine: ``(name, value)`` pairs set on the ``oracle-refined`` expert (its beam search's settings, such as
-        ``("max_refines", 8)``: :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS`); other experts ignore them.
     :param takeover: with a learner, a game that reaches ``max_steps`` or its ``overrun`` is not cut: the expert
         takes over and plays it to the end from where the learner went astray (its states labelled as the rest),
         in the manner of HG-DAgger: the data then holds the way out of the learner's loop, not only its first move.
-    :param searches: ``(SearchKey, packed sequence)`` pairs the refined expert starts with (its ``first_searches``:
-        searches made before, replayed with the same moves); other experts ignore them.
     """
 
     env_kwargs: dict
     games: tuple
-    expert: str = "oracle"
+    expert: ExpertSpec = ORACLE
     learner: str | None = None
     beta: float = 1.0
     seed: int = 0
     max_steps: int = 0
     overrun: int = 0
-    tie_break: str = "index"
     takeover: bool = False
-    refine: tuple = ()
-    searches: tuple = ()
 
 
 @dataclass
 class Rollouts:
-    """What a collection produced: the labelled states, one summary per game (score, win, steps, ...) and the
-    refined expert's new first searches (``{SearchKey: packed sequence}``, see :class:`CollectJob`)."""
+    """What a collection produced: the labelled states, one :class:`~sb3_realm.evaluation.GameResult` per game and
+    the refined expert's new first searches (``{SearchKey: packed sequence}``, see :class:`CollectJob`)."""
 
     block: Block
-    games: list[dict] = field(default_factory=list)
+    games: list[GameResult] = field(default_factory=list)
     searches: dict = field(default_factory=dict)
 
 
 _CACHE: dict = {}
 
 
-def _env_and_expert(env_kwargs: dict, expert: str, tie_break: str = "index", refine: tuple = ()):
-    key = (repr(sorted(env_kwargs.items())), expert, tie_break, refine)
+def _env_and_expert(env_kwargs: dict, spec: ExpertSpec):
+    """The worker's env and expert for ``spec``, kept from one job to the next while they stay the same; the refined
+    expert starts the job with ``spec``'s first searches and no new ones."""
+    key = (repr(sorted(env_kwargs.items())), replace(spec, searches=()))
     if _CACHE.get("key") != key:
         env = RealmEnv(**env_kwargs)
-        policy = load_policy(expert, env)
-        if hasattr(policy, "oracle"):
-            policy.oracle.tie_break = tie_break
-            if isinstance(policy.oracle, RefinedOraclePolicy):
-                policy.oracle.configure(**dict(refine))
-        _CACHE.update(key=key, env=env, expert=policy, learners={})
-    return _CACHE["env"], _CACHE["expert"]
-
-
-def _start_searches(expert, searches: tuple) -> RefinedOraclePolicy | None:
-    """Give the refined expert (None for another) the job's known first searches, and forget its new ones."""
+        _CACHE.update(key=key, env=env, expert=spec.build(env), learners={})
+    expert = _CACHE["expert"]
     oracle = getattr(expert, "oracle", None)
-    if not isinstance(oracle, RefinedOraclePolicy):
-        return None
-    oracle.first_searches, oracle.new_searches = dict(searches), {}
-    return oracle
+    if isinstance(oracle, RefinedOraclePolicy):
+        oracle.first_searches, oracle.new_searches = dict(spec.searches), {}
+    return _CACHE["env"], expert
+
+
+def _new_searches(expert) -> dict:
+    """The first searches the refined expert made in this job (none for another expert)."""
+    oracle = getattr(expert, "oracle", None)
+    return dict(oracle.new_searches) if isinstance(oracle, RefinedOraclePolicy) else {}
 
 
 def _learner(path: str) -> SB3Policy:
@@ -123,8 +119,7 @@ def _learner(path: str) -> SB3Policy:
 
 def collect_games(job: CollectJob) -> Rollouts:
     """Play the job's games (see the module docstring); returns the labelled states in compact form."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
-    refined = _start_searches(expert, job.searches)
+    env, expert = _env_and_expert(job.env_kwargs, job.expert)
     learner = _learner(job.learner) if job.learner is not None else None
     rng = np.random.default_rng(job.seed)
     maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
@@ -161,12 +156,11 @@ def collect_games(job: CollectJob) -> Rollouts:
                     taken_over = env.game.step_no  # the expert plays the rest of the game
                 else:
                     info, done = env.episode_summary(), True  # cut: the game was not over
-        games.append({"seed": int(env_seed), "treasure_ids": list(env.game.treasure_ids), "score": info["score"],
-                      "win": info["win"], "treasures": info["treasures"], "missed": list(info["treasures_missed"]),
-                      "steps": info["steps"], "expert_steps": expert_steps, "taken_over": taken_over,
-                      "cut": not (env.game.terminated or env.game.truncated)})
+        games.append(GameResult.from_summary(info, index=len(games), treasure_ids=env.game.treasure_ids,
+                                             seed=int(env_seed), expert_steps=expert_steps, taken_over=taken_over,
+                                             cut=not (env.game.terminated or env.game.truncated)))
     block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
-    return Rollouts(block, games, dict(refined.new_searches) if refined is not None else {})
+    return Rollouts(block, games, _new_searches(expert))
 
 
 @dataclass(frozen=True)
@@ -183,7 +177,7 @@ class PlayJob:
     max_steps: int = 0
 
 
-def play_job(job: PlayJob) -> list[dict]:
+def play_job(job: PlayJob) -> list[GameResult]:
     """Play a :class:`PlayJob`'s games; one summary per game, in order (see ``play_games``)."""
     model = load_model(job.path, algo_cls=algorithm_class(job.algo), device="cpu")
     return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps)
@@ -191,28 +185,24 @@ def play_job(job: PlayJob) -> list[dict]:
 
 @dataclass(frozen=True)
 class ExpertPlayJob:
-    """A share of the games of :meth:`Collector.play_expert`: ``expert`` (as :class:`CollectJob`'s, with its
-    ``tie_break`` and ``refine``) plays ``games`` (``(env seed, usr_conf)`` each), nothing recorded but each game's
-    summary (``searches`` as :class:`CollectJob`'s)."""
+    """A share of the games of :meth:`Collector.play_expert`: ``expert`` (as :class:`CollectJob`'s) plays ``games``
+    (``(env seed, usr_conf)`` each), nothing recorded but each game's result."""
 
     env_kwargs: dict
     games: tuple
-    expert: str = "oracle"
-    tie_break: str = "index"
-    refine: tuple = ()
-    searches: tuple = ()
+    expert: ExpertSpec = ORACLE
 
 
-def expert_play_job(job: ExpertPlayJob) -> tuple[list[dict], dict]:
-    """Play an :class:`ExpertPlayJob`'s games: one summary per game (``score``, ``win``, ``steps``), in order, and
-    the refined expert's new first searches (as :class:`Rollouts`')."""
-    env, expert = _env_and_expert(job.env_kwargs, job.expert, job.tie_break, job.refine)
-    refined = _start_searches(expert, job.searches)
+def expert_play_job(job: ExpertPlayJob) -> tuple[list[GameResult], dict]:
+    """Play an :class:`ExpertPlayJob`'s games: one result per game, in order, and the refined expert's new first
+    searches (as :class:`Rollouts`')."""
+    env, expert = _env_and_expert(job.env_kwargs, job.expert)
     played = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
-        played.append({"score": float(info["score"]), "win": bool(info["win"]), "steps": int(info["steps"])})
-    return played, dict(refined.new_searches) if refined is not None else {}
+        played.append(GameResult.from_summary(info, index=len(played), treasure_ids=env.game.treasure_ids,
+                                              seed=int(env_seed)))
+    return played, _new_searches(expert)
 
 
 def _init_worker() -> None:
@@ -284,32 +274,35 @@ class Collector:
         return list(self._pool.map(fn, jobs))
 
     @staticmethod
-    def _in_order(parts: list[list[dict]], total: int) -> list[dict]:
-        """The results of :meth:`_shares`' interleaved shares put back in the order of the games."""
-        played: list[dict] = [{}] * total
+    def _in_order(parts: list[list[GameResult]], total: int) -> list[GameResult]:
+        """The results of :meth:`_shares`' interleaved shares put back in the order of the games (each ``index``
+        its place there)."""
+        played: list = [None] * total
         for i, part in enumerate(parts):
             played[i::len(parts)] = part
-        return played
+        return [replace(result, index=i) for i, result in enumerate(played)]
 
-    def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: str = "oracle",
+    def run(self, env_kwargs: dict, games: list[tuple[int, dict]], *, expert: ExpertSpec = ORACLE,
             learner: str | None = None, beta: float = 1.0, seed: int = 0, max_steps: int = 0,
-            overrun: int = 0, tie_break: str = "index", takeover: bool = False, refine: tuple = ()) -> Rollouts:
-        """Collect ``games``, split evenly over the workers (the states and game summaries come job by job)."""
+            overrun: int = 0, takeover: bool = False) -> Rollouts:
+        """Collect ``games``, split evenly over the workers (the states and game results come job by job)."""
         if not games:
             return Rollouts(Block.empty(), [])
-        jobs = [CollectJob(env_kwargs, share, expert, learner, beta, seed * 1_000 + i, max_steps, overrun, tie_break,
-                           takeover, tuple(refine), self._searches_for(share))
+        jobs = [CollectJob(env_kwargs, share, replace(expert, searches=self._searches_for(share)), learner, beta,
+                           seed * 1_000 + i, max_steps, overrun, takeover)
                 for i, share in enumerate(self._shares(games, 4))]
         parts = self._map(collect_games, jobs)
         searches = {k: v for p in parts for k, v in p.searches.items()}
         self._keep(searches)
-        return Rollouts(Block.concatenate([p.block for p in parts]), [g for p in parts for g in p.games], searches)
+        played = [g for p in parts for g in p.games]  # job by job
+        return Rollouts(Block.concatenate([p.block for p in parts]),
+                        [replace(g, index=i) for i, g in enumerate(played)], searches)
 
     def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
-             max_steps: int = 0) -> list[dict]:
+             max_steps: int = 0) -> list[GameResult]:
         """:func:`~sb3_realm.evaluation.play_games` of the in-memory SB3 ``model`` (algorithm ``algo``) on ``games``,
         shared out over the workers (in this process when there is no pool): the same games with the same
-        deterministic actions, one summary per game in the order of ``games``."""
+        deterministic actions, one result per game in the order of ``games``."""
         if self._pool is None or len(games) < 2:
             return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps)
         with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
@@ -319,13 +312,13 @@ class Collector:
             parts = self._map(play_job, jobs)
         return self._in_order(parts, len(games))
 
-    def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]], expert: str = "oracle",
-                    tie_break: str = "index", refine: tuple = ()) -> list[dict]:
-        """The expert's own games of ``games``, shared out over the workers: one summary per game (``score``, ``win``,
-        ``steps``) in the order of ``games`` (what a learner's game is compared with)."""
+    def play_expert(self, env_kwargs: dict, games: list[tuple[int, dict]],
+                    expert: ExpertSpec = ORACLE) -> list[GameResult]:
+        """The expert's own games of ``games``, shared out over the workers: one result per game in the order of
+        ``games`` (what a learner's game is compared with)."""
         if not games:
             return []
-        jobs = [ExpertPlayJob(env_kwargs, share, expert, tie_break, tuple(refine), self._searches_for(share))
+        jobs = [ExpertPlayJob(env_kwargs, share, replace(expert, searches=self._searches_for(share)))
                 for share in self._shares(games, 4)]
         parts = self._map(expert_play_job, jobs)
         for _, searches in parts:

@@ -11,8 +11,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Algorithm", "ALGORITHMS", "action_distribution", "algorithm", "algorithm_class", "detect_algorithm",
-           "read_sb3_data", "schedule", "model_kwargs"]
+__all__ = ["Algorithm", "ALGORITHMS", "action_distribution", "algorithm", "algorithm_class", "algorithm_of",
+           "detect_algorithm", "read_sb3_data", "schedule", "model_kwargs"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ def algorithm(name: str) -> Algorithm:
         return ALGORITHMS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown algorithm {name!r}; choose one of {list(ALGORITHMS)}") from None
+
+
+def algorithm_of(model) -> Algorithm:
+    """The registry entry of a live SB3 model (its class, or a subclass such as finetune's anchored PPO; the most
+    specific entry wins: MaskablePPO is no PPO subclass, but a subclass of it is matched to it)."""
+    for entry in ALGORITHMS.values():
+        if type(model) is entry.cls:
+            return entry
+    for entry in ALGORITHMS.values():
+        if isinstance(model, entry.cls):
+            return entry
+    raise ValueError(f"{type(model).__name__} is none of the registered algorithms {list(ALGORITHMS)}")
 
 
 def algorithm_class(name: str):

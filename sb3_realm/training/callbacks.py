@@ -28,6 +28,7 @@ from ..atomic import atomic_write
 from ..envs import RealmEnv
 from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..game.rules import USR_CONF_KEYS, EpisodeConfig
+from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
@@ -265,7 +266,7 @@ class CompetitionEvalCallback(BaseCallback):
         if self._plays_batched():
             report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
                                       env_kwargs={**self.env_kwargs, "map_path": self.map_path},
-                                      masked="Maskable" in type(self.model.policy).__name__)
+                                      masked=algorithm_of(self.model).maskable)
         else:
             report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
                               max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed,

@@ -18,15 +18,14 @@ from typing import Any
 
 import yaml
 
-from ..atomic import atomic_write, check_portable_path, not_a_file
+from ..atomic import atomic_write, check_portable_path
 from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
-from ..oracle import TIE_BREAKS
-from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
+from .config_files import RENAMED_CONFIGS, apply_overrides, merge_config, read_config_file
 
-__all__ = ["EnvConfig", "AlgoConfig", "ImitationConfig", "FinetuneConfig", "TrainConfig", "load_config",
+__all__ = ["EnvConfig", "AlgoConfig", "FinetuneConfig", "TrainConfig", "load_config",
            "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS", "merge_config",
            "read_config_file", "RENAMED_CONFIGS", "COMPETITION_MAP"]
 
@@ -172,188 +171,6 @@ def _check_range(key: str, value) -> None:
 
 
 @dataclass
-class ImitationConfig:
-    """Imitation of an expert (``sb3-realm imitate``): expert games, behaviour cloning, then DAgger rounds. The
-    model, its network and the envs come from the rest of the config; ``train`` ignores this section.
-
-    :param expert: the policy that labels every state: ``oracle`` (the planner), ``oracle-refined`` (its tour played
-        step-exactly by a beam search, :mod:`sb3_realm.oracle.refine`: about 0.5 points a game better, about 1 s more
-        a game to label) or an SB3 checkpoint path.
-    :param expert_games: games the expert plays alone for the first dataset.
-    :param rounds: DAgger rounds after the first fit: the learner plays ``dagger_games`` games, the expert labels
-        every state it visits, the dataset grows and the policy is fitted again.
-    :param dagger_games: games per DAgger round.
-    :param screen_games: 0, or games the deterministic learner plays first in each DAgger round (batched, fast): the
-        ones it loses are among the round's ``dagger_games`` (all of them if they fit), the rest drawn at random. With
-        the sweep, the lost sweep games come first, and a round they fill skips the screening. The games put first are
-        those the learner never finishes; for the choice of the best round (the sweep's count of lost games) a game is
-        also lost when the end is reached with a treasure left.
-    :param sweep: after every round the deterministic learner also plays the sweep: every treasure set of
-        ``env.usr_conf``'s treasure count (C(13, 9) = 715 for the leaderboard's nine) and, for each other count in
-        ``treasure_counts``, its fixed set and ``sweep_other`` random sets (from ``eval_seed``). A game is a function of
-        its treasure set alone (the env seed draws only the set), so these are the competition's own games, and they
-        are trained on: the sweep games the learner loses are labelled first in the next round, and the best model is
-        the round with the fewest lost sweep games, ties broken by its mean score over the sets of ``env.usr_conf``'s
-        count (the held-out games still give the ``eval/*`` curve). False: the best round by the held-out games.
-    :param sweep_other: random sets per other treasure count in the sweep.
-    :param sweep_all: the sweep holds every set of every other count of ``treasure_counts`` instead of ``sweep_other``
-        random ones (with counts 0..13, all 8,192 sets of the 13 slots, about 9 times the default sweep's games), so
-        no set of the competition's other games is left untried; when more sweep games are lost than a round labels,
-        the lost games of ``env.usr_conf``'s count come first and the rest are drawn at random from the other lost
-        ones (one game of each way of losing, rather than the first in order).
-    :param sweep_label_left: with the sweep, the lost sweep games that reach the end with a treasure left are
-        labelled too, after those the learner never finishes (before screened or fresh games). Measured with
-        ``sweep_all`` on the default map, where after 8 rounds they were all the losses left.
-    :param sweep_label_slow: with the sweep, up to this many of the sweep games of ``env.usr_conf``'s treasure count
-        that the learner wins but plays slower than the expert's own game of the same set (at least
-        ``sweep_slow_margin`` steps more) are labelled each round, the slowest first, after the lost sweep games and
-        before screened or fresh games (within ``dagger_games``): DAgger where the competition's games lose steps, not
-        only where they lose a treasure. The expert plays the sweep's sets once per run for that (the oracle: about
-        3 min on the real map, 2 workers; ``oracle-refined``: about 15 min); the checkpoints keep its games, and a
-        resume plays them again only for another expert, tie rule, ``refine_*`` setting or set of games.
-    :param sweep_slow_margin: steps over the expert's game from which a won sweep game counts as slow.
-    :param select_lost: with the sweep, which lost games choose the best round first: ``all`` (every count of the
-        sweep) or ``main`` (only the sets of ``env.usr_conf``'s count, the leaderboard's games); then the mean score
-        over those sets decides.
-    :param dagger_max_steps: a DAgger game stops after this many steps (0: at max_step): once the learner loops, more
-        of the same states teach nothing and cost labelling time.
-    :param dagger_overrun: a DAgger game also stops once it runs this many steps past the oracle's own plan for it
-        (0: only ``dagger_max_steps`` stops it).
-    :param dagger_takeover: a DAgger game that reaches ``dagger_max_steps`` or its ``dagger_overrun`` is not cut:
-        the expert takes over and plays it to the end, labelled (HG-DAgger's expert intervention), so the dataset
-        holds the way out of a learner's loop.
-    :param beta_rampdown: rounds over which ``beta``, the probability that a step plays the expert's action rather
-        than the learner's, falls linearly from 1: ``beta = max(0, 1 - round / beta_rampdown)`` (round 1 is the first
-        DAgger round; 0 = the learner plays every step from round 1).
-    :param epochs: passes over the data in the first fit.
-    :param dagger_epochs: passes over the whole dataset in each refit after a round.
-    :param batch_size: states per gradient step.
-    :param learning_rate: Adam's learning rate at the start of each fit (cosine decay to ``final_lr`` times it).
-    :param dagger_learning_rate: the same for the refits after DAgger rounds (smaller: a refit corrects the policy
-        where the learner went astray without unlearning the rest).
-    :param final_lr: the learning rate at the end of a fit, as a fraction of its starting rate.
-    :param ent_weight: weight of the entropy bonus in the loss.
-    :param l2_weight: Adam's weight decay.
-    :param treasure_counts: treasure counts the training games draw from, uniformly (repeat a count to weigh it);
-        empty: the count of ``env.usr_conf``. Treasure sets are random; ``max_step`` and the rest are env.usr_conf's.
-    :param window: RecurrentPPO: states per training window (episodes are cloned in order, the LSTM state carried
-        from one window to the next); ``batch_size // window`` episodes go side by side in a gradient step.
-    :param tie_break: how the oracle expert breaks exact ties of its cost-to-go, which it meets in over half of its
-        states: ``index`` (the lowest action, as the oracle plays by default) or ``heading`` (the move closest to the
-        straight line to the next node of its route): the labels the policy must reproduce then follow a rule it can
-        read from its own observation (the target's direction), and it imitates them better.
-    :param refine_beam_width: with ``expert: oracle-refined``, the states its beam search keeps per step (wider finds
-        shorter games and labels slower: ``sb3_realm.oracle.refine``'s table).
-    :param refine_max_refines: with ``expert: oracle-refined``, how many times a game it searches again from the exact
-        state (the first step and each time a learner's move leaves its sequence); after that it labels the oracle's
-        own actions.
-    :param refine_departure_cost: with ``expert: oracle-refined``, the steps its beam charges for each move unlike
-        the guide's (the oracle's, or with ``refine_guided: false`` the greedy one): the higher, the closer its games
-        stay to the oracle's.
-    :param refine_guided: with ``expert: oracle-refined``, whether departures are counted from the oracle's own move
-        (slower, fewer moves unlike the oracle's) or from the greedy move of its cost-to-go.
-    :param workers: processes that play the games (collection and held-out evaluation).
-    """
-
-    expert: str = "oracle"
-    expert_games: int = 200
-    rounds: int = 4
-    dagger_games: int = 60
-    screen_games: int = 0
-    sweep: bool = False
-    sweep_other: int = 20
-    sweep_all: bool = False
-    sweep_label_left: bool = False
-    sweep_label_slow: int = 0
-    sweep_slow_margin: int = 1
-    select_lost: str = "all"
-    dagger_max_steps: int = 800
-    dagger_overrun: int = 0
-    dagger_takeover: bool = False
-    beta_rampdown: int = 1
-    epochs: int = 8
-    dagger_epochs: int = 3
-    batch_size: int = 256
-    learning_rate: float = 1e-3
-    dagger_learning_rate: float = 3e-4
-    final_lr: float = 0.05
-    ent_weight: float = 0.0
-    l2_weight: float = 0.0
-    treasure_counts: list = field(default_factory=list)
-    window: int = 64
-    tie_break: str = "index"
-    refine_beam_width: int = RefinedOraclePolicy.beam_width
-    refine_max_refines: int = RefinedOraclePolicy.max_refines
-    refine_departure_cost: float = RefinedOraclePolicy.departure_cost
-    refine_guided: bool = RefinedOraclePolicy.guided
-    workers: int = 2
-
-    def refine_settings(self) -> tuple:
-        """The ``oracle-refined`` expert's settings (``refine_*``) as ``(name, value)`` pairs, in
-        :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS` order."""
-        return tuple((name, getattr(self, f"refine_{name}")) for name in REFINE_SETTINGS)
-
-    def changed_refine_settings(self) -> dict:
-        """The ``refine_*`` settings that differ from the refined oracle's defaults (what names a run's expert)."""
-        return {name: value for name, value in self.refine_settings() if value != getattr(RefinedOraclePolicy, name)}
-
-    def validate(self) -> None:
-        for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
-        for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games",
-                     "sweep_other", "sweep_label_slow"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
-        for name in ("learning_rate", "dagger_learning_rate"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be > 0")
-        if not 0 <= self.final_lr <= 1:
-            raise ValueError(f"imitation.final_lr = {self.final_lr} must be in [0, 1] (a fraction of learning_rate)")
-        for name in ("ent_weight", "l2_weight"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
-        for count in self.treasure_counts:
-            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 13:
-                raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in 0..13")
-        if not isinstance(self.expert, str) or not self.expert:
-            raise ValueError(f"imitation.expert = {self.expert!r}; use 'oracle', 'oracle-refined' or the path of an "
-                             "SB3 checkpoint")
-        builtin = self.expert in ("oracle", "oracle-refined")
-        if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
-            raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle', 'oracle-refined' nor an "
-                             "existing SB3 checkpoint (.zip); the oracle planner is the expert the package ships")
-        if self.sweep_slow_margin < 1:
-            raise ValueError(f"imitation.sweep_slow_margin = {self.sweep_slow_margin} must be >= 1 (steps over the "
-                             "expert's own game)")
-        for name in ("sweep_all", "sweep_label_left", "sweep_label_slow"):
-            value = getattr(self, name)
-            if value and not self.sweep:
-                shown = "true" if value is True else value
-                raise ValueError(f"imitation.{name} = {shown} needs imitation.sweep = true (it changes what the sweep "
-                                 f"does); set both, or drop {name}")
-        if self.select_lost not in ("all", "main"):
-            raise ValueError(f"imitation.select_lost = {self.select_lost!r}; use 'all' (lost sweep games of every "
-                             "count choose the best round) or 'main' (only those of env.usr_conf's treasure count)")
-        if self.tie_break not in TIE_BREAKS:
-            raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
-        for name, value in self.refine_settings():
-            check_setting(name, value, label=f"imitation.refine_{name}")
-        changed = self.changed_refine_settings()
-        if changed and self.expert != "oracle-refined":
-            name = next(iter(changed))
-            raise ValueError(f"imitation.refine_{name} = {changed[name]!r} sets the beam search of the "
-                             f"'oracle-refined' expert, but imitation.expert = {self.expert!r}; set imitation.expert: "
-                             f"oracle-refined, or drop refine_{name}")
-
-    def beta(self, round_no: int) -> float:
-        """The expert's share of the played actions in DAgger round ``round_no`` (1, 2, ...)."""
-        if self.beta_rampdown == 0:
-            return 0.0
-        return max(0.0, 1.0 - round_no / self.beta_rampdown)
-
-
-@dataclass
 class FinetuneConfig:
     """RL from a trained model (``sb3-realm train --init-from MODEL.zip``, e.g. a cloned policy of ``sb3-realm
     imitate``): the weights come from the model, the hyperparameters from this config, the optimizer and the
@@ -424,7 +241,8 @@ class TrainConfig:
         before versions were recorded, version 1).
     :param env: the envs (:class:`EnvConfig`).
     :param algo: the algorithm and its network (:class:`AlgoConfig`).
-    :param imitation: imitation of an expert by ``sb3-realm imitate`` (:class:`ImitationConfig`).
+    :param imitation: the section of ``sb3-realm imitate`` (:class:`sb3_realm.imitation.config.ImitationConfig`, which
+        reads and checks it); ``train`` keeps it as data and never reads it.
     :param finetune: RL from a trained model (:class:`FinetuneConfig`); ``imitate`` ignores it.
     """
 
@@ -445,7 +263,7 @@ class TrainConfig:
     feature_version: str | None = None
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
-    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    imitation: dict = field(default_factory=dict)
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def validate(self) -> TrainConfig:
@@ -463,7 +281,6 @@ class TrainConfig:
         check_portable_path(self.out, "out")
         self.env.validate()
         self.algo.validate()
-        self.imitation.validate()
         self.finetune.validate(self.algo.name)
         self._check_rollout()
         self._check_device()
@@ -563,120 +380,21 @@ def config_to_dict(config: TrainConfig) -> dict:
     return dataclasses.asdict(config)
 
 
-def _parse_value(text: str):
-    try:
-        return yaml.safe_load(text)  # data only: numbers, strings, lists, mappings; never code
-    except yaml.YAMLError as exc:
-        raise ValueError(f"cannot parse value {text!r} ({exc})") from exc
-
-
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Apply ``key.sub=value`` overrides (values parsed as YAML data) to a config dict."""
-    data = dict(data)
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"--set {item!r}: expected key=value, e.g. --set algo.hyperparams.n_steps=256")
-        key, _, raw = item.partition("=")
-        parts = key.strip().split(".")
-        node = data
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"--set {item!r}: {part!r} is not a section")
-        node[parts[-1]] = _parse_value(raw)
-    return data
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """``" at line L, column C: what"`` of a YAML error, on one line."""
-    mark = getattr(exc, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-    return f"{where}: {problem}"
-
-
-#: recipes that were renamed: the old file name -> the new path under ``configs/``; a config path that does not exist
-#: and ends in an old name gets one line naming the new one
-RENAMED_CONFIGS: dict[str, str] = {
-    "imitate.yaml": "imitate/base.yaml", "imitate_default_map.yaml": "imitate/fifteen_minutes.yaml",
-    "imitate_default_map_all_sets.yaml": "imitate/all_sets.yaml",
-    "imitate_default_map_slow.yaml": "imitate/past_the_oracle.yaml",
-    "imitate_real_map.yaml": "imitate/competition_fifteen_minutes.yaml",
-    "imitate_real_map_all_sets.yaml": "imitate/competition_all_sets.yaml",
-    "imitate_real_map_slow.yaml": "imitate/competition_oracle_level.yaml",
-    "imitate_real_map_refined.yaml": "imitate/competition_past_the_oracle.yaml",
-}
-
-
-def _read_yaml(path: str | os.PathLike) -> dict:
-    """One config file's own mapping (its ``base:`` not followed)."""
-    p = Path(path)
-    problem = not_a_file(path)
-    if problem:
-        renamed = RENAMED_CONFIGS.get(p.name) if p.name and not p.exists() else None
-        if renamed:
-            raise ValueError(f"config file {str(path)!r} {problem}: that recipe is now configs/{renamed} (the "
-                             "recipes were renamed by purpose); pass --config configs/" + renamed)
-        raise ValueError(f"config file {str(path)!r} {problem}; see configs/ for examples")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it (configs/ppo.yaml "
-                         "shows the shape)") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"config file {str(p)!r} holds a {type(data).__name__}, not a mapping of keys (seed:, "
-                         "env:, algo:, ...); see configs/ppo.yaml for the shape")
-    return data
-
-
-def merge_config(base: dict, overlay: dict) -> dict:
-    """``overlay`` laid over ``base``: mappings merge key by key (at any depth), anything else (a number, a string,
-    a list) is replaced whole by the overlay's value."""
-    out = copy.deepcopy(base)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_config(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def read_config_file(path: str | os.PathLike, _chain: tuple[Path, ...] = ()) -> dict:
-    """The mapping of a config file with its ``base:`` resolved: ``base: FILE`` (relative to the file's own folder)
-    names the config it extends, and the file lists only what differs (merged by :func:`merge_config`; a base may
-    have its own base). The result holds no ``base`` key: it is the whole config."""
-    data = _read_yaml(path)
-    if "base" not in data:
-        return data
-    base = data.pop("base")
-    if not isinstance(base, str) or not base.strip():
-        raise ValueError(f"config file {str(path)!r}: base = {base!r}; it must name the config file this one extends, "
-                         "relative to its folder (e.g. base: base.yaml)")
-    here = Path(path).resolve()
-    target = (here.parent / base).resolve()
-    chain = (*_chain, here)
-    if target in chain:
-        loop = " -> ".join(str(p.name) for p in (*chain, target))
-        raise ValueError(f"config file {str(path)!r}: base = {base!r} makes a loop ({loop}); a base must not extend "
-                         "the file that names it")
-    if not target.is_file():
-        raise ValueError(f"config file {str(path)!r}: base = {base!r} is not a file ({target}); name the config it "
-                         "extends, relative to its folder")
-    return merge_config(read_config_file(target, chain), data)
-
-
-def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> TrainConfig:
+def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None, *,
+                cls: type[TrainConfig] = TrainConfig) -> TrainConfig:
     """Load a YAML config (or the defaults when ``path`` is None) with its ``base:`` chain
-    (:func:`read_config_file`), apply ``--set`` overrides, validate. The result is the whole resolved config: what a
+    (:func:`~.config_files.read_config_file`), apply ``--set`` overrides, validate (as ``cls``: a subclass such as
+    imitation's adds its own section). The result is the whole resolved config: what a
     run's ``config.yaml`` records, so a run never depends on the base file later."""
     data = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
-    return _from_dict(TrainConfig, data, "").validate()
+    return _from_dict(cls, data, "").validate()
 
 
-def config_from_dict(data: dict, overrides: list[str] | None = None) -> TrainConfig:
+def config_from_dict(data: dict, overrides: list[str] | None = None, *,
+                     cls: type[TrainConfig] = TrainConfig) -> TrainConfig:
     """A validated config from a plain dict (as made by :func:`config_to_dict`), with ``--set`` overrides."""
-    return _from_dict(TrainConfig, apply_overrides(copy.deepcopy(data), overrides or []), "").validate()
+    return _from_dict(cls, apply_overrides(copy.deepcopy(data), overrides or []), "").validate()
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> Path:

@@ -75,7 +75,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
         self.final_win_rate: float | None = None
         self.final_treasures: float | None = None
         self.game_scores: dict[int, float] = {}
-        self._game_results: dict = {}  # per-game mode: index -> GameResult (win and treasures beside the score)
+        self._game_results: dict = {}  # per-game mode: index -> GameResult (won and treasures beside the score)
 
     def _on_step(self) -> bool:
         if self.pruned or self.diverged:
@@ -130,7 +130,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
                                f"{np.mean(list(self.game_scores.values())):.2f}")
                 return
         self.final_score = float(np.mean(list(self.game_scores.values())))
-        self.final_win_rate = float(np.mean([g.win for g in self._game_results.values()]))
+        self.final_win_rate = float(np.mean([g.won for g in self._game_results.values()]))
         self.final_treasures = float(np.mean([g.treasures for g in self._game_results.values()]))
 
 
@@ -202,6 +202,9 @@ def objective(trial: optuna.Trial, study) -> float:
             if callback.game_scores:
                 trial.set_user_attr("partial_mean", float(np.mean(list(callback.game_scores.values()))))
             raise optuna.TrialPruned(callback.pruned)
+        # set at the end of a training that neither diverged nor was pruned
+        assert callback.final_score is not None and callback.final_win_rate is not None
+        assert callback.final_treasures is not None
         scores.append(callback.final_score)
         win_rates.append(callback.final_win_rate)
         treasures.append(callback.final_treasures)
