@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PureWindowsPath
-from typing import IO
 
 from filelock import FileLock, Timeout
 
@@ -30,7 +30,8 @@ def writing(path: str | os.PathLike) -> Iterator[None]:
         raise
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object], mode: int | None = None) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], object],
+                 mode: int | None = None) -> Path:
     """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``.
 
     :param mode: permissions of the file, less the process's umask (default: the temporary file's own, 0600).

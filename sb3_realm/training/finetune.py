@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -25,6 +26,17 @@ from stable_baselines3.common.vec_env import VecEnv
 from .. import features
 from ..models.algorithms import action_distribution, detect_algorithm, read_sb3_data
 from ..models.saved import model_feature_version
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+    from stable_baselines3.common.policies import BasePolicy
+
+    class _AnchorBase(OnPolicyAlgorithm):
+        """For the type checker only: what :class:`_Anchor` is mixed into (PPO or MaskablePPO)."""
+
+        batch_size: Any  # int in PPO, int | None in MaskablePPO
+else:
+    _AnchorBase = object
 
 __all__ = ["check_init_model", "policy_state", "load_initial_weights", "reference_policy", "warm_start_value",
            "AnchoredPPO", "AnchoredMaskablePPO", "anchored_class", "StartScalarsCallback"]
@@ -66,7 +78,8 @@ def policy_state(path: str | Path, policy) -> dict:
         raise ValueError(f"--init-from {str(path)!r} reads the observation {saved_obs}, and this config's env gives "
                          f"{ours}: set env (frame_stack, map size) as the model was trained")
     _, params, _ = load_from_zip_file(path, device=policy.device, load_data=False)
-    state = (params or {}).get("policy")
+    # SB3 types the params as one TensorDict; each of its values is in fact a module's state dict
+    state = cast("dict[str, torch.Tensor] | None", (params or {}).get("policy"))
     if state is None:
         raise ValueError(f"--init-from {str(path)!r} holds no policy weights (policy.pth); is it a model.save file?")
     own = policy.state_dict()
@@ -121,6 +134,7 @@ def _play(model, venv: VecEnv, games: int, masked: bool, gamma: float) -> tuple[
         masks = get_action_masks(venv) if masked else None
         actions, _ = model.predict(obs, deterministic=False, **({"action_masks": masks} if masked else {}))
         new_obs, rewards, dones, _ = venv.step(actions)
+        assert isinstance(obs, dict)  # RealmEnv's Dict observations (stacked or not)
         for i in range(n):
             running[i].append(({k: np.array(v[i]) for k, v in obs.items()}, float(rewards[i])))
             if dones[i]:
@@ -198,14 +212,14 @@ def warm_start_value(model, venv: VecEnv, games: int, *, epochs: int = 20, learn
 
 
 # ------------------------------------------------------------------------------------------ anchor
-class _Anchor:
+class _Anchor(_AnchorBase):
     """After SB3's PPO update (``train``), ``anchor_epochs`` passes over the rollout minimising ``anchor_coef *
     KL(initial || current)`` with the policy's own optimizer. ``reference``: the initial policy (frozen, never
     saved: the checkpoint stays a plain PPO / MaskablePPO)."""
 
     anchor_coef: float = 0.0
     anchor_epochs: int = 1
-    reference = None
+    reference: BasePolicy | None = None
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "reference"]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
 import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
@@ -51,7 +54,7 @@ def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None) -> VecEnv
     """The training VecEnv (Dummy or Subproc; picklable factories), frame-stacked and reward-normalised as
     configured."""
     n = n_envs or env.n_envs
-    fns = [functools.partial(_make_env, env.env_kwargs()) for _ in range(n)]
+    fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs()) for _ in range(n)]
     venv: VecEnv = SubprocVecEnv(fns, start_method=start_method()) if env.vec_env == "subproc" else DummyVecEnv(fns)
     venv.seed(seed)
     if env.frame_stack > 1:
@@ -149,10 +152,11 @@ def start_new_run(config: TrainConfig, run_dir: Path) -> None:
     config.feature_version = features.FEATURE_VERSION
 
 
-def _lookup(data: dict, dotted: str):
+def _lookup(data: dict, dotted: str) -> Any:
+    value: Any = data
     for part in dotted.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def resume_changes(run_dir: Path, config: TrainConfig) -> dict:

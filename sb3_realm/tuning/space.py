@@ -10,6 +10,7 @@ and ``one_minus_gamma`` (log scale) instead of ``batch_size`` and ``gamma``.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import optuna
 
@@ -218,7 +219,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
     """The params that reproduce ``base`` itself (enqueued as trial 0), or None when the base config lies outside
     the search space (e.g. a schedule string as learning rate)."""
     if kind == "rewards":
-        params = RewardWeights.from_dict(base.env.reward_weights).to_dict()
+        params: dict[str, Any] = RewardWeights.from_dict(base.env.reward_weights).to_dict()
         if curriculum:
             params.update(curriculum_treasures=_full_treasures(base), curriculum_fraction=0.0)
         return params
@@ -246,6 +247,9 @@ def _inside(params: dict, base: TrainConfig) -> bool:
         if isinstance(dist, optuna.distributions.CategoricalDistribution):
             if value not in dist.choices:
                 return False
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not dist.low <= value <= dist.high:
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        elif (isinstance(dist, (optuna.distributions.FloatDistribution, optuna.distributions.IntDistribution))
+              and not dist.low <= value <= dist.high):  # (Optuna's other distributions: all Float or Int ones)
             return False
     return True

@@ -18,6 +18,7 @@ import re
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
@@ -168,13 +169,14 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
         params = inspect.signature(RDBStorage.__init__).parameters
         key = "heartbeat_stale_trial_callback"
         key = key if key in params else "failed_trial_callback"  # its name in Optuna < 4.9
+        callback_kwargs: dict[str, Any] = {key: callback}
         engine_kwargs = {"connect_args": {"timeout": 60}} if kind == "sqlite" else {"pool_pre_ping": True}
         try:
             for attempt in range(3):
                 try:
                     return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs,
                                       heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-                                      **{key: callback})
+                                      **callback_kwargs)
                 except Exception as exc:  # noqa: BLE001 - another script made the tables at the same moment: join
                     if type(exc).__name__ != "IntegrityError" or attempt == 2:
                         raise

@@ -241,9 +241,9 @@ def _objective(trial: optuna.Trial, config: StudyConfig) -> float:
 class _SurplusFilter(logging.Filter):
     """Drops Optuna's two "Trial N failed" records of a surplus trial (the first carries the _Surplus exception)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.numbers: set[str] = set()
+        self.numbers: set[str | None] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
         words = str(record.msg).split()
