@@ -221,3 +221,20 @@ def test_the_checks_catch_what_they_guard():
             Import("sb3_realm.tuning.outputs", "sb3_realm.tuning.study", 2, False)]
     assert cycles(import_graph(loop)) == [["sb3_realm.tuning.outputs", "sb3_realm.tuning.study"]]
     assert cycles(import_graph(fake)) == []
+
+
+def test_at_most_five_functions_are_exempt_from_the_complexity_rule():
+    """ruff's C901 (max 15, pyproject.toml) holds everywhere but in five functions, each exempt by name with its
+    reason on the line above."""
+    exempt = []
+    for path in sorted(REPO.rglob("*.py")):
+        if {"build", ".git", ".venv"} & set(path.relative_to(REPO).parts):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.rstrip().endswith("# noqa: C901"):
+                assert line.lstrip().startswith("def ") and lines[i - 1].lstrip().startswith("# C901 exempt:"), \
+                    f"{path}:{i + 1}: an exemption names its function and gives its reason on the line above"
+                exempt.append(f"{path.relative_to(REPO)}:{i + 1}")
+    assert len(exempt) <= 5, exempt
+

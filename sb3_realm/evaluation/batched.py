@@ -69,17 +69,19 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
     for slot in range(len(envs)):
         start(slot)
     while any(s is not None for s in slots):
-        live = [i for i, s in enumerate(slots) if s is not None]
-        maps = np.stack([slots[i][1]["maps"] for i in live])
-        vector = np.stack([slots[i][1]["vector"] for i in live])
+        running = {i: s for i, s in enumerate(slots) if s is not None}
+        live = list(running)
+        maps = np.stack([running[i][1]["maps"] for i in live])
+        vector = np.stack([running[i][1]["vector"] for i in live])
         masks = np.stack([envs[i].action_masks() for i in live]) if masked else None
         lstm = (h[:, live], c[:, live], first[live]) if recurrent else None
         chosen, state = _actions(policy, maps, vector, masks, lstm)
         if recurrent:
+            assert state is not None  # a recurrent policy returns its next LSTM state
             h[:, live], c[:, live] = state
             first[live] = False
         for i, action in zip(live, chosen, strict=True):
-            env, (index, _) = envs[i], slots[i]
+            env, (index, _) = envs[i], running[i]
             obs, _, terminated, truncated, info = env.step(int(action))
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
             if terminated or truncated or cut:

@@ -89,13 +89,15 @@ def plot_route(ep: Episode, env: RealmEnv, path: str | os.PathLike, title: str =
     missed = set(ep.info.get("treasures_missed", []))
     for i in ep.treasure_ids:
         taken = i not in missed
-        ax.scatter(*centre[i], marker="*" if taken else "X", s=160, c="gold" if taken else "red",
+        x, y = centre[i]
+        ax.scatter(x, y, marker="*" if taken else "X", s=160, c="gold" if taken else "red",
                    edgecolors="black", zorder=3, label="treasure taken" if taken else "treasure missed")
-    ax.scatter(*centre[0], marker="^", s=120, c="royalblue", edgecolors="black", zorder=3,
+    ax.scatter(centre[0][0], centre[0][1], marker="^", s=120, c="royalblue", edgecolors="black", zorder=3,
                label=f"buff (taken {len(ep.buff_steps)}x)")
-    ax.scatter(*centre[ep.usr_conf["start"]], marker="o", s=100, c="white", edgecolors="black", zorder=3,
+    (sx, sy), (ex, ey) = centre[ep.usr_conf["start"]], centre[ep.usr_conf["end"]]
+    ax.scatter(sx, sy, marker="o", s=100, c="white", edgecolors="black", zorder=3,
                label="start")
-    ax.scatter(*centre[ep.usr_conf["end"]], marker="s", s=120, c="limegreen", edgecolors="black", zorder=3,
+    ax.scatter(ex, ey, marker="s", s=120, c="limegreen", edgecolors="black", zorder=3,
                label="end")
     if flash_steps:
         ax.plot([], [], "--", color="magenta", label="flash")

@@ -142,7 +142,8 @@ def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
     path = Path(path)
     scores = [r.score for r in report.games]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    bins = np.linspace(min(scores + [0.0]), max(scores + [r.oracle_score or 0.0 for r in report.games]) + 1, 40)
+    top = max(scores + [r.oracle_score or 0.0 for r in report.games]) + 1
+    bins = np.linspace(min(scores + [0.0]), top, 40).tolist()
     ax.hist(scores, bins=bins, alpha=0.7, label=f"{report.policy} (mean {np.mean(scores):.1f})")
     oracle = [r.oracle_score for r in report.games if r.oracle_score is not None]
     if oracle and report.policy != "oracle":

@@ -98,7 +98,9 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
     steps_per_epoch = math.ceil(n / batch_size)
     total = epochs * steps_per_epoch
     policy.set_training_mode(True)
-    update, losses, hits, entropies = 0, [], 0, []
+    update, hits = 0, 0
+    losses: list[float] = []
+    entropies: list[float] = []
     for _ in range(epochs):
         order = rng.permutation(n)
         losses, hits, entropies = [], 0, []
@@ -156,7 +158,9 @@ def fit_sequences(policy, data: Block | Blocks, *, epochs: int, batch_size: int,
     total = sum(int(math.ceil((g[:, 1] - g[:, 0]).max() / window)) for groups in plan for g in groups)
     layers, _, hidden = policy.lstm_hidden_state_shape
     policy.set_training_mode(True)
-    update, losses, hits, entropies, seen = 0, [], 0, [], 0
+    update, hits, seen = 0, 0, 0
+    losses: list[float] = []
+    entropies: list[float] = []
     for groups in plan:
         losses, hits, entropies, seen = [], 0, [], 0
         for group in groups:

@@ -122,7 +122,8 @@ def collect_games(job: CollectJob) -> Rollouts:
     env, expert = _env_and_expert(job.env_kwargs, job.expert)
     learner = _learner(job.learner) if job.learner is not None else None
     rng = np.random.default_rng(job.seed)
-    maps, vectors, actions, masks, starts, games = [], [], [], [], [], []
+    maps, vectors, actions, masks, starts = [], [], [], [], []
+    games: list[GameResult] = []
     for env_seed, conf in job.games:
         obs, _ = env.reset(seed=int(env_seed), options=conf)
         expert.reset(env)
@@ -197,7 +198,7 @@ def expert_play_job(job: ExpertPlayJob) -> tuple[list[GameResult], dict]:
     """Play an :class:`ExpertPlayJob`'s games: one result per game, in order, and the refined expert's new first
     searches (as :class:`Rollouts`')."""
     env, expert = _env_and_expert(job.env_kwargs, job.expert)
-    played = []
+    played: list[GameResult] = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
         played.append(GameResult.from_summary(info, index=len(played), treasure_ids=env.game.treasure_ids,

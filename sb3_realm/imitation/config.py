@@ -209,6 +209,11 @@ class ImitationConfig:
         for count in self.treasure_counts:
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 13:
                 raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in 0..13")
+        self._check_expert()
+        self.selection.validate()
+
+    def _check_expert(self) -> None:
+        """The expert, its tie rule and its refine settings."""
         if not isinstance(self.expert, str) or not self.expert:
             raise ValueError(f"imitation.expert = {self.expert!r}; use 'oracle', 'oracle-refined' or the path of an "
                              "SB3 checkpoint")
@@ -216,7 +221,6 @@ class ImitationConfig:
         if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle', 'oracle-refined' nor an "
                              "existing SB3 checkpoint (.zip); the oracle planner is the expert the package ships")
-        self.selection.validate()
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
         for name, value in self.refine_settings():

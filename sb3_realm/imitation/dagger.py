@@ -30,6 +30,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -278,7 +279,7 @@ class Imitation:
         self.swept: list[GameResult] | None = None  # the sweep of the model as it stands
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
         self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
-        self.map_name = self.venv.envs[0].unwrapped.game_map.name
+        self.map_name = cast(RealmEnv, self.venv.envs[0].unwrapped).game_map.name
 
     def close(self) -> None:
         self.venv.close()

@@ -37,7 +37,7 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     counts = config.imitation.treasure_counts or [base.treasure_num]
     held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}
     rng = np.random.default_rng([config.seed, round_no, 1])
-    games = []
+    games: list[Game] = []
     while len(games) < n:
         seed = int(rng.integers(2**20, 2**31))
         if seed in held_out:

@@ -133,7 +133,8 @@ class SearchKey(NamedTuple):
     settings: tuple
 
 
-def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool, buff_available: bool,
+# C901 exempt: one beam-search loop whose branches (moves, flash, buff, pickups, pruning) share its state
+def refine(oracle: OraclePolicy, step: int, x: float, z: float, *, talent: bool, buff_available: bool,  # noqa: C901
            buff_remaining: int, max_step: int, beam_width: int = 30, departure_cost: float = 0.0,
            guide=None) -> Refined | None:
     """Beam search from the exact state ``(step, x, z, ...)`` along ``oracle``'s current plan (its route, leg and

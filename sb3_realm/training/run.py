@@ -195,7 +195,8 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
         return _train(config, run_dir, resume, callbacks, trust_pickle)
 
 
-def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
+# C901 exempt: the run in order (new, resumed or fine-tuned model; envs; callbacks; learn; final save), read top down
+def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):  # noqa: C901
     found, changes = None, {}
     fine = config.finetune
     if resume is None:
