@@ -21,7 +21,7 @@ import yaml
 from ..atomic import atomic_write, check_portable_path
 from ..envs.rewards import RewardWeights
 from ..game.rules import EpisodeConfig, Rules
-from ..models.algorithms import ALGORITHMS, algorithm_class, schedule
+from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 from .config_files import RENAMED_CONFIGS, apply_overrides, merge_config, read_config_file
 
@@ -211,7 +211,7 @@ class FinetuneConfig:
         elif self.warm_start_games or self.anchor_coef:
             raise ValueError("finetune.warm_start_games and finetune.anchor_coef act on a trained model: set "
                              "finetune.init_from (or --init-from MODEL.zip), or set them to 0")
-        if (self.warm_start_games or self.anchor_coef) and algo == "recurrent_ppo":
+        if (self.warm_start_games or self.anchor_coef) and algorithm(algo).recurrent:
             raise ValueError("finetune.warm_start_games and finetune.anchor_coef are for ppo and maskable_ppo; "
                              "RecurrentPPO fine-tunes with --init-from alone (set them to 0)")
 

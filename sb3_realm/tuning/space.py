@@ -16,6 +16,7 @@ import optuna
 
 from ..envs.rewards import TERMS, RewardWeights
 from ..game.rules import EpisodeConfig
+from ..models.algorithms import algorithm
 from ..training.config import TrainConfig
 
 __all__ = ["KINDS", "REWARD_RANGES", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
@@ -138,7 +139,7 @@ def convert_hparams(params: dict, base: TrainConfig) -> TrainConfig:
     unknown = sorted(set(params) - set(HPARAM_KEYS))
     if unknown:
         raise ValueError(f"hyperparameter params {unknown} are unknown; valid keys are {list(HPARAM_KEYS)}")
-    if "lstm_hidden_size" in params and base.algo.name != "recurrent_ppo":
+    if "lstm_hidden_size" in params and not algorithm(base.algo.name).recurrent:
         raise ValueError(f"lstm_hidden_size is a RecurrentPPO parameter; the base config's algo.name is "
                          f"{base.algo.name!r}")
     config = copy.deepcopy(base)
@@ -232,7 +233,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
               "one_minus_gamma": 1.0 - float(get("gamma")), "gae_lambda": get("gae_lambda"),
               "clip_range": get("clip_range"), "ent_coef": get("ent_coef"), "vf_coef": get("vf_coef"),
               "max_grad_norm": get("max_grad_norm"), "net_arch": arch, "activation": base.algo.activation}
-    if base.algo.name == "recurrent_ppo":
+    if algorithm(base.algo.name).recurrent:
         params["lstm_hidden_size"] = base.algo.policy_kwargs.get("lstm_hidden_size", 256)
     return params if _inside(params, base) else None
 
