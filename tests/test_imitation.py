@@ -909,3 +909,50 @@ def test_imitation_on_the_small_map_wins_its_games(tmp_path):
     assert summary["wins"] == 20 and summary["games_with_missed_treasure"] == 0
     assert summary["mean_gap_to_oracle"] < 5.0
     assert os.path.getsize(run_dir / "final_model.zip") > 0
+
+
+# ------------------------------------------------------------------------------------------ a round's parts
+def test_the_kept_round_is_chosen_by_its_key_ties_to_the_later_round():
+    from sb3_realm.imitation.dagger import RunState
+
+    state = RunState()
+    assert state.choose((-3, 100.0), 90.0, 0) and state.best_round == 0
+    assert not state.choose((-4, 200.0), 95.0, 1)  # more lost games: never kept, whatever its score
+    assert state.choose((-3, 100.0), 80.0, 2) and (state.best_round, state.best_score) == (2, 80.0)  # a tie
+    assert state.choose((50.0,), 50.0, 3) and state.best_key == (50.0,)  # a resume without the sweep: afresh
+
+
+def test_a_round_record_round_trips_and_reads_the_old_names():
+    from sb3_realm.imitation.dagger import RoundRecord, RunState
+
+    fields = {"round": 1, "source": "dagger round 1 (beta 0)", "games_played": 4, "states": 900, "new_states": 300,
+              "learner_wins": 2, "games_cut": 1, "games_taken_over": 1, "learner_mean_score": 400.0, "bc_loss": 0.1,
+              "bc_accuracy": 0.97, "bc_entropy": 0.2, "updates": 30, "eval_mean_score": 380.0,
+              "eval_reached_end": 3, "eval_wins": 2, "eval_games": 3, "eval_mean_steps": 60.0,
+              "eval_missed_treasure_games": 1, "oracle_mean_score": 385.0, "best_round": 1, "collect_s": 1.0,
+              "fit_s": 2.0, "eval_s": 3.0, "wall_s": 9.0, "screen_games": 6, "screen_reached_end": 5}
+    record = RoundRecord(**fields)
+    assert record.to_dict() == fields  # the optional counts a round did not make are left out
+    assert RoundRecord.from_dict(record.to_dict()) == record
+    old = {k: v for k, v in fields.items() if k not in ("eval_reached_end", "eval_wins", "screen_reached_end")}
+    old.update(eval_wins=3, eval_full_wins=2, screen_wins=5)  # eval_wins counted the games that reached the end
+    assert RoundRecord.from_dict(old) == record
+    state = RunState(round=1, history=[record], best_key=(-1, 380.0), best_score=380.0, best_round=1,
+                     oracle_score=385.0, elapsed=9.0, updates=30, reference={"key": "k", "steps": [50]})
+    assert RunState.from_dict(json.loads(json.dumps(state.to_dict(shards=2)))) == state
+
+
+def test_the_expert_spec_names_its_data_and_labels_as_configured():
+    from sb3_realm.imitation.dagger import expert_spec
+    from sb3_realm.oracle.refine import RefinedOraclePolicy
+
+    assert ExpertSpec("oracle").label == "oracle"
+    assert ExpertSpec("oracle", tie_break="heading").label == "oracle (tie_break heading)"
+    refined = ExpertSpec("oracle-refined", refine=(("beam_width", 3), ("max_refines", RefinedOraclePolicy.max_refines)))
+    assert refined.label == "oracle-refined (beam_width 3)"
+    env = RealmEnv(map_name="small")
+    policy = refined.build(env)
+    assert isinstance(policy.oracle, RefinedOraclePolicy) and policy.oracle.beam_width == 3
+    config = load_imitate_config(None, [*QUICK, "imitation.tie_break=heading"])
+    spec = expert_spec(config)
+    assert (spec.kind, spec.tie_break, spec.build(env).oracle.tie_break) == ("oracle", "heading", "heading")
