@@ -913,7 +913,7 @@ def test_imitation_on_the_small_map_wins_its_games(tmp_path):
 
 # ------------------------------------------------------------------------------------------ a round's parts
 def test_the_kept_round_is_chosen_by_its_key_ties_to_the_later_round():
-    from sb3_realm.imitation.dagger import RunState
+    from sb3_realm.imitation.records import RunState
 
     state = RunState()
     assert state.choose((-3, 100.0), 90.0, 0) and state.best_round == 0
@@ -923,7 +923,7 @@ def test_the_kept_round_is_chosen_by_its_key_ties_to_the_later_round():
 
 
 def test_a_round_record_round_trips_and_reads_the_old_names():
-    from sb3_realm.imitation.dagger import RoundRecord, RunState
+    from sb3_realm.imitation.records import RoundRecord, RunState
 
     fields = {"round": 1, "source": "dagger round 1 (beta 0)", "games_played": 4, "states": 900, "new_states": 300,
               "learner_wins": 2, "games_cut": 1, "games_taken_over": 1, "learner_mean_score": 400.0, "bc_loss": 0.1,

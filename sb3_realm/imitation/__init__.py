@@ -8,6 +8,7 @@
 - :mod:`~sb3_realm.imitation.config`: the ``imitation`` section and its game selection;
 - :mod:`~sb3_realm.imitation.selection`: which games are labelled and which round is kept (pure functions);
 - :mod:`~sb3_realm.imitation.expert`: the expert that labels, as one value (:class:`ExpertSpec`);
+- :mod:`~sb3_realm.imitation.records`: what a run records (a round, the run's state, the writer);
 - :mod:`~sb3_realm.imitation.dagger`: the whole run, :func:`imitate` (``sb3-realm imitate``).
 """
 
