@@ -387,23 +387,20 @@ def test_a_study_created_by_two_scripts_at_once_is_joined(tmp_path, monkeypatch)
 
     config = study_module.StudyConfig(kind="rewards", base=load_config("configs/tiny.yaml"), name="race",
                                       storage=f"sqlite:///{tmp_path / 'study.db'}", out=str(tmp_path)).validate()
-    real_storage, real_create = storage_module.RDBStorage, optuna.create_study
     calls = {"storage": 0, "create": 0}
 
-    def racing_storage(*args, **kwargs):
-        calls["storage"] += 1
-        if calls["storage"] == 1:
-            real_storage(*args, **kwargs)  # the other script made the tables just now
-            raise sqlalchemy.exc.IntegrityError("INSERT INTO version_info", {}, Exception("UNIQUE constraint failed"))
-        return real_storage(*args, **kwargs)
+    def racing(name: str, real, statement: str):
+        """``real``, whose first call is beaten by the other script: what it makes exists, then the IntegrityError."""
+        def call(*args, **kwargs):
+            calls[name] += 1
+            if calls[name] == 1:
+                real(*args, **kwargs)  # the other script made it just now
+                raise sqlalchemy.exc.IntegrityError(statement, {}, Exception("UNIQUE constraint failed"))
+            return real(*args, **kwargs)
+        return call
 
-    def racing_create(*args, **kwargs):
-        calls["create"] += 1
-        if calls["create"] == 1:
-            real_create(*args, **kwargs)  # the other script created the study just now
-            raise sqlalchemy.exc.IntegrityError("INSERT INTO studies", {}, Exception("UNIQUE constraint failed"))
-        return real_create(*args, **kwargs)
-
+    racing_storage = racing("storage", storage_module.RDBStorage, "INSERT INTO version_info")
+    racing_create = racing("create", optuna.create_study, "INSERT INTO studies")
     monkeypatch.setattr(storage_module, "RDBStorage", racing_storage)
     monkeypatch.setattr(study_module.optuna, "create_study", racing_create)
     study = study_module.open_study(config)
