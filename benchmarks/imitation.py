@@ -146,7 +146,7 @@ def finetune_phase(args, model: str, before, common: dict) -> dict:
     exhaustive_s = time.perf_counter() - t1
     gain = np.array([a.score - b.score for a, b in zip(after.games, before.games, strict=True)])
     steps = np.array([b.steps - a.steps for a, b in zip(after.games, before.games, strict=True)
-                      if a.full_win and b.full_win])
+                      if a.won and b.won])
     return {
         "run": str(run_dir), "finetune_wall_s": None if run_s is None else round(run_s, 1),
         "peak_rss_during_finetune": rss,
