@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..oracle import TIE_BREAKS
-from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
+from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, changed_settings, check_setting
 from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
 
@@ -189,7 +189,7 @@ class ImitationConfig:
 
     def changed_refine_settings(self) -> dict:
         """The ``refine_*`` settings that differ from the refined oracle's defaults (what names a run's expert)."""
-        return {name: value for name, value in self.refine_settings() if value != getattr(RefinedOraclePolicy, name)}
+        return changed_settings(self.refine_settings())
 
     def validate(self) -> None:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):

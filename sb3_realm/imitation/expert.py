@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..agents import PolicySpec
 from ..agents.base import Policy
 from ..envs import RealmEnv
-from ..oracle.refine import RefinedOraclePolicy
+from ..oracle.refine import RefinedOraclePolicy, changed_settings
 
 __all__ = ["ExpertSpec", "BUILTIN_EXPERTS"]
 
@@ -42,7 +42,7 @@ class ExpertSpec(PolicySpec):
 
     def changed_refine(self) -> dict:
         """The ``refine`` settings that differ from the refined oracle's defaults."""
-        return {name: value for name, value in self.refine if value != getattr(RefinedOraclePolicy, name)}
+        return changed_settings(self.refine)
 
     @property
     def label(self) -> str:
