@@ -4,7 +4,7 @@ judged by the mean competition score on the config's held-out games (never the s
     python tuning/tune_hparams.py --config configs/ppo.yaml --n-trials 50 [--storage URL] [--study-name S] [--workers K]
                              [--set key=value ...] [--out DIR] [--pruner median|wilcoxon|halving|none]
 
-`python tuning/tune_hparams.py --help` lists every option; the README's "Tuning (Optuna)" section shows storages,
+`python tuning/tune_hparams.py --help` lists every option; docs/tuning.md shows storages,
 several workers and machines, and replaying a trial with `sb3-realm train --from-study URL STUDY [--trial N]`.
 """
 

@@ -4,7 +4,7 @@ Imitation asks "which games does the policy still lose?" every round, and traini
 games: over hundreds of games, played one at a time through ``model.predict``, that costs a forward pass of batch 1
 per step. :func:`play_games` keeps ``batch`` games running side by side and asks the policy once per step for all of
 them (the same argmax of the same network, with the action mask for MaskablePPO, one LSTM state per game for
-RecurrentPPO), so 1,000 games of the real map cost about 30 s on 2 cores. Each game is the one :func:`evaluate` and
+RecurrentPPO), so a thousand games take tens of seconds on 2 cores. Each game is the one :func:`evaluate` and
 the imitation collector play for the same ``(env seed, usr_conf)``; :func:`evaluate_batched` gives the same report
 as :func:`evaluate`.
 """

@@ -77,7 +77,7 @@ _WORKER: dict = {}
 
 def _setup_worker(*init) -> None:
     """A worker process: one torch thread (batch-1 inference; N workers x M threads on N cores only wait on each
-    other, measured 7x slower), then :func:`_setup`."""
+    other, several times slower), then :func:`_setup`."""
     import torch  # lazy: only the worker processes set it; this module serves the CLI without torch
 
     torch.set_num_threads(1)

@@ -1,6 +1,6 @@
 """The competition-shaped observation (``obs.feature``, ``obs.legal_act``) and ``env_info``, plus a facade with the
 competition's env interface: ``reset(usr_conf) -> obs`` and ``step(a) -> (frame_no, obs, score, terminated,
-truncated, env_info)``. Field names follow the competition's protocol (realm-rules.md, section 5).
+truncated, env_info)``. Field names follow the competition's protocol (the game's rules, docs/game.md).
 
 The four local maps are flat :class:`~sb3_realm.game.protocol.RepeatedScalars` of 2601 values, row by row, like the
 platform's ``repeated`` fields; ``buff_pos`` is null while the buff is taken; ``step`` returns a

@@ -8,7 +8,7 @@ competition code, without importing sb3_realm.
   ``repeated float`` field and no more: ``len``, indexing (a Python scalar), slicing (a list), iteration, ``list()``,
   ``in``, ``index``, ``count``, ``==`` with a list or another repeated field, and zero-copy ``np.asarray``. It has no
   numpy attributes (``.shape``, ``.reshape``): code that would fail on the platform fails here too.
-- :class:`ScoreInfo`: the ``score`` that ``env.step`` returns (realm-rules.md, section 5).
+- :class:`ScoreInfo`: the ``score`` that ``env.step`` returns (the game's rules, docs/game.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Game rules and the competition's episode configuration (``usr_conf``).
 
-Every rule of ``realm-rules.md`` is a named field of :class:`Rules` with the spec's default. Fields tagged [A] are our
-assumptions where the sources are silent; change them to match what you measure on the platform.
+Every rule of the game (docs/game.md) is a named field of :class:`Rules` with the competition's default. Fields
+tagged [A] are our assumptions where the sources are silent; change them to match what you measure on the platform.
 """
 
 from __future__ import annotations

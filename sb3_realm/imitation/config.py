@@ -52,8 +52,9 @@ class SelectionConfig:
         games, within ``dagger_games``): ``unfinished`` (the learner never reaches the end: its loops),
         ``treasure_left`` (the end reached with a treasure left), ``slow`` (won, but at least ``slow_margin`` steps
         slower than the expert's own game of the set, the slowest first, at most ``slow_games``; only sets of
-        ``env.usr_conf``'s count). For ``slow`` the expert plays the sweep's sets once per run (the oracle: about
-        3 min on the real map, 2 workers; ``oracle-refined``: about 15 min); the checkpoints keep its games.
+        ``env.usr_conf``'s count). For ``slow`` the expert plays the sweep's sets once per run (on the competition
+        map with 2 workers, about 3 min for ``oracle`` and about 6 min for ``oracle-refined``); the checkpoints keep
+        its games.
     :param slow_games: with ``slow`` labelled, at most this many slow games a round.
     :param slow_margin: steps over the expert's game from which a won sweep game counts as slow.
     :param keep: with a sweep, the round kept: ``fewest_lost`` (the fewest sweep games lost, of every count) or
@@ -104,8 +105,8 @@ class ImitationConfig:
     model, its network and the envs come from the rest of the config; ``train`` ignores this section.
 
     :param expert: the policy that labels every state: ``oracle`` (the planner), ``oracle-refined`` (its tour played
-        step-exactly by a beam search, :mod:`sb3_realm.oracle.refine`: about 0.5 points a game better, about 1 s more
-        a game to label) or an SB3 checkpoint path.
+        step-exactly by a beam search, :mod:`sb3_realm.oracle.refine`: a few steps a game shorter, slower to label)
+        or an SB3 checkpoint path.
     :param expert_games: games the expert plays alone for the first dataset.
     :param rounds: DAgger rounds after the first fit: the learner plays ``dagger_games`` games, the expert labels
         every state it visits, the dataset grows and the policy is fitted again.
@@ -143,7 +144,7 @@ class ImitationConfig:
         straight line to the next node of its route): the labels the policy must reproduce then follow a rule it can
         read from its own observation (the target's direction), and it imitates them better.
     :param refine_beam_width: with ``expert: oracle-refined``, the states its beam search keeps per step (wider finds
-        shorter games and labels slower: ``sb3_realm.oracle.refine``'s table).
+        shorter games and labels slower; docs/benchmarks.md).
     :param refine_max_refines: with ``expert: oracle-refined``, how many times a game it searches again from the exact
         state (the first step and each time a learner's move leaves its sequence); after that it labels the oracle's
         own actions.

@@ -96,8 +96,8 @@ def sweep_labels(selection: SelectionConfig, swept: Sequence[tuple[Game, GameRes
     ``dagger_games``, those of ``usr``'s count first, then the others in a random order drawn from ``(seed,
     round)``. ``treasure_left``: those that reach the end with a treasure left. ``slow``: ``slow`` (from
     :func:`slow_games`), at most ``selection.slow_games``. A game that ends with a treasure left is lost for
-    :func:`keep_key` but labelled only with ``treasure_left``: measured, putting those first too gave worse models
-    (README, imitation benchmarks)."""
+    :func:`keep_key` but labelled only with ``treasure_left`` (labelling them first as well gives worse models;
+    docs/benchmarks.md)."""
     labelled: list[Game] = []
     stats: dict = {}
     lost = 0  # the labelled games that lose (unfinished, treasure_left), as against the slow ones

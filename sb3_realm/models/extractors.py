@@ -86,9 +86,8 @@ class RealmExtractor(NetExtractor):
     The convs have no padding; by default kernels (5, 3, 3) with strides (3, 2, 1) shrink the 51 x 51 maps
     51 -> 16 -> 7 -> 5, so the flatten is ``32 * 5 * 5 = 800``; then
     ``features = act(Linear([cnn_flat, act(Linear(vector))]))``. The early stride 3 is what makes it cheap on a CPU:
-    about 20 % faster than SB3's NatureCNN on these maps (forward + backward, batch 64, one thread), whose 8 x 8 /
-    stride 4 first layer is sized for 84 x 84 Atari frames. Frame-stacked
-    observations also work (the frames become extra channels, as SB3 does for Atari).
+    cheaper than SB3's NatureCNN on these maps, whose 8 x 8 / stride 4 first layer is sized for 84 x 84 Atari
+    frames. Frame-stacked observations also work (the frames become extra channels, as SB3 does for Atari).
 
     :param observation_space: ``Dict(maps=Box (C, H, W), vector=Box (N,))``.
     :param features_dim: size of the output features.

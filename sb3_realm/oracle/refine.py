@@ -1,15 +1,16 @@
 """The refined expert: the oracle's tour played step-exactly (numpy + standard library only).
 
 The oracle (:mod:`sb3_realm.oracle.expert`) values positions with a continuous cost-to-go and looks a few moves ahead,
-so each leg ends wherever that model puts it, rounded up to a whole step. ``../shared/docs/oracle-headroom.md``
-measured what a search under the exact rules gains over it: 1 to 6 steps a game, mostly from ending legs on the edge
-of a pickup disc, entering each disc where the next leg starts best, and flashing from the exact position.
+so each leg ends wherever that model puts it, rounded up to a whole step. A search under the exact rules (the
+game's rules, docs/game.md) gains a few steps a game over it, mostly from ending legs on the edge of a pickup disc,
+entering each disc where the next leg starts best, and flashing from the exact position.
 
 :func:`refine` is that search: a beam search over whole games with the simulator's own move, flash and pickup
 functions, on the oracle's route (the same visiting order, buff and flash leg), guided by the oracle's cost-to-go in
 steps. Every state of depth ``n`` has played ``n`` steps, so the first state that ends the game with every treasure
 of the route ends it in the fewest steps the beam found. Treasures off the route's order, the buff at another place
-and the end before the last treasure are pruned.
+and the end before the last treasure are pruned. The beam does not promise to keep the oracle's own game: a set may
+end a step later than the oracle's.
 
 :class:`RefinedOraclePolicy` is the expert that plays (and labels, for imitation) those sequences: at the first step
 and whenever the game leaves the refined sequence (a learner's move in DAgger), it refines from the exact state, up to
@@ -19,30 +20,17 @@ positions; the policy keeps the exact position by replaying each step's possible
 Which of the many sequences of the same length the beam keeps matters to a learner that imitates it: each state of
 the beam is charged ``departure_cost`` steps for every move that is not the oracle's own move in that state
 (``guided``; else the greedy move of the cost-to-go), so the sequence departs from the oracle only where that saves a
-step. Measured on the real map, every 100th of the 715 nine-treasure sets (points a game over the oracle, time a game,
-share of the states where the refined move is not the oracle's):
-
-| beam width | departures counted from | gain | time | moves unlike the oracle's |
-|---|---|---|---|---|
-| 10 | none | +0.45 | 0.8 s | |
-| 30 | none | +0.55 | 1.3 s | 24% |
-| 100 | none | +0.63 | 3.1 s | |
-| 30 | the greedy move (0.2 a departure) | +0.60 | 2.0 s | 17% |
-| 10 | the oracle's move (0.2 a departure; the default) | +0.53 | 3.8 s | 2.3% |
-
-With the default, over all 715 sets (``benchmarks/oracle_real_map.py --refined``): 715 / 715 at 1380.41 against the
-oracle's 1379.96, 2.23 steps a game shorter; 616 sets shorter, 92 the same, 7 one step longer (the beam does not
-promise to keep the oracle's own game); 2.4 s a game.
-
-The times above are as first measured. Since 2026-11-25 the states of one beam search share the guide's look-ahead
-values (:meth:`RefinedOraclePolicy._guide`) and the oracle reads its fields faster (:func:`.paths.field_at`), with the
-same moves: on the same 8 sets the default now plays in 1.12 s a game instead of 2.4 s (the policy's own time).
+step. A wider beam finds shorter games and searches longer; counting departures from the oracle's own move (the
+default) keeps far fewer moves unlike the oracle's than counting them from the greedy move, at some cost in time.
+The states of one beam search share the guide's look-ahead values (:meth:`RefinedOraclePolicy._guide`). The gain,
+time and departures of each setting, and of the default over all 715 nine-treasure sets of the competition map
+(``benchmarks/oracle_real_map.py --refined``): docs/benchmarks.md.
 
 A search is a function of its :class:`SearchKey` (map, rules, exact state, the oracle's plan there, the settings).
 Imitation labels the same treasure sets again and again (the sweep's slow sets in every DAgger round, after the
 expert's own games of them), and each such game starts with the same search from the start: the policy keeps the
 searches it made at the first step of a game (``first_searches``), and a game that starts from the same key replays
-the stored sequence. In a DAgger labelling job of the real map the first search is about a quarter of the time.
+the stored sequence (the first search is a large share of a DAgger labelling job's time).
 """
 
 from __future__ import annotations

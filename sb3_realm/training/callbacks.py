@@ -165,7 +165,7 @@ class CompetitionEvalCallback(BaseCallback):
     :param evaluate_at_start: also evaluate before the first update (a run that starts from a trained model: that
         model is the best one until training beats it).
     :param batched: play the games side by side in this process (:func:`~sb3_realm.evaluation.evaluate_batched`:
-        the same games, actions and figures, one forward pass a step for all of them: about 30 times faster, so
+        the same games, actions and figures, one forward pass a step for all of them: many times faster, so
         that hundreds of held-out games are affordable). Models that read stacked frames or normalised
         observations, or another observation than the env's, are played one game at a time whatever this says.
     :param verbose: 1 prints each evaluation.

@@ -232,7 +232,7 @@ class TrainConfig:
     :param eval_seed: seed of the held-out draw (use one you never train on).
     :param log_window: episodes in the moving averages of the ``train_episodes/*`` metrics.
     :param eval_route_every: every this many evaluations, also a route image of the first held-out game in
-        TensorBoard (``eval/route``, the Images tab; about 3% of a run's time at 2); 0 = never. Tuning trials never
+        TensorBoard (``eval/route``, the Images tab; a few percent of a run's time at 2); 0 = never. Tuning trials never
         draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
