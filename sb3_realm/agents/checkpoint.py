@@ -115,7 +115,9 @@ def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | N
 
     :param algo_cls: the class to load with (default: the registry's for the checkpoint's algorithm).
     :param trust_pickle: True: SB3's plain ``load`` (the file's pickles run); None: as ``SB3_REALM_TRUST_PICKLE``.
-    :param env, device, kwargs: as SB3's ``load``.
+    :param env: as SB3's ``load``.
+    :param device: as SB3's ``load``.
+    :param kwargs: as SB3's ``load``.
     """
     path = Path(path)
     data = read_sb3_data(path)
