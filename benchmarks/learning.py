@@ -1,4 +1,4 @@
-"""Learning curve: the recommended PPO config on the default map with a small fixed configuration (3 fixed
+"""Learning curve: configs/ppo.yaml on the default map with a small fixed configuration (3 fixed
 treasures), competition score and win rate against env steps. Prints JSON, writes a PNG plot.
 
     python benchmarks/learning.py [--steps 1000000] [--chunk 50000] [--treasures 3,4,5] [--out runs/learning]

@@ -1,5 +1,5 @@
-"""Training throughput: env steps/s of each recommended config (configs/*.yaml) against SB3's default
-``PPO("MultiInputPolicy", env)`` on the same env, in the same run. Prints JSON.
+"""Training throughput: env steps/s of each RL config (configs/ppo.yaml, maskable_ppo.yaml, recurrent_ppo.yaml)
+against SB3's default ``PPO("MultiInputPolicy", env)`` on the same env, in the same run. Prints JSON.
 
     python benchmarks/train_speed.py [--steps 16384] [--configs ppo maskable_ppo recurrent_ppo] [--subproc]
 
