@@ -24,7 +24,8 @@ SHELLS = {"bash", "sh", "shell", "console", "powershell", "ps1"}
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
     """``(language, body)`` of every fenced code block of a Markdown text, in order."""
-    return [(m.group(1).strip().lower(), m.group(2)) for m in re.finditer(r"^```([^\n]*)\n(.*?)^```", text, re.M | re.S)]
+    blocks = re.finditer(r"^```([^\n]*)\n(.*?)^```", text, re.M | re.S)
+    return [(m.group(1).strip().lower(), m.group(2)) for m in blocks]
 
 
 def section(text: str, heading: str) -> str:
@@ -66,9 +67,13 @@ def is_command(tokens: list[str]) -> bool:
                                                                        ["python", "tuning/tune_hparams.py"]))
 
 
-def parse(command: str) -> None:
-    """Parse ``command`` with the parser its program uses; a usage error fails the test with the command."""
+def parse(command: str, map_file: Path = README) -> None:
+    """Parse ``command`` with the parser its program uses; a usage error fails the test with the command. ``--map``
+    takes an existing file (checked while parsing): the competition map a command names is not in the repository, so
+    ``map_file`` stands in for it."""
     tokens = shlex.split(command)
+    after = zip(["", *tokens[:-1]], tokens, strict=True)
+    tokens = [str(map_file) if before == "--map" else token for before, token in after]
     if tokens[0] == "sb3-realm":
         parser, args = build_parser(), tokens[1:]
     else:
