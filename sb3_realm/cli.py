@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import math
 import os
 import pickle
 import signal
@@ -14,9 +15,10 @@ import warnings
 from pathlib import Path
 
 from .agents.checkpoint import TRUST_ENV
-from .arguments import json_dict
+from .arguments import ArgumentParser, json_dict, map_file
 from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
+from .evaluation.protocols import SLOTS
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
@@ -28,14 +30,17 @@ TRUST_HELP = ("load the checkpoints this command reads with SB3's plain load, wh
               "can run code: only for files you made yourself with your own SB3 code (default: their entries are "
               "rebuilt from plain data, nothing unpickled)")
 
+MAP_HELP = ("map JSON (official format), e.g. the competition's realm_map_1.json from your code package; default: the "
+            "shipped default map")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sb3-realm", description="Back to the Realm with Stable-Baselines3.")
+    parser = ArgumentParser(prog="sb3-realm", description="Back to the Realm with Stable-Baselines3.")
     parser.add_argument("--version", action="version", version=f"sb3-realm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="play one episode of a random legal policy, print its score, write a GIF")
-    demo.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
+    demo.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     demo.add_argument("--out", default="runs/demo", help="output folder (episode.gif, summary.json)")
     demo.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of the random policy")
     demo.add_argument("--usr-conf", type=json_dict, default=None,
@@ -46,10 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
                     "step-exactly) or 'random'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
-    ev.add_argument("--map", dest="map_path", default=None, help="map JSON (official format); default: shipped map")
+    ev.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
-    ev.add_argument("--games", type=int, default=30, help="games of the leaderboard protocol")
+    ev.add_argument("--games", type=int, default=None, help="games of the leaderboard protocol (default 30)")
     ev.add_argument("--sets", type=_treasure_sets, default=None, help="custom protocol: '3,4,5;6,7,8'")
     ev.add_argument("--max-step", type=int, default=2000)
     ev.add_argument("--workers", type=int, default=1, help="processes")
@@ -66,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--config", default=None, help="YAML config (see configs/); default: built-in defaults")
     tr.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value, e.g. --set algo.hyperparams.n_steps=256 (repeatable)")
-    tr.add_argument("--map", dest="map_path", default=None, help="map JSON (official format)")
+    tr.add_argument("--map", dest="map_path", type=map_file, default=None, help="map JSON (official format)")
     tr.add_argument("--out", default=None, help="run directory (default: the config's out)")
     tr.add_argument("--total-steps", type=int, default=None, help="total env steps (overrides total_timesteps)")
     tr.add_argument("--resume", default=None, metavar="DIR", help="continue the run in DIR from its last checkpoint")
@@ -86,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--config", default=None, help="YAML config with an imitation section (configs/imitate/quick.yaml)")
     im.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value, e.g. --set imitation.rounds=6 (repeatable)")
-    im.add_argument("--map", dest="map_path", default=None, help="map JSON (official format)")
+    im.add_argument("--map", dest="map_path", type=map_file, default=None, help="map JSON (official format)")
     im.add_argument("--out", default=None, help="run directory (default: the config's out)")
     im.add_argument("--resume", default=None, metavar="DIR",
                     help="continue the run in DIR from its last complete round (e.g. with --set imitation.rounds=8)")
@@ -95,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
     rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
                     "step-exactly) or 'random'")
-    rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png)")
-    rp.add_argument("--map", dest="map_path", default=None)
+    rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png); a .png path "
+                    "writes the route there and the GIF beside it (.gif)")
+    rp.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     rp.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true",
@@ -127,7 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "folder loads, a training task with the preload keys runs and saves twice, the saved "
                          "models are the exported weights, and the saved model plays the leaderboard games (and "
                          "more, up to --check-states states) with every action and score equal to model.predict")
-    bs.add_argument("--map", dest="map_path", default=None, help="map of the check (default: the model's own)")
+    bs.add_argument("--map", dest="map_path", type=map_file, default=None,
+                    help="map JSON of the --check's games; default: the map the model was trained on, as its run "
+                         "config records it (env.map_path, a file that must be there, else the shipped map that "
+                         "env.map_name names, e.g. the shipped default map)")
     bs.add_argument("--check-games", type=int, default=30, help="leaderboard games of the check")
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
     bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
@@ -243,12 +252,30 @@ def _cmd_build_submission(args) -> int:
     return status
 
 
+def _protocol_games(args) -> int:
+    """``--games`` of the leaderboard protocol (default 30); a ``ValueError`` for a flag the protocol does not use,
+    which it would otherwise ignore without a word."""
+    n = 9 if args.treasures is None else args.treasures
+    count = f" ({math.comb(len(SLOTS), n)} games)" if 0 <= n <= len(SLOTS) else ""
+    plays = {"exhaustive": f"every set of {n} treasures out of the {len(SLOTS)} slots{count}", "fixed": "one game",
+             "custom": "one game per treasure set of --sets"}
+    if args.games is not None and args.protocol != "leaderboard":
+        raise ValueError(f"--games {args.games} is the number of games of the leaderboard protocol only; --protocol "
+                         f"{args.protocol} plays {plays[args.protocol]} and takes no --games: drop --games, or use "
+                         f"--protocol leaderboard --games {args.games}")
+    if args.treasures is not None and args.protocol == "custom":
+        raise ValueError(f"--treasures {args.treasures} is not used by --protocol custom, whose treasure sets (--sets) "
+                         "say how many treasures each game has: drop --treasures")
+    return 30 if args.games is None else args.games
+
+
 def _cmd_eval(args) -> None:
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
         if path is not None:
             check_output_file(path, flag)  # before any game is played
+    games = _protocol_games(args)
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
-                      games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
+                      games=games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
                       use_buff=not args.no_buff,
                       env_kwargs={"mask_wall_moves": True} if args.mask_wall_moves else None)

@@ -10,9 +10,9 @@ from ..envs import RealmEnv
 from .base import Policy, RandomPolicy
 from .oracle import OracleAdapter
 from .sb3 import SB3Policy
-from .submission import SubmissionPolicy
+from .submission import SubmissionPolicy, read_manifest
 
-__all__ = ["PolicySpec", "load_policy"]
+__all__ = ["PolicySpec", "load_policy", "run_folder"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,30 @@ def load_policy(spec: str, env: RealmEnv, seed: int = 0, use_flash: bool = True,
                          "by model.save) or a submission folder (built by build-submission)")
     path = Path(spec)
     if path.is_dir():
+        run_folder(path)
         return SubmissionPolicy(path)  # a folder built by build-submission (ValueError if it is not one)
     if not path.is_file():
         raise ValueError(f"policy {spec!r} is neither 'random', 'oracle', 'oracle-refined', an existing SB3 "
                          "checkpoint file (.zip saved by model.save) nor a submission folder (built by "
                          "build-submission)")
     return SB3Policy(path, trust_pickle=trust_pickle)
+
+
+def run_folder(path: Path) -> None:
+    """A ``ValueError`` pointing at the models of a training or imitation run folder (which is not a policy itself);
+    nothing for any other folder."""
+    try:
+        read_manifest(path)
+        return  # a built submission
+    except ValueError:
+        pass
+    found = [(path / name, what) for name, what in (("final_model.zip", "the model at the end of the run"),
+                                                    ("best_model.zip", "the best by held-out score"))
+             if (path / name).is_file()]
+    if not found:
+        steps = sorted(path.glob("checkpoints/step_*/model.zip"))
+        found = [(steps[-1], "its latest checkpoint")] if steps else []
+    if found:
+        models = " or ".join(f"{str(model)!r} ({what})" for model, what in found)
+        raise ValueError(f"{str(path)!r} is the folder of a training run, not a policy; pass one of its models: "
+                         f"{models}")

@@ -26,6 +26,7 @@ from ..game.rules import LEADERBOARD_CONF, EpisodeConfig
 from ..models.saved import warn_feature_version
 from ..processes import mp_context
 from .reports import EvalReport, GameResult
+from .training_map import warn_training_map
 
 __all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "game_seed", "evaluate"]
 
@@ -136,6 +137,7 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
     env_kwargs = dict(env_kwargs or {})
     init = (str(map_path) if map_path is not None else None, env_kwargs, spec, oracle_gap, seed)
     _setup(*init)  # validates the policy and the map here, with a clear error, before any worker starts
+    warn_training_map(policy, _WORKER["env"].game_map)
     jobs = list(enumerate(configs))
     bar = None
     if progress:

@@ -14,8 +14,9 @@ from ..atomic import atomic_write, check_output_file, check_writable_folder
 from ..envs import RealmEnv
 from ..game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 from ..game.render import save_gif
+from .training_map import warn_training_map
 
-__all__ = ["Episode", "record_episode", "plot_route", "replay", "run_demo"]
+__all__ = ["Episode", "record_episode", "plot_route", "replay", "replay_paths", "run_demo"]
 
 
 @dataclass
@@ -38,6 +39,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
     ``reset(env)`` and ``act(env, obs)``) and record it."""
     env = RealmEnv(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
     pol = PolicySpec(policy, seed=seed).build(env) if isinstance(policy, str) else policy
+    warn_training_map(policy, env.game_map)
     ep = Episode()
 
     def record(env: RealmEnv, info: dict, done: bool) -> None:
@@ -118,15 +120,33 @@ def plot_route(ep: Episode, env: RealmEnv, path: str | os.PathLike, title: str =
         plt.close(fig)
 
 
+def replay_paths(out: str | os.PathLike, route_png: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """``(GIF, route PNG)`` of a replay written to ``out``: ``out`` is the GIF and the PNG goes beside it with
+    ``.png``, or, when ``out`` ends in ``.png``, ``out`` is the route and the GIF goes beside it with ``.gif``. A
+    ``ValueError`` when both would be one file."""
+    out = Path(out)
+    if route_png is None and out.suffix.lower() == ".png":
+        gif, png = out.with_suffix(".gif"), out
+    else:
+        gif, png = out, Path(route_png) if route_png is not None else out.with_suffix(".png")
+    if gif.absolute() == png.absolute():
+        raise ValueError(f"the replay's GIF and its route PNG would both be {str(gif)!r}; name the GIF .gif (the PNG "
+                         "goes beside it) or give the route image another path")
+    return gif, png
+
+
 def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, usr_conf: dict | None = None,
            seed: int = 0, route_png: str | os.PathLike | None = None, env_kwargs: dict | None = None) -> dict:
-    """Write the GIF of one episode to ``out`` and its route PNG (default: ``out`` with ``.png``); both paths are
-    checked before the episode is played."""
+    """Write the GIF of one episode and the PNG of its route (:func:`replay_paths`: ``out`` and ``out`` with
+    ``.png``, or for an ``out`` ending in ``.png``, ``out`` with ``.gif`` and ``out``); both paths are checked before
+    the episode is played, and both are returned (``gif``, ``png``)."""
     check_output_file(out, "replay --out")
-    check_output_file(route_png or Path(out).with_suffix(".png"), "the route image")
+    gif_path, png_path = replay_paths(out, route_png)
+    check_output_file(gif_path, "replay --out")
+    check_output_file(png_path, "the route image")
     ep, env = record_episode(policy, map_path=map_path, usr_conf=usr_conf, seed=seed, env_kwargs=env_kwargs)
-    gif = save_gif(ep.frames, out, fps=env.metadata["render_fps"])
-    png = plot_route(ep, env, route_png or Path(out).with_suffix(".png"))
+    gif = save_gif(ep.frames, gif_path, fps=env.metadata["render_fps"])
+    png = plot_route(ep, env, png_path)
     keys = ("score", "win", "treasures", "treasures_missed", "steps", "flash_used", "buff_used")
     return {**{k: ep.info[k] for k in keys}, "treasure_ids": ep.treasure_ids, "gif": str(gif), "png": str(png)}
 

@@ -98,13 +98,29 @@ def action_distribution(policy, obs, masks=None):
 
 
 def read_sb3_data(path: Path) -> dict:
-    """The JSON ``data`` of an SB3 checkpoint, or a ``ValueError`` saying the file is not one."""
+    """The JSON ``data`` of an SB3 checkpoint, or a ``ValueError`` saying the file is not one (and what it is, for a
+    zip without ``data``)."""
     try:
         with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "data" not in names:
+                raise ValueError(_other_zip(path, names))
             return json.loads(archive.read("data"))
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{str(path)!r} is not a Stable-Baselines3 checkpoint (a .zip saved by model.save): "
                          f"{exc}") from exc
+
+
+def _other_zip(path: Path, names: list[str]) -> str:
+    """What a zip archive without the ``data`` member of an SB3 checkpoint is, and what to pass instead."""
+    if any(name.count("/") == 1 and name.endswith("/manifest.json") for name in names):
+        return (f"{str(path)!r} is a package archive written by sb3-realm build-submission --zip (the upload for the "
+                "platform), not an SB3 checkpoint; pass the unzipped upload folder (build-submission's --out) or the "
+                "model .zip it was built from (e.g. runs/NAME/final_model.zip)")
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names else "nothing"
+    return (f"{str(path)!r} is a zip archive but not an SB3 checkpoint: it has no 'data' member, which model.save "
+            f"writes (it holds {shown}); pass the .zip a training run saved (e.g. runs/NAME/final_model.zip) or a "
+            "submission folder")
 
 
 def _policy_name(data: dict) -> str:

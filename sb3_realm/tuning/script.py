@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..arguments import json_dict
+from ..arguments import ArgumentParser, json_dict, map_file
 from ..training.config import config_from_dict, load_config
 from .study import PRUNERS, StudyConfig, load_study, run_study
 
@@ -22,13 +22,14 @@ DESCRIPTIONS = {
 
 
 def build_parser(kind: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"tune_{kind}.py", description=DESCRIPTIONS[kind])
+    p = ArgumentParser(prog=f"tune_{kind}.py", description=DESCRIPTIONS[kind])
     p.add_argument("--config", default=None,
                    help="base training config (YAML, see configs/); needed to create a study, optional to join one "
                         "(the stored base config is used)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a base config value, as in `sb3-realm train` (repeatable)")
-    p.add_argument("--map", dest="map_path", default=None, help="map JSON (official format) of training and evaluation")
+    p.add_argument("--map", dest="map_path", type=map_file, default=None,
+                   help="map JSON (official format) of training and evaluation")
     p.add_argument("--total-steps", type=int, default=None, help="env steps of each trial's training")
     p.add_argument("--eval-games", type=int, default=None, help="held-out games of each evaluation (eval_games)")
     p.add_argument("--eval-freq", type=int, default=None,

@@ -1,0 +1,95 @@
+"""The map a policy was trained on, against the map it is played on: one line of warning when they differ.
+
+A model learns the walls and positions of one map; played on another, its scores say how it does on a map it never
+saw. The training map is read from the run config the policy records (``env.map_path``, else the shipped map that
+``env.map_name`` names): in an SB3 checkpoint or the run's ``config.yaml`` beside it, or in a submission folder's
+manifest. Maps are compared by content (walls and the 16 positions), so a copy of the same file counts as the same
+map; a training map file that is not on this machine is compared by its file name.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..agents.submission import read_manifest
+from ..envs import BUILTIN_MAPS
+from ..game import RealmMap, load_map
+from ..models.saved import run_config
+
+__all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map"]
+
+
+class TrainingMapWarning(UserWarning):
+    """A policy is played on another map than the one it was trained on."""
+
+
+def recorded_env(policy: str) -> dict | None:
+    """The ``env`` section of the run config that ``policy`` records (an SB3 checkpoint: in it or beside it; a
+    submission folder: in its manifest); None for ``random``, the oracle, or a policy that records none."""
+    path = Path(policy)
+    try:
+        if path.is_file():
+            config = run_config(path)
+        elif path.is_dir():
+            config = read_manifest(path).get("training_config")
+        else:
+            return None
+    except (ValueError, OSError):  # not a policy of the package: its own loading says so
+        return None
+    env = (config or {}).get("env") if isinstance(config, dict) else None
+    return env if isinstance(env, dict) else None
+
+
+def _describe(game_map: RealmMap) -> str:
+    return f"the shipped {game_map.name} map" if game_map.name in BUILTIN_MAPS else f"the map file {game_map.name!r}"
+
+
+def _same(a: RealmMap, b: RealmMap) -> bool:
+    return (a.walkable.shape == b.walkable.shape and bool(np.array_equal(a.walkable, b.walkable))
+            and bool(np.array_equal(a.positions_world, b.positions_world)))
+
+
+def _trained_on(env: dict) -> tuple[RealmMap | None, str, str] | None:
+    """``(the training map or None when its file is not here, its description, how to play on it)``; None when the
+    config names no map this package knows."""
+    map_path, map_name = env.get("map_path"), env.get("map_name") or "default"
+    if map_path:
+        try:
+            trained = load_map(map_path)
+        except (ValueError, OSError):  # trained on another machine or from another folder
+            return None, f"the map file {str(map_path)!r} (not found here)", "pass that map with --map PATH"
+        return trained, f"the map file {str(map_path)!r}", f"pass --map {map_path}"
+    if map_name not in BUILTIN_MAPS:
+        return None
+    fix = ("leave out --map" if map_name == "default"
+           else f"play it in Python with env_kwargs={{'map_name': {map_name!r}}}")
+    return BUILTIN_MAPS[map_name](), f"the shipped {map_name} map", fix
+
+
+def training_map_mismatch(policy: str, played: RealmMap) -> str | None:
+    """One line saying that ``policy`` was trained on another map than ``played`` and how to play it on its own, or
+    None when the maps are the same or the policy records no training map."""
+    env = recorded_env(policy)
+    found = _trained_on(env) if env is not None else None
+    if env is None or found is None:
+        return None
+    trained, trained_text, fix = found
+    if trained is not None and _same(trained, played):
+        return None
+    if trained is None and played.name not in BUILTIN_MAPS and Path(played.name).name == Path(env["map_path"]).name:
+        return None  # the training file is not here to compare; one of the same name is taken for it
+    return (f"{policy!r} was trained on {trained_text} and plays here on {_describe(played)}, a map it never learned, "
+            f"so its scores say little about how it plays its own map; to play it there, {fix}")
+
+
+def warn_training_map(policy, played: RealmMap, stacklevel: int = 3) -> None:
+    """Warn (:class:`TrainingMapWarning`) when ``policy`` (a path; other policies are skipped) was trained on
+    another map than ``played``."""
+    if not isinstance(policy, (str, Path)):
+        return
+    message = training_map_mismatch(str(policy), played)
+    if message is not None:
+        warnings.warn(message, TrainingMapWarning, stacklevel=stacklevel)
