@@ -263,6 +263,7 @@ def test_eval_and_replay_warn_in_one_line_when_the_maps_differ(small_model, caps
     assert code == 0, err
     (line,) = _warnings(err, "eval")
     assert "was trained on the shipped small map and plays here on the shipped default map" in line
+    assert "to play it there, use Python: evaluate(..., env_kwargs={'map_name': 'small'})" in line
     small_file = _write_map(small_map(), tmp_path / "small_copy.json")
     code, _, err = _run(["eval", str(small_model), *FAST_EVAL, "--map", str(small_file)], capsys)
     assert code == 0 and _warnings(err, "eval") == [], err  # the same map, from a file

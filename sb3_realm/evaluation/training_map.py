@@ -65,7 +65,7 @@ def _trained_on(env: dict) -> tuple[RealmMap | None, str, str] | None:
     if map_name not in BUILTIN_MAPS:
         return None
     fix = ("leave out --map" if map_name == "default"
-           else f"play it in Python with env_kwargs={{'map_name': {map_name!r}}}")
+           else f"use Python: evaluate(..., env_kwargs={{'map_name': {map_name!r}}})")
     return BUILTIN_MAPS[map_name](), f"the shipped {map_name} map", fix
 
 
