@@ -19,10 +19,10 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents.checkpoint import UntrustedCheckpointError, load_model
 from sb3_realm.atomic import check_output_file
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.evaluation.batched import play_games
-from sb3_realm.evaluation.protocols import SLOTS
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.protocols import SLOTS
 from sb3_realm.models.algorithms import algorithm, detect_algorithm
 from sb3_realm.models.saved import run_mask_wall_moves
 

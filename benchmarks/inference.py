@@ -50,8 +50,8 @@ def main() -> None:
 
     from sb3_realm.agents import SB3Policy
     from sb3_realm.agents.submission import SubmissionPolicy, platform_obs
-    from sb3_realm.envs import RealmEnv
     from sb3_realm.export import build_submission
+    from sb3_realm.games.realm.env import RealmEnv
 
     with tempfile.TemporaryDirectory() as tmp:
         model_path = Path(args.model) if args.model else train_model(args.config, Path(tmp) / "run")

@@ -20,8 +20,8 @@ import torch
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import ModelPolicy, play_episode
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import write_json_atomic
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import build_model, make_vec_env
 

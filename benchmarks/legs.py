@@ -16,8 +16,8 @@ import numpy as np
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import load_policy, play_episode
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
+from sb3_realm.games.realm.env import RealmEnv
 
 
 def trace(env: RealmEnv, spec: str, seed: int, conf: dict) -> dict:

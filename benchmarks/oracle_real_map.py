@@ -1,5 +1,5 @@
-"""The oracle (sb3_realm.oracle) on a map: every 9-treasure set of the leaderboard configuration (start 2, end 1,
-max_step 2000: C(13, 9) = 715 sets) and the 30-game leaderboard protocol (9 random treasures per game drawn with
+"""The oracle (sb3_realm.games.realm.experts) on a map: every 9-treasure set of the leaderboard configuration (start 2,
+end 1, max_step 2000: C(13, 9) = 715 sets) and the 30-game leaderboard protocol (9 random treasures per game drawn with
 ``np.random.default_rng(seed)``). Prints JSON: wins, treasures, steps, scores, the gap between the steps played and the
 steps the first plan predicted, flash/buff use, planning and acting time per episode.
 
@@ -7,9 +7,10 @@ steps the first plan predicted, flash/buff use, planning and acting time per epi
         [--refine-setting NAME=VALUE ...] [--limit N] [--workers N]
 
 ``--compare`` also plays the sets with the flash off and with the buff off and reports the steps each saves.
-``--refined`` also plays them with ``oracle-refined`` (the tour played step-exactly, :mod:`sb3_realm.oracle.refine`)
-and reports the steps it saves over the oracle, set by set; ``--refine-setting beam_width=30`` (repeatable) sets its
-beam search (:data:`~sb3_realm.oracle.refine.REFINE_SETTINGS`, as ``imitation.refine_*`` does).
+``--refined`` also plays them with ``oracle-refined`` (the tour played step-exactly,
+:mod:`sb3_realm.games.realm.experts.refine`) and reports the steps it saves over the oracle, set by set;
+``--refine-setting beam_width=30`` (repeatable) sets its beam search
+(:data:`~sb3_realm.games.realm.experts.refine.REFINE_SETTINGS`, as ``imitation.refine_*`` does).
 The map defaults to $SB3_REALM_REAL_MAP, else ../shared/data/realm_map_1.json beside the checkout, else the shipped
 default map.
 """
@@ -28,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
-from sb3_realm.game import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
-from sb3_realm.oracle import OraclePolicy
-from sb3_realm.oracle.refine import RefinedOraclePolicy, check_setting
+from sb3_realm.games.realm import LEADERBOARD_CONF, EpisodeConfig, Game, competition_observation, default_map, load_map
+from sb3_realm.games.realm.experts import OraclePolicy
+from sb3_realm.games.realm.experts.refine import RefinedOraclePolicy, check_setting
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"

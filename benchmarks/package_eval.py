@@ -22,9 +22,9 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.agents.submission import platform_obs
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import evaluate
 from sb3_realm.export import build_submission
+from sb3_realm.games.realm.env import RealmEnv
 
 
 def _timed_eval(policy, games: int, map_path) -> tuple[float, int, list[float]]:

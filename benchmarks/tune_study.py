@@ -28,8 +28,8 @@ import numpy as np
 import optuna
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
-from sb3_realm.envs import RewardWeights
 from sb3_realm.evaluation import evaluate, write_json_atomic
+from sb3_realm.games.realm.rewards import RewardWeights
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import train
 from sb3_realm.tuning import StudyConfig, convert_rewards, run_study

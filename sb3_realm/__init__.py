@@ -1,12 +1,17 @@
-"""sb3_realm: train, evaluate, tune and package Stable-Baselines3 agents for "Back to the Realm"."""
+"""sb3_realm: train, evaluate, tune and package Stable-Baselines3 agents for Tencent Kaiwu's game-AI competitions.
+
+The first game's most used names are kept here (``from sb3_realm import RealmEnv``); every game is in
+:mod:`sb3_realm.games`."""
 
 import importlib
 import importlib.abc
 import importlib.machinery
 import sys
 
-from .envs import ENV_IDS, RealmEnv, RewardWeights, register_envs
-from .game import EpisodeConfig, Rules, default_map, load_map
+from .games import register_envs
+from .games.realm import EpisodeConfig, Rules, default_map, load_map
+from .games.realm.env import ENV_IDS, RealmEnv
+from .games.realm.rewards import RewardWeights
 from .version import __version__
 
 __all__ = ["ENV_IDS", "RealmEnv", "RewardWeights", "EpisodeConfig", "Rules", "default_map", "load_map",

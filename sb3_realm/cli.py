@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import math
 import os
 import pickle
 import signal
@@ -14,11 +13,12 @@ import threading
 import warnings
 from pathlib import Path
 
+from . import games
 from .agents.checkpoint import TRUST_ENV
+from .agents.load import policy_game
 from .arguments import ArgumentParser, json_dict, map_file
 from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
-from .evaluation.protocols import SLOTS
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
@@ -32,10 +32,13 @@ TRUST_HELP = ("load the checkpoints this command reads with SB3's plain load, wh
 
 MAP_HELP = ("map JSON (official format), e.g. the competition's realm_map_1.json from your code package; default: the "
             "shipped default map")
+GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the checkpoint or submission records, "
+             f"else {games.DEFAULT_GAME})")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="sb3-realm", description="Back to the Realm with Stable-Baselines3.")
+    titles = " and ".join(spec.title for spec in games.GAMES.values())
+    parser = ArgumentParser(prog="sb3-realm", description=f"{titles} with Stable-Baselines3.")
     parser.add_argument("--version", action="version", version=f"sb3-realm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -46,11 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--usr-conf", type=json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
+    demo.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
 
     ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
     ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
                     "step-exactly) or 'random'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
+    ev.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
     ev.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
@@ -103,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png); a .png path "
                     "writes the route there and the GIF beside it (.gif)")
     rp.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
+    rp.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
     rp.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true",
@@ -117,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="your official code package (the folder the Kaiwu client gives you): --out becomes a "
                          "complete copy of it, ready to upload, with only the needed lines of conf/ edited; without "
                          "it, --out holds the algorithm folder, ckpt/ and the lines to merge into your conf")
-    bs.add_argument("--layout", default="kaiwu2024", help="platform layout (kaiwu2024)")
+    bs.add_argument("--layout", default=None, help="platform layout (default: the first of the model's game, "
+                                                   "kaiwu2024 for the Realm)")
     bs.add_argument("--algo-dir", default="diy", help="the algorithm folder, one the platform registers: diy "
                                                       "(default), dqn or target_dqn")
     bs.add_argument("--ckpt-id", default=None, help="integer id of ckpt/model.ckpt-<id>.pkl, the preload and eval "
@@ -255,13 +262,10 @@ def _cmd_build_submission(args) -> int:
 def _protocol_games(args) -> int:
     """``--games`` of the leaderboard protocol (default 30); a ``ValueError`` for a flag the protocol does not use,
     which it would otherwise ignore without a word."""
-    n = 9 if args.treasures is None else args.treasures
-    count = f" ({math.comb(len(SLOTS), n)} games)" if 0 <= n <= len(SLOTS) else ""
-    plays = {"exhaustive": f"every set of {n} treasures out of the {len(SLOTS)} slots{count}", "fixed": "one game",
-             "custom": "one game per treasure set of --sets"}
+    plays = policy_game(args.policy, args.game).describe_protocol(args.protocol, args.treasures)
     if args.games is not None and args.protocol != "leaderboard":
         raise ValueError(f"--games {args.games} is the number of games of the leaderboard protocol only; --protocol "
-                         f"{args.protocol} plays {plays[args.protocol]} and takes no --games: drop --games, or use "
+                         f"{args.protocol} plays {plays} and takes no --games: drop --games, or use "
                          f"--protocol leaderboard --games {args.games}")
     if args.treasures is not None and args.protocol == "custom":
         raise ValueError(f"--treasures {args.treasures} is not used by --protocol custom, whose treasure sets (--sets) "
@@ -278,7 +282,7 @@ def _cmd_eval(args) -> None:
                       games=games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
                       use_buff=not args.no_buff,
-                      env_kwargs={"mask_wall_moves": True} if args.mask_wall_moves else None)
+                      env_kwargs={"mask_wall_moves": True} if args.mask_wall_moves else None, game=args.game)
     print(format_report(report, worst=args.worst))
     if args.json_path:
         print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")
@@ -343,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[TRUST_ENV] = "1"
     try:
         if args.command == "demo":
-            summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif)
+            summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif, game=args.game)
             print(json.dumps(summary, indent=2))
         elif args.command == "train":
             _cmd_train(args)
@@ -356,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "replay":
             env_kwargs = {"mask_wall_moves": True} if args.mask_wall_moves else None
             print(json.dumps(replay(args.policy, args.out, map_path=args.map_path, usr_conf=args.usr_conf,
-                                    seed=args.seed, env_kwargs=env_kwargs), indent=2))
+                                    seed=args.seed, env_kwargs=env_kwargs, game=args.game), indent=2))
     except ValueError as exc:  # bad user input: one clear line, no traceback
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import SMALL_MODELS, SMALL_RUN
 
-from sb3_realm.game import RealmMap, load_map
+from sb3_realm.games.realm import RealmMap, load_map
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REAL_MAP = REPO.parent / "shared" / "data" / "realm_map_1.json"

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import numpy as np
 
-from sb3_realm.game import RealmMap
+from sb3_realm.games.realm import RealmMap
 
 REPO = Path(__file__).resolve().parents[1]
 

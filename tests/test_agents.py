@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sb3_realm import features
 from sb3_realm.agents import SB3Policy
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import evaluate
+from sb3_realm.games.realm import features
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.models.algorithms import algorithm_class, detect_algorithm
 
 ALGOS = {"ppo": "MultiInputPolicy", "maskable_ppo": "MultiInputPolicy", "recurrent_ppo": "MultiInputLstmPolicy"}

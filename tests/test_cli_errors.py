@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MAP = REPO / "sb3_realm" / "games" / "realm" / "data" / "default_map.json"
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
 TINY = str(REPO / "configs" / "tiny.yaml")
 IMITATE = str(REPO / "configs" / "imitate" / "quick.yaml")
@@ -31,13 +32,13 @@ def _prepare(work: Path) -> None:
     (work / "existing" / "mine.txt").write_text("keep\n", encoding="utf-8")
     (work / "emptydir").mkdir()
     (work / "taken.gif").write_bytes(b"GIF89a mine")
-    split = json.loads((REPO / "sb3_realm" / "game" / "data" / "default_map.json").read_text(encoding="utf-8"))
+    split = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
     for row in range(128):  # a wall across the whole map: positions on its two sides cannot reach each other
         split["Flags"][row * 128 + 64] = 0
     (work / "split_map.json").write_text(json.dumps(split), encoding="utf-8")
     (work / "baddb").mkdir()
     (work / "baddb" / "study.db").write_text("not a database\n", encoding="utf-8")
-    huge = json.loads((REPO / "sb3_realm" / "game" / "data" / "default_map.json").read_text(encoding="utf-8"))
+    huge = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
     huge["positions_world_xz"]["3"] = [10**30, 500]
     (work / "huge_map.json").write_text(json.dumps(huge), encoding="utf-8")
     imitated = work / "imitated" / "checkpoints" / "step_000000001024"  # an imitation run, as train --resume sees it
@@ -184,7 +185,7 @@ def test_checkpoints_of_another_game_or_algorithm_are_named_as_such(tmp_path):
     import gymnasium as gym
     from stable_baselines3 import A2C, DQN, PPO
 
-    from sb3_realm.envs import RealmEnv
+    from sb3_realm.games.realm.env import RealmEnv
 
     PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=64).save(tmp_path / "cartpole_ppo.zip")
     DQN("MlpPolicy", gym.make("CartPole-v1")).save(tmp_path / "cartpole_dqn.zip")

@@ -1,4 +1,5 @@
-"""Env contract for every registered id: checkers, determinism, pickling, creation by id, masks through VecEnvs."""
+"""Env contract for every registered id of every game: checkers, determinism, pickling, creation by id, masks
+through VecEnvs."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import sb3_realm
-from sb3_realm.envs import ENV_IDS, TERMS, RealmEnv, RewardWeights
+from sb3_realm import games
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.rewards import TERMS, RewardWeights
 
-ALL_IDS = sorted(ENV_IDS)
+ALL_IDS = sorted(env_id for spec in games.GAMES.values() for env_id in spec.env_ids)
 
 
 def rollout(env, seed: int, n: int = 300) -> list:
@@ -130,7 +133,7 @@ def test_score_does_not_depend_on_weights():
 def test_progress_term_is_potential_difference():
     env = RealmEnv(map_name="small", treasure_num=1)
     env.reset(seed=0)
-    from sb3_realm.envs.rewards import potential
+    from sb3_realm.games.realm.rewards import potential
 
     total = 0.0
     spacing = env._spacing
@@ -146,8 +149,8 @@ def test_progress_term_is_potential_difference():
 def test_progress_rewards_a_pickup_and_the_end():
     """Taking a treasure never lowers the potential (the next treasure is farther, but one fewer is left), and the
     oracle's whole episode earns ``d0 + D * n0`` cells of progress."""
-    from sb3_realm.agents import OracleAdapter
-    from sb3_realm.envs.rewards import potential
+    from sb3_realm.games.realm.experts.adapter import OracleAdapter
+    from sb3_realm.games.realm.rewards import potential
 
     env = RealmEnv(map_name="small", treasure_num=3, max_step=300)
     oracle = OracleAdapter(env)

@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from sb3_realm.envs import RealmEnv, RewardWeights
-from sb3_realm.game import EpisodeConfig, MapError, Rules, load_map, map_from_dict, small_map
+from sb3_realm.games.realm import EpisodeConfig, MapError, Rules, load_map, map_from_dict, small_map
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.rewards import RewardWeights
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,11 @@ import torch
 from helpers import SMALL_MODELS as MODELS
 from helpers import make_code_package, make_legacy_run
 
-from sb3_realm import features
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.atomic import sha256_file
-from sb3_realm.envs import RealmEnv
 from sb3_realm.export import ExportError, build_submission, check_submission
+from sb3_realm.games.realm import features
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.models import nets
 from sb3_realm.submission import PLATFORM_STUB
 
@@ -316,9 +316,9 @@ def _workflow_module(folder):
 def test_train_workflow_rewards_the_oracle_episode_by_the_platform_score(built):
     """The template's reward, read the platform's way, on the oracle's game: one TREASURE_REWARD per treasure (at the
     step of its pickup) and the end reward at the last step."""
-    from sb3_realm.game import EpisodeConfig, small_map
-    from sb3_realm.game.observation import CompetitionEnv, competition_observation
-    from sb3_realm.oracle import OraclePolicy
+    from sb3_realm.games.realm import EpisodeConfig, small_map
+    from sb3_realm.games.realm.experts import OraclePolicy
+    from sb3_realm.games.realm.observation import CompetitionEnv, competition_observation
 
     policy = SubmissionPolicy(built["ppo"])
     workflow = _workflow_module(built["ppo"])
@@ -495,7 +495,7 @@ def test_wheel_ships_the_templates_and_harness(tmp_path):
     assert len(sources) >= 10
     for path in [*sources, *template.glob("*/layout.toml")]:
         assert f"sb3_realm/submission/{path.relative_to(template).as_posix()}" in names
-    assert "sb3_realm/features.py" in names and "sb3_realm/models/nets.py" in names
+    assert "sb3_realm/games/realm/features.py" in names and "sb3_realm/models/nets.py" in names
     assert not [n for n in names if n.split("/")[0] in ("submission", "tools", "tests")]
     # installed from the wheel (ahead of the editable install on the path), the package finds its templates
     site = tmp_path / "site"

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from helpers import open_map
 
-from sb3_realm import features
-from sb3_realm.envs import RealmEnv
-from sb3_realm.game import EpisodeConfig, Game
-from sb3_realm.game.observation import competition_observation
+from sb3_realm.games.realm import EpisodeConfig, Game, features
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.observation import competition_observation
 
 FEATURES_FILE = Path(features.__file__)
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from helpers import open_map
 
-from sb3_realm.game import CELL_WIDTH, GRID_ORIGIN_X, EpisodeConfig, Game, RealmMap, Rules
-from sb3_realm.game.observation import competition_observation
+from sb3_realm.games.realm import CELL_WIDTH, GRID_ORIGIN_X, EpisodeConfig, Game, RealmMap, Rules
+from sb3_realm.games.realm.observation import competition_observation
 
 S = math.sqrt(0.5)
 

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from helpers import open_map
 
-from sb3_realm import features
-from sb3_realm.envs import RealmEnv
-from sb3_realm.game import EpisodeConfig, Game, default_map
-from sb3_realm.game.observation import CompetitionEnv, competition_observation
-from sb3_realm.game.protocol import RepeatedScalars, ScoreInfo
-from sb3_realm.oracle import OraclePolicy
+from sb3_realm.games.realm import EpisodeConfig, Game, default_map, features
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.experts import OraclePolicy
+from sb3_realm.games.realm.observation import CompetitionEnv, competition_observation
+from sb3_realm.games.realm.protocol import RepeatedScalars, ScoreInfo
 
 FLAT = 2601
 LEADERBOARD = {"diy": {"start": 2, "end": 1, "treasure_random": 1, "treasure_num": 9, "talent_type": 1,

@@ -17,10 +17,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from sb3_realm import features
-from sb3_realm.envs import RealmEnv
 from sb3_realm.evaluation import GameResult
-from sb3_realm.game.rules import EpisodeConfig
+from sb3_realm.games.realm import features
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.rules import EpisodeConfig
 from sb3_realm.imitation import (
     Block,
     Collector,
@@ -258,7 +258,7 @@ def test_dagger_labels_the_states_the_learner_visits(expert_block, tmp_path):
 
 
 def test_a_dagger_game_stops_past_the_experts_plan(tmp_path):
-    from sb3_realm.agents import OracleAdapter
+    from sb3_realm.games.realm.experts.adapter import OracleAdapter
 
     model = small_model()  # untrained: it never finishes
     path = tmp_path / "learner.zip"
@@ -304,7 +304,7 @@ def test_a_set_labelled_again_replays_the_refined_expert_s_first_search(tmp_path
     """The refined expert's first search of a game is a function of its ``SearchKey``: the collector keeps those its
     jobs made (the expert's own games of the sweep's sets too) and a later game of the same set replays it, with the
     labels of searching afresh and one search fewer; another beam setting is another search."""
-    from sb3_realm.oracle import refine as refine_module
+    from sb3_realm.games.realm.experts import refine as refine_module
 
     model = small_model()  # untrained: it leaves the refined sequence at once, so later searches follow
     path = tmp_path / "learner.zip"
@@ -639,8 +639,8 @@ def test_a_run_written_with_the_old_selection_flags_resumes(tmp_path):
 def test_the_refine_settings_reach_the_expert_that_labels_and_name_its_data(tmp_path):
     """``imitation.refine_*`` set the beam search of the expert that labels the states, and the dataset names that
     expert; a resume that switches expert names the new one on the shards it labels."""
+    from sb3_realm.games.realm.experts.refine import RefinedOraclePolicy
     from sb3_realm.imitation import collect
-    from sb3_realm.oracle.refine import RefinedOraclePolicy
 
     run = tmp_path / "run"
     config = load_imitate_config(None, [*QUICK, "imitation.expert=oracle-refined", "imitation.refine_beam_width=3",
@@ -940,8 +940,8 @@ def test_a_round_record_round_trips_and_reads_the_old_names():
 
 
 def test_the_expert_spec_names_its_data_and_labels_as_configured():
+    from sb3_realm.games.realm.experts.refine import RefinedOraclePolicy
     from sb3_realm.imitation.dagger import expert_spec
-    from sb3_realm.oracle.refine import RefinedOraclePolicy
 
     assert ExpertSpec("oracle").label == "oracle"
     assert ExpertSpec("oracle", tie_break="heading").label == "oracle (tie_break heading)"

@@ -1,5 +1,6 @@
-"""The package's architecture, enforced: layers whose imports point down only, independent siblings, no import
-cycles, and the package's own imports at the top of each module (the CLI alone may defer its heavy layers).
+"""The package's architecture, enforced: layers whose imports point down only, independent siblings, games that the
+shared layers reach only through their spec, no import cycles, and the package's own imports at the top of each module
+(the CLI alone may defer its heavy layers).
 
 The modules are read with :mod:`ast` (nothing is imported), so a new upward import or cycle fails here with the file
 and line, before it can hide behind a function-level import.
@@ -27,14 +28,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("training",),
     ("evaluation",),
     ("agents",),
-    ("oracle", "envs", "models"),
-    ("features",),
-    ("game",),
+    ("models",),
+    ("games",),
     ("atomic", "processes", "arguments", "version", "submission"),
 ]
-# Imports a layer may not make although the layers allow them: the training layer (its config above all) knows nothing
-# of the planner; imitation, above it, owns the expert and its settings.
-FORBIDDEN: dict[str, set[str]] = {"training": {"oracle"}}
+# The games layer (sb3_realm/games/): the registry (games/__init__.py), the spec interface (games/spec.py) and one
+# folder per game. Outside it, a module may import only these two; each game folder is an independent sibling, and
+# inside one the parts are tiers whose imports point down: core <- protocol <- features <- env <- experts <- spec.
+GAMES = f"{ROOT}.games"
+GAME_INTERFACE = {GAMES, f"{GAMES}.spec"}
+GAME_TIERS = {"maps": 0, "rules": 0, "core": 0, "render": 0, "protocols": 0, "protocol": 1, "observation": 1,
+              "features": 2, "env": 3, "rewards": 3, "experts": 4, "spec": 5}
+GAME_PACKAGE_TIER = 1  # a game's __init__ re-exports its core and protocol
 # Modules allowed to import the package's own modules inside functions: the CLI defers the layers that load torch,
 # SB3 and Optuna, so that `sb3-realm --help` starts fast.
 LAZY_ALLOWED = {"sb3_realm.cli"}
@@ -178,16 +183,71 @@ def test_every_import_points_down_a_layer(imports):
     assert not problems, "imports against the layers (tests/test_layers.py LAYERS):\n" + "\n".join(problems)
 
 
-def forbidden_imports(imports: list[Import]) -> list[str]:
-    return [f"{i.importer} (line {i.line}) imports {i.target}" for i in imports
-            if len(i.importer.split(".")) > 1 and len(i.target.split(".")) > 1
-            and i.target.split(".")[1] in FORBIDDEN.get(i.importer.split(".")[1], set())]
+def game_violations(imports: list[Import]) -> list[str]:
+    """Imports against the games' rules: a shared layer imports a game's own modules; a game imports another game;
+    the spec interface imports a game; a part of a game imports a higher tier of it."""
+    problems = []
+    for imp in imports:
+        where = f"{imp.importer} (line {imp.line}) imports {imp.target}"
+        source, target = imp.importer.split("."), imp.target.split(".")
+        inside = imp.importer == GAMES or imp.importer.startswith(GAMES + ".")
+        to_game = imp.target.startswith(GAMES + ".") and imp.target not in GAME_INTERFACE
+        if not inside:
+            if to_game and imp.importer != ROOT:  # the root is the front door
+                problems.append(f"{where}: a shared layer reaches a game only through its GameSpec "
+                                f"(games.get(name)), never its modules")
+            continue
+        if not to_game:
+            continue
+        if imp.importer == f"{GAMES}.spec":
+            problems.append(f"{where}: the spec interface imports no game")
+        elif imp.importer == GAMES:
+            if target[3:] != ["spec"]:
+                problems.append(f"{where}: the registry imports only each game's spec")
+        elif source[2] != target[2]:
+            problems.append(f"{where}: games {source[2]!r} and {target[2]!r} must stay independent")
+        else:
+            low, high = _game_tier(target), _game_tier(source)
+            if low > high:
+                problems.append(f"{where}: within a game, tier {target[3] if len(target) > 3 else '__init__'} is "
+                                f"above {source[3] if len(source) > 3 else '__init__'}")
+    return problems
 
 
-def test_no_forbidden_import(imports):
-    problems = forbidden_imports(imports)
-    assert not problems, "imports that FORBIDDEN in tests/test_layers.py rules out:\n" + "\n".join(problems)
-    assert forbidden_imports([Import("sb3_realm.training.config", "sb3_realm.oracle.refine", 1, True)])
+def _game_tier(parts: list[str]) -> int:
+    if len(parts) == 3:
+        return GAME_PACKAGE_TIER
+    if parts[3] not in GAME_TIERS:
+        raise AssertionError(f"{'.'.join(parts)} belongs to no tier of its game: add {parts[3]!r} to GAME_TIERS in "
+                             "tests/test_layers.py")
+    return GAME_TIERS[parts[3]]
+
+
+def test_games_are_reached_through_their_spec(imports):
+    problems = game_violations(imports)
+    assert not problems, "imports against the games' rules (tests/test_layers.py):\n" + "\n".join(problems)
+
+
+def game_name_comparisons(files: dict[str, Path], names: set[str]) -> list[str]:
+    """``x == "realm"`` (any comparison with a game's name) outside ``sb3_realm/games``: a shared layer asks the
+    spec instead."""
+    found = []
+    for module, path in files.items():
+        if module == GAMES or module.startswith(GAMES + "."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                for operand in (node.left, *node.comparators):
+                    if isinstance(operand, ast.Constant) and operand.value in names:
+                        found.append(f"{module} (line {node.lineno}) compares with the game name {operand.value!r}")
+    return found
+
+
+def test_no_shared_module_compares_with_a_game_name():
+    from sb3_realm import games
+
+    found = game_name_comparisons(package_files(), set(games.GAMES))
+    assert not found, "ask the game's spec instead:\n" + "\n".join(found)
 
 
 def test_no_import_cycles(imports):
@@ -209,18 +269,35 @@ def test_the_package_never_imports_the_tools_or_tests():
             assert not [n for n in names if n.split(".")[0] in ("tools", "tests", "submission")], (name, names)
 
 
-def test_the_checks_catch_what_they_guard():
-    """The checker itself: an upward import, a sibling import, the root and a cycle are reported."""
-    fake = [Import("sb3_realm.game.core", "sb3_realm.agents.base", 1, True),
-            Import("sb3_realm.oracle.tour", "sb3_realm.envs", 2, True),
-            Import("sb3_realm.envs.realm_env", "sb3_realm", 3, True),
-            Import("sb3_realm.agents.base", "sb3_realm.envs.rewards", 4, True)]
+def test_the_checks_catch_what_they_guard(tmp_path):
+    """The checker itself: an upward import, a sibling import, the root and a cycle are reported; so are a shared
+    layer that imports a game's module, a game that imports another, the spec interface importing a game, and a
+    lower tier of a game importing a higher one."""
+    fake = [Import("sb3_realm.models.saved", "sb3_realm.agents.base", 1, True),
+            Import("sb3_realm.atomic", "sb3_realm.processes", 2, True),
+            Import("sb3_realm.games.realm.env", "sb3_realm", 3, True),
+            Import("sb3_realm.agents.base", "sb3_realm.models.algorithms", 4, True)]
     problems = layer_violations(fake)
     assert len(problems) == 3 and "above" in problems[0] and "siblings" in problems[1] and "root" in problems[2]
     loop = [Import("sb3_realm.tuning.study", "sb3_realm.tuning.outputs", 1, True),
             Import("sb3_realm.tuning.outputs", "sb3_realm.tuning.study", 2, False)]
     assert cycles(import_graph(loop)) == [["sb3_realm.tuning.outputs", "sb3_realm.tuning.study"]]
     assert cycles(import_graph(fake)) == []
+    games = [Import("sb3_realm.games.gorge.env", "sb3_realm.games.realm.core", 1, True),  # cross-game
+             Import("sb3_realm.training.run", "sb3_realm.games.realm.env", 2, True),  # a shared layer, a game module
+             Import("sb3_realm.games.realm.core", "sb3_realm.games.realm.features", 3, True),  # tier upward
+             Import("sb3_realm.games.spec", "sb3_realm.games.realm.spec", 4, True),  # the interface, a game
+             Import("sb3_realm.games", "sb3_realm.games.realm.env", 5, True),  # the registry, past the spec
+             Import("sb3_realm.games.realm.spec", "sb3_realm.games.realm.experts.adapter", 6, True),  # allowed
+             Import("sb3_realm.evaluation.replay", "sb3_realm.games", 7, True),  # allowed
+             Import("sb3_realm", "sb3_realm.games.realm.env", 8, True)]  # allowed: the front door
+    problems = game_violations(games)
+    assert [p.split(" (line ")[0] for p in problems] == [
+        "sb3_realm.games.gorge.env", "sb3_realm.training.run", "sb3_realm.games.realm.core", "sb3_realm.games.spec",
+        "sb3_realm.games"], problems
+    shared = tmp_path / "shared.py"
+    shared.write_text('def f(config):\n    return config.game == "realm"\n', encoding="utf-8")
+    assert game_name_comparisons({"sb3_realm.training.fake": shared}, {"realm"})
 
 
 def test_at_most_five_functions_are_exempt_from_the_complexity_rule():

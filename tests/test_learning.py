@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sb3_realm.agents import ModelPolicy, play_episode
-from sb3_realm.envs import RealmEnv
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import build_model, make_vec_env
 

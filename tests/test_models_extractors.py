@@ -15,7 +15,7 @@ from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-from sb3_realm.envs import RealmEnv
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.models import extractors
 from sb3_realm.models.extractors import (
     EXTRACTORS,
@@ -120,7 +120,7 @@ def test_fovea_sees_far_cells_only_as_block_averages():
 
 
 def test_fovea_cell_offset_gives_the_mlp_the_position_inside_the_cell():
-    from sb3_realm.game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
+    from sb3_realm.games.realm.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
     from sb3_realm.models.nets import cell_offsets
 
     env = RealmEnv()

@@ -17,7 +17,7 @@ from sb3_realm import cli
 from sb3_realm.arguments import ArgumentParser
 from sb3_realm.evaluation.replay import replay_paths
 from sb3_realm.evaluation.training_map import training_map_mismatch
-from sb3_realm.game import default_map, load_map, small_map
+from sb3_realm.games.realm import default_map, load_map, small_map
 from sb3_realm.models.saved import CONFIG_ENTRY
 from sb3_realm.tuning.script import build_parser as tuning_parser
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from helpers import open_map
 
-from sb3_realm.game import EpisodeConfig, Game, Rules, competition_observation, default_map, small_map
-from sb3_realm.game.core import simulate_move
-from sb3_realm.oracle import LEG_ROUNDING, OraclePolicy, buff_steps, held_karp, oracle_action, plan_tour
-from sb3_realm.oracle.paths import INF, cell_links, field_at, field_value, path_tables, point_links
-from sb3_realm.oracle.tour import tour_table, tour_trace
+from sb3_realm.games.realm import EpisodeConfig, Game, Rules, competition_observation, default_map, small_map
+from sb3_realm.games.realm.core import simulate_move
+from sb3_realm.games.realm.experts import LEG_ROUNDING, OraclePolicy, buff_steps, held_karp, oracle_action, plan_tour
+from sb3_realm.games.realm.experts.paths import INF, cell_links, field_at, field_value, path_tables, point_links
+from sb3_realm.games.realm.experts.tour import tour_table, tour_trace
 
 FAR = [(4 + 3 * i, 36) for i in range(12)]  # spare positions in the top row of a 40 x 40 open map
 
@@ -328,8 +328,8 @@ def test_real_map_all_715_sets_within_2_percent_of_plan(real_map):
 def _labels_in_a_learner_loop(seed: int, tell: bool, max_step: int = 200) -> list[tuple[tuple[float, float], int]]:
     """The oracle labels 40 steps of a learner that walks east, west, east, ... (DAgger on a looping learner);
     ``tell``: the oracle is told whenever the learner's move was not its own."""
-    from sb3_realm.agents import OracleAdapter
-    from sb3_realm.envs import RealmEnv
+    from sb3_realm.games.realm.env import RealmEnv
+    from sb3_realm.games.realm.experts.adapter import OracleAdapter
 
     env = RealmEnv(map_name="small")
     obs, _ = env.reset(seed=seed, options={"treasure_random": 1, "treasure_num": 2, "max_step": max_step})
@@ -379,7 +379,7 @@ def test_plans_reused_in_a_learner_loop_label_as_fresh_plans_do(seed, max_step, 
     """In a learner's loop the oracle is asked for a new plan at every step; the plan it made before in the same
     state is reused (and the route's fields kept when the route is unchanged). The labels are those of planning
     afresh every time, also when the steps left cut the tour down (``max_step`` 45)."""
-    import sb3_realm.oracle.expert as expert
+    import sb3_realm.games.realm.experts.expert as expert
 
     calls = []
     plan_from_state = expert.plan_from_state
@@ -400,8 +400,8 @@ def test_plans_reused_in_a_learner_loop_label_as_fresh_plans_do(seed, max_step, 
 
 def _plan_afresh_every_time(monkeypatch) -> None:
     """The oracle as it was before plans were reused: every new plan planned and its route valued from scratch."""
-    from sb3_realm.oracle.expert import OraclePolicy
-    from sb3_realm.oracle.tour import Plan
+    from sb3_realm.games.realm.experts.expert import OraclePolicy
+    from sb3_realm.games.realm.experts.tour import Plan
 
     monkeypatch.setattr(Plan, "fits", lambda self, steps_left: False)
     replan = OraclePolicy._replan
@@ -417,8 +417,8 @@ def _plan_afresh_every_time(monkeypatch) -> None:
 def _labels_of_a_random_walker(seed: int, max_step: int) -> list[tuple[tuple[float, float], int]]:
     """The oracle labels 120 steps of a learner that mostly walks back and forth at random on the default map (exact
     revisits, pickups out of the planned order, so routes that change), told that the moves were not its own."""
-    from sb3_realm.agents import OracleAdapter
-    from sb3_realm.envs import RealmEnv
+    from sb3_realm.games.realm.env import RealmEnv
+    from sb3_realm.games.realm.experts.adapter import OracleAdapter
 
     env = RealmEnv(map_name="default")
     rng = np.random.default_rng(seed)

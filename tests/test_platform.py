@@ -21,12 +21,12 @@ from helpers import make_code_package, tree_digest
 
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.agents.submission import platform_framework
-from sb3_realm.envs import RealmEnv
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
 from sb3_realm.export.check import TASK_OVERRIDES
 from sb3_realm.export.code_package import CodePackageError, edit_settings, ensure_registration
-from sb3_realm.game import small_map
-from sb3_realm.game.observation import CompetitionEnv
+from sb3_realm.games.realm import small_map
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.observation import CompetitionEnv
 from sb3_realm.submission import LAYOUTS
 
 LAYOUT = LAYOUTS["kaiwu2024"]

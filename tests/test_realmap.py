@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sb3_realm.envs import RealmEnv
-from sb3_realm.game import RealmMap
+from sb3_realm.games.realm import RealmMap
+from sb3_realm.games.realm.env import RealmEnv
 
 pytestmark = pytest.mark.realmap
 

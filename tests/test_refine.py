@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from sb3_realm.agents import load_policy, play_episode
-from sb3_realm.envs import RealmEnv
-from sb3_realm.game import EpisodeConfig, Game, competition_observation, default_map
+from sb3_realm.games.realm import EpisodeConfig, Game, competition_observation, default_map
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.experts import OraclePolicy
+from sb3_realm.games.realm.experts.refine import Refined, RefinedOraclePolicy, refine
 from sb3_realm.imitation.config import ImitationConfig
-from sb3_realm.oracle import OraclePolicy
-from sb3_realm.oracle.refine import Refined, RefinedOraclePolicy, refine
 
 SETS = [(3, 4, 5, 6, 7, 8, 9, 10, 11), (5, 6, 8, 9, 11, 12, 13, 14, 15), (3, 6, 7, 9, 10, 12, 13, 14, 15)]
 

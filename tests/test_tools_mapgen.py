@@ -19,7 +19,7 @@ from helpers import load_tool
 mapgen = load_tool("mapgen")
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MAP = REPO / "sb3_realm" / "game" / "data" / "default_map.json"
+DEFAULT_MAP = REPO / "sb3_realm" / "games" / "realm" / "data" / "default_map.json"
 N = 128
 KEYS = ["description", "CellWidth", "Width", "Height", "Flags", "positions_world_xz"]
 # Mean pairwise BFS distance among treasure slots 3..15 on the competition's map_1 (see test_real_map_calibration).

@@ -18,8 +18,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import sb3_realm.training.callbacks as callbacks_module
 from sb3_realm.agents import ModelPolicy
-from sb3_realm.envs import TERMS, RealmEnv
 from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
+from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.games.realm.rewards import TERMS
 from sb3_realm.training.callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
 from sb3_realm.training.checkpoints import load_vecnormalize
 

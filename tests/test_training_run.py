@@ -15,7 +15,7 @@ import pytest
 import yaml
 from helpers import make_legacy_run
 
-from sb3_realm import features
+from sb3_realm.games.realm import features
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.models.saved import FeatureVersionWarning, model_feature_version
 from sb3_realm.training.checkpoints import latest_checkpoint, list_checkpoints

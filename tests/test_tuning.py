@@ -23,8 +23,8 @@ import optuna
 import pytest
 import yaml
 
-from sb3_realm import features
-from sb3_realm.envs import RewardWeights
+from sb3_realm.games.realm import features
+from sb3_realm.games.realm.rewards import RewardWeights
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import config_to_dict, load_config
 from sb3_realm.tuning import (

@@ -1,4 +1,4 @@
-"""Deterministic generator of sb3_realm's own default 128 x 128 map (``sb3_realm/game/data/default_map.json``).
+"""Deterministic generator of sb3_realm's own default 128 x 128 map (``sb3_realm/games/realm/data/default_map.json``).
 A build tool beside the package, not part of it: it uses the package's BFS, cell width and atomic writer.
 
 The map is original: it is generated from a seed by the procedure below and never reads or copies the competition's
@@ -25,8 +25,8 @@ Procedure (all randomness from ``np.random.default_rng``):
 
 Command line::
 
-    python tools/mapgen.py --out sb3_realm/game/data/default_map.json [--seed 2026]
-    python tools/mapgen.py --check sb3_realm/game/data/default_map.json [--seed 2026]
+    python tools/mapgen.py --out sb3_realm/games/realm/data/default_map.json [--seed 2026]
+    python tools/mapgen.py --check sb3_realm/games/realm/data/default_map.json [--seed 2026]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from sb3_realm.atomic import atomic_write
-from sb3_realm.game.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, UNREACHABLE, bfs_distances
+from sb3_realm.games.realm.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, UNREACHABLE, bfs_distances
 
 __all__ = [
     "DEFAULT_SEED",
@@ -101,7 +101,7 @@ class MapGenerationError(RuntimeError):
 
 def bfs_grid(walk: np.ndarray, source: tuple[int, int]) -> np.ndarray:
     """4-neighbour BFS distances in cells from ``source = (gx, gz)`` over ``walk[gz, gx]``; -1 where unreachable
-    (the package's :func:`~sb3_realm.game.maps.bfs_distances` with one source)."""
+    (the package's :func:`~sb3_realm.games.realm.maps.bfs_distances` with one source)."""
     dist = bfs_distances(np.asarray(walk, dtype=bool), [(int(source[0]), int(source[1]))])[0]
     return np.where(dist == UNREACHABLE, -1, dist).astype(np.int32)
 

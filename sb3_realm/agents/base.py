@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..envs import RealmEnv
+from ..games import GameEnv
 
 __all__ = ["Policy", "RandomPolicy", "play_episode"]
 
@@ -20,9 +20,9 @@ __all__ = ["Policy", "RandomPolicy", "play_episode"]
 class Policy(Protocol):
     name: str
 
-    def reset(self, env: RealmEnv) -> None: ...
+    def reset(self, env: GameEnv) -> None: ...
 
-    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int: ...
+    def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int: ...
 
 
 @dataclass
@@ -42,16 +42,16 @@ class RandomPolicy:
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
 
-    def reset(self, env: RealmEnv) -> None:
+    def reset(self, env: GameEnv) -> None:
         if self.reseed:
             self.rng = np.random.default_rng(int(env.np_random.integers(2**63)))
 
-    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+    def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
         return int(self.rng.choice(np.flatnonzero(env.action_masks())))
 
 
-def play_episode(env: RealmEnv, policy: Policy, seed: int, options: dict | None = None,
-                 observe: Callable[[RealmEnv, dict, bool], None] | None = None) -> dict:
+def play_episode(env: GameEnv, policy: Policy, seed: int, options: dict | None = None,
+                 observe: Callable[[GameEnv, dict, bool], None] | None = None) -> dict:
     """Play one episode of ``policy`` on ``env`` (reset with ``seed`` and the episode config ``options``); returns
     the final ``info`` (competition score, win, treasures, ...).
 

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..envs import RealmEnv
+from .. import games
 from ..models.algorithms import algorithm, detect_algorithm, model_kwargs, read_sb3_data
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import run_config, serialized_entries
@@ -48,12 +48,8 @@ def trusted(trust_pickle: bool | None) -> bool:
 
 
 def _spaces(config: dict) -> tuple[spaces.Dict | spaces.Box, spaces.Discrete]:
-    env = RealmEnv(map_name="small")
     observation: spaces.Dict | spaces.Box
-    try:
-        observation, action = env.observation_space, env.action_space
-    finally:
-        env.close()
+    observation, action = games.get(config.get("game")).spaces()
     stack = int((config.get("env") or {}).get("frame_stack", 1) or 1)
     if stack > 1:  # as VecFrameStack stacks it
         # lazy: SB3 loads in seconds, and this module is imported by every command, `sb3-realm --help` included

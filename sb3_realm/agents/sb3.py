@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..envs import RealmEnv
+from ..games import GameEnv
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
 from ..models.saved import run_frame_stack, run_mask_wall_moves
 from .checkpoint import load_model
@@ -86,7 +86,7 @@ class ModelPolicy:
         self._own_stack: StackedObservations | None = None
         self.reset(None)
 
-    def reset(self, env: RealmEnv | None) -> None:
+    def reset(self, env: GameEnv | None) -> None:
         self._state, self._start, self._first = None, np.ones((1,), dtype=bool), True
         vec = _vec_env()
         self._stacks = {id(w): _stacked_observations(1, w.stacked_obs.n_stack, w.venv.observation_space,
@@ -133,7 +133,7 @@ class ModelPolicy:
             obs, _ = policy.obs_to_tensor(batch)
             return int(action_distribution(policy, obs, masks).distribution.probs.argmax(dim=1)[0])
 
-    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+    def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
         batch = self.model_input(obs)
         if self._direct:
             return self._argmax(batch, env.action_masks(self.mask_walls)[None] if self.masked else None)

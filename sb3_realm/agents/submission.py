@@ -30,13 +30,14 @@ from typing import cast
 
 import numpy as np
 
+from .. import games
 from ..atomic import sha256_file
-from ..envs import RealmEnv
-from ..game import protocol
+from ..games import GameEnv
 from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB
 
 __all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "platform_obs", "read_manifest",
-           "env_kwargs_of", "MAP_KEYS", "package_differences", "verify_package", "platform_framework"]
+           "env_kwargs_of", "manifest_game", "folder_game", "MAP_KEYS", "package_differences", "verify_package",
+           "platform_framework"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 _FORMAT = "sb3-realm submission"
@@ -212,12 +213,13 @@ class SubmissionProcess(_HarnessProcess):
     def __init__(self, folder: str | os.PathLike, *, layout: str | None = None,
                  model_pool: str | os.PathLike | None = None) -> None:
         folder = Path(folder).resolve()
+        game = folder_game(folder)
         if model_pool is None:
             layout = read_manifest(folder)["layout"]
-            args = ["eval-package", str(LAYOUTS[layout]), str(folder), protocol.__file__]
+            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game.protocol_file)]
         else:
-            args = ["eval-model", str(LAYOUTS[layout or "kaiwu2024"]), str(folder), str(Path(model_pool).resolve()),
-                    protocol.__file__]
+            args = ["eval-model", str(LAYOUTS[layout or game.layouts[0]]), str(folder),
+                    str(Path(model_pool).resolve()), str(game.protocol_file)]
         super().__init__(args, folder)
         self.hello = self._recv_or_fail("failed to start")
         if "error" in self.hello:
@@ -244,7 +246,7 @@ def _clamped(usr_conf, max_step: int | None):
 
 class TrainingTaskProcess(_HarnessProcess):
     """A training task of the upload folder ``folder`` on the platform stand-in, in its own guarded process: its
-    workflow plays on ``env`` (a :class:`~sb3_realm.game.observation.CompetitionEnv`) served from this process.
+    workflow plays on ``env`` (a :attr:`~sb3_realm.games.GameSpec.competition_env`) served from this process.
 
     :param task_dir: the task's own folder (the learner's saves, the saved models).
     :param options: of the task: ``episodes``, ``saves``, ``max_episodes``, ``step_seconds``, ``overrides`` (see
@@ -257,7 +259,7 @@ class TrainingTaskProcess(_HarnessProcess):
         folder = Path(folder).resolve()
         layout = read_manifest(folder)["layout"]
         super().__init__(["train", str(LAYOUTS[layout]), str(folder), str(Path(task_dir).resolve()),
-                          protocol.__file__, json.dumps(options)], folder)
+                          str(folder_game(folder).protocol_file), json.dumps(options)], folder)
         self.max_step = max_step
         self.steps = 0
 
@@ -279,7 +281,22 @@ class TrainingTaskProcess(_HarnessProcess):
                 raise RuntimeError(f"the training task sent an unknown request {message!r}")
 
 
-def platform_obs(env: RealmEnv):
+def manifest_game(manifest: dict) -> games.GameSpec:
+    """The game a built submission plays: the ``game`` of the training config its manifest records (the default
+    game when it names none)."""
+    return games.get((manifest.get("training_config") or {}).get("game"))
+
+
+def folder_game(folder: str | os.PathLike) -> games.GameSpec:
+    """The game of a built submission folder (:func:`manifest_game`); the default game for a folder without a
+    manifest of the package, which the platform stand-in then refuses with its own message."""
+    try:
+        return manifest_game(read_manifest(folder))
+    except ValueError:
+        return games.get()
+
+
+def platform_obs(env: GameEnv):
     """The competition ``(obs, env_info)`` of the env's state as the platform's loop hands them over: ``env_info``
     is None for the observation of ``reset``."""
     comp, env_info = env.competition_obs()
@@ -287,7 +304,7 @@ def platform_obs(env: RealmEnv):
 
 
 def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
-    """RealmEnv arguments as in training (map unless ``map_path`` is given, rules, action-mask option)."""
+    """The game's env arguments as in training (map unless ``map_path`` is given, rules, action-mask option)."""
     env_cfg = (manifest.get("training_config") or {}).get("env") or {}
     if map_path is None:
         map_path = env_cfg.get("map_path")
@@ -346,9 +363,9 @@ class SubmissionPolicy:
         self.name = self.folder.name
         self.env_kwargs = env_kwargs_of(self.manifest, None)
 
-    def reset(self, env: RealmEnv) -> None:
+    def reset(self, env: GameEnv) -> None:
         pass  # the agent restarts its state from the observation (episode start)
 
-    def act(self, env: RealmEnv, obs: dict[str, np.ndarray]) -> int:
+    def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
         obs_data = self.definition.observation_process(*platform_obs(env))
         return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))

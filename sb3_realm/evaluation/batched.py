@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..envs import RealmEnv
+from .. import games as _games
 from ..models.algorithms import action_distribution
 from .protocols import game_seed
 from .reports import EvalReport, GameResult
@@ -38,15 +38,17 @@ def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | N
 
 
 def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
-               max_steps: int = 0, batch: int = 64) -> list[GameResult]:
-    """Play ``games`` (``(env seed, usr_conf)`` each) with the deterministic ``policy`` (an SB3 actor-critic policy,
-    ``model.policy``); returns one :class:`GameResult` per game, in order (``index`` its place in ``games``, ``seed``
-    its env seed, ``cut`` when stopped at ``max_steps`` before the game was over; 0: play to the end).
+               max_steps: int = 0, batch: int = 64, game: str | None = None) -> list[GameResult]:
+    """Play ``games`` (``(env seed, usr_conf)`` each) of ``game`` (None: the default game) with the deterministic
+    ``policy`` (an SB3 actor-critic policy, ``model.policy``); returns one :class:`GameResult` per game, in order
+    (``index`` its place in ``games``, ``seed`` its env seed, ``cut`` when stopped at ``max_steps`` before the game
+    was over; 0: play to the end).
     """
     if batch < 1:
         raise ValueError(f"batch = {batch!r} must be >= 1")
     policy.set_training_mode(False)
-    envs = [RealmEnv(**env_kwargs) for _ in range(min(batch, len(games)))]
+    make_env = _games.get(game).make_env
+    envs = [make_env(**env_kwargs) for _ in range(min(batch, len(games)))]
     results: list[GameResult | None] = [None] * len(games)
     slots: list[tuple[int, dict] | None] = [None] * len(envs)  # (game index, current obs) per env
     pending = iter(range(len(games)))
@@ -99,12 +101,13 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
 
 
 def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: dict, masked: bool = False,
-                     name: str = "model", protocol: str = "custom", map_name: str | None = None) -> EvalReport:
+                     name: str = "model", protocol: str = "custom", map_name: str | None = None,
+                     game: str | None = None) -> EvalReport:
     """The report of :func:`~sb3_realm.evaluation.evaluate` for an SB3 policy (``model.policy``, single frames) on
     the games ``configs`` (usr_conf dicts from :func:`~sb3_realm.evaluation.protocol_configs`, played from
     ``seed``), played by :func:`play_games`: the same games, actions and figures, without worker processes."""
     games = [(game_seed(seed, i), conf) for i, conf in enumerate(configs)]
-    played = play_games(policy, env_kwargs, games, masked=masked)
+    played = play_games(policy, env_kwargs, games, masked=masked, game=game)
     where = map_name or env_kwargs.get("map_path") or env_kwargs.get("map_name", "default")
     return played_report(played, seed=seed, name=name, protocol=protocol, map_name=str(where))
 

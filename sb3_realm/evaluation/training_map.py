@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from .. import games
 from ..agents.submission import read_manifest
-from ..envs import BUILTIN_MAPS
-from ..game import RealmMap, load_map
 from ..models.saved import run_config
 
 __all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map"]
@@ -43,53 +41,52 @@ def recorded_env(policy: str) -> dict | None:
     return env if isinstance(env, dict) else None
 
 
-def _describe(game_map: RealmMap) -> str:
-    return f"the shipped {game_map.name} map" if game_map.name in BUILTIN_MAPS else f"the map file {game_map.name!r}"
+def _describe(game_map, game: games.GameSpec) -> str:
+    return (f"the shipped {game_map.name} map" if game_map.name in game.builtin_maps
+            else f"the map file {game_map.name!r}")
 
 
-def _same(a: RealmMap, b: RealmMap) -> bool:
-    return (a.walkable.shape == b.walkable.shape and bool(np.array_equal(a.walkable, b.walkable))
-            and bool(np.array_equal(a.positions_world, b.positions_world)))
-
-
-def _trained_on(env: dict) -> tuple[RealmMap | None, str, str] | None:
+def _trained_on(env: dict, game: games.GameSpec) -> tuple[Any, str, str] | None:
     """``(the training map or None when its file is not here, its description, how to play on it)``; None when the
     config names no map this package knows."""
     map_path, map_name = env.get("map_path"), env.get("map_name") or "default"
     if map_path:
         try:
-            trained = load_map(map_path)
+            trained = game.load_map(map_path)
         except (ValueError, OSError):  # trained on another machine or from another folder
             return None, f"the map file {str(map_path)!r} (not found here)", "pass that map with --map PATH"
         return trained, f"the map file {str(map_path)!r}", f"pass --map {map_path}"
-    if map_name not in BUILTIN_MAPS:
+    if map_name not in game.builtin_maps:
         return None
     fix = ("leave out --map" if map_name == "default"
            else f"use Python: evaluate(..., env_kwargs={{'map_name': {map_name!r}}})")
-    return BUILTIN_MAPS[map_name](), f"the shipped {map_name} map", fix
+    return game.builtin_maps[map_name](), f"the shipped {map_name} map", fix
 
 
-def training_map_mismatch(policy: str, played: RealmMap) -> str | None:
-    """One line saying that ``policy`` was trained on another map than ``played`` and how to play it on its own, or
-    None when the maps are the same or the policy records no training map."""
+def training_map_mismatch(policy: str, played, game: str | None = None) -> str | None:
+    """One line saying that ``policy`` was trained on another map than ``played`` (a map of ``game``, None: the
+    default game) and how to play it on its own, or None when the maps are the same or the policy records no
+    training map."""
+    spec = games.get(game)
     env = recorded_env(policy)
-    found = _trained_on(env) if env is not None else None
+    found = _trained_on(env, spec) if env is not None else None
     if env is None or found is None:
         return None
     trained, trained_text, fix = found
-    if trained is not None and _same(trained, played):
+    if trained is not None and spec.same_map(trained, played):
         return None
-    if trained is None and played.name not in BUILTIN_MAPS and Path(played.name).name == Path(env["map_path"]).name:
+    same_name = Path(played.name).name == Path(env["map_path"]).name if trained is None else False
+    if trained is None and played.name not in spec.builtin_maps and same_name:
         return None  # the training file is not here to compare; one of the same name is taken for it
-    return (f"{policy!r} was trained on {trained_text} and plays here on {_describe(played)}, a map it never learned, "
-            f"so its scores say little about how it plays its own map; to play it there, {fix}")
+    return (f"{policy!r} was trained on {trained_text} and plays here on {_describe(played, spec)}, a map it never "
+            f"learned, so its scores say little about how it plays its own map; to play it there, {fix}")
 
 
-def warn_training_map(policy, played: RealmMap, stacklevel: int = 3) -> None:
+def warn_training_map(policy, played, stacklevel: int = 3, game: str | None = None) -> None:
     """Warn (:class:`TrainingMapWarning`) when ``policy`` (a path; other policies are skipped) was trained on
-    another map than ``played``."""
+    another map than ``played`` (a map of ``game``, None: the default game)."""
     if not isinstance(policy, (str, Path)):
         return
-    message = training_map_mismatch(str(policy), played)
+    message = training_map_mismatch(str(policy), played, game)
     if message is not None:
         warnings.warn(message, TrainingMapWarning, stacklevel=stacklevel)

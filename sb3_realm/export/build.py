@@ -1,13 +1,13 @@
 """``sb3-realm build-submission``: a trained SB3 checkpoint -> an upload folder for the competition platform.
 
 The algorithm folder (``diy/`` by default) holds the layout's templates (agent, feature processing, model, config,
-training workflow; their ``from diy.`` imports renamed after the folder), the package's :mod:`sb3_realm.features`
-and :mod:`sb3_realm.models.nets` copied verbatim, ``model/spec.json`` and a manifest (source model, training config,
-feature version, sha256 of every file). The weights go to ``ckpt/model.ckpt-<id>.pkl`` as a plain CPU
-``state_dict``. With ``code_package`` the folder is a copy of the user's own official code package with only the
-needed lines of its ``conf/`` edited (:mod:`.code_package`); without one, the lines to merge are written beside the
-algorithm folder instead of a ``conf/`` that would replace the user's. The folder is built aside and renamed into
-place, so a crash never leaves half of one; the original code package is only read.
+training workflow; their ``from diy.`` imports renamed after the folder), the model's game's features module (the
+Realm's :mod:`sb3_realm.games.realm.features`) and :mod:`sb3_realm.models.nets` copied verbatim, ``model/spec.json`` and
+a manifest (source model, training config, feature version, sha256 of every file). The weights go to
+``ckpt/model.ckpt-<id>.pkl`` as a plain CPU ``state_dict``. With ``code_package`` the folder is a copy of the user's own
+official code package with only the needed lines of its ``conf/`` edited (:mod:`.code_package`); without one, the lines
+to merge are written beside the algorithm folder instead of a ``conf/`` that would replace the user's. The folder is
+built aside and renamed into place, so a crash never leaves half of one; the original code package is only read.
 
 Supported: PPO, MaskablePPO and RecurrentPPO (its actor LSTM) with the extractors whose class says ``exportable``
 (``realm`` and ``fovea``: their network is the torch-only :mod:`sb3_realm.models.nets` module). Not supported (a
@@ -31,13 +31,13 @@ from pathlib import Path
 
 import torch
 
-from .. import features
+from .. import games
 from ..agents.checkpoint import UntrustedCheckpointError, load_model
 from ..agents.submission import package_differences, read_manifest
 from ..atomic import FolderInUse, check_writable_folder, hold_folder, not_a_file, sha256_file, writing
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
-from ..models.saved import feature_version_mismatch, run_config
+from ..models.saved import feature_version_mismatch, run_config, run_game
 from ..submission import LAYOUTS, layout_spec
 from ..version import __version__
 from .code_package import (
@@ -97,6 +97,7 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) 
     try:
         algo = detect_algorithm(path)
         mismatch = feature_version_mismatch(path)
+        features = run_game(path).features
     except ValueError as exc:
         raise ExportError(str(exc)) from exc
     if mismatch is not None:
@@ -174,6 +175,12 @@ def _copy_template(layout: dict, layout_dir: Path, algo_root: Path, algo_dir: st
         path.write_text(pattern.sub(rf"\1\2\3{algo_dir}.", text), encoding="utf-8")
 
 
+def _game_of(exported: ExportedPolicy) -> games.GameSpec:
+    """The game the exported model was trained on (its run config's ``game``; the default game when it names
+    none)."""
+    return games.get((exported.run_config or {}).get("game"))
+
+
 def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir: str, ckpt_id: int,
                 model_path: Path, workflow: str, package) -> dict:
     layout, layout_dir = layout_spec(layout_name), LAYOUTS[layout_name]
@@ -184,7 +191,8 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
             shutil.rmtree(root / algo_dir)  # the user's folder of that name, in the copy: ours replaces it
     algo_root = root / algo_dir
     _copy_template(layout, layout_dir, algo_root, algo_dir)
-    shutil.copyfile(features.__file__, algo_root / "feature" / "features.py")
+    features = _game_of(exported).features
+    shutil.copyfile(str(features.__file__), algo_root / "feature" / "features.py")
     shutil.copyfile(nets.__file__, algo_root / "model" / "nets.py")
     spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
     with writing(algo_root / "model" / "spec.json"):
@@ -292,6 +300,15 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
                           "build-submission: it is left alone; move it away or choose another --out")
 
 
+def _model_game(model_path: str | os.PathLike) -> games.GameSpec:
+    """The game a model file records (the default game for a file that records none, or is no model: reading it
+    says what is wrong)."""
+    try:
+        return run_game(Path(model_path))
+    except (ValueError, OSError):
+        return games.get()
+
+
 def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
     if ckpt_id is None:
         return max(1, int(num_timesteps))
@@ -302,13 +319,14 @@ def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
     return int(text)
 
 
-def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str = "kaiwu2024",
+def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
                      algo_dir: str = "diy", ckpt_id: str | int | None = None,
                      code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
                      force: bool = False, trust_pickle: bool | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
-    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024``).
+    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024``); None: the first
+        of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
     :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``).
     :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
         timestep count (at least 1).
@@ -326,8 +344,14 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
                           "runs/NAME/upload")
     out = Path(out)
+    game = _model_game(model_path)
+    if layout is None:
+        layout = game.layouts[0]
     if layout not in LAYOUTS:
         raise ExportError(f"--layout {layout!r} is unknown; choose one of {sorted(LAYOUTS)}")
+    if layout not in game.layouts:
+        raise ExportError(f"--layout {layout!r} is a layout of another game; a {game.title} model goes into "
+                          f"{', '.join(game.layouts)}: leave out --layout, or give one of them")
     spec = layout_spec(layout)
     if algo_dir not in spec["algo_dirs"]:
         raise ExportError(f"--algo-dir {algo_dir!r}: the platform registers the algorithm folders "

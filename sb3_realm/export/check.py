@@ -26,10 +26,15 @@ import torch
 from tqdm.auto import tqdm
 
 from ..agents import SB3Policy, play_episode
-from ..agents.submission import SubmissionProcess, TrainingTaskProcess, env_kwargs_of, platform_obs, read_manifest
-from ..envs import RealmEnv
+from ..agents.submission import (
+    SubmissionProcess,
+    TrainingTaskProcess,
+    env_kwargs_of,
+    manifest_game,
+    platform_obs,
+    read_manifest,
+)
 from ..evaluation import game_seed, protocol_configs
-from ..game.observation import CompetitionEnv
 from ..submission import BLOCKED_MODULES
 
 __all__ = ["check_submission", "run_platform_task", "same_weights"]
@@ -51,9 +56,9 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
     """A training task of the upload ``folder`` on the platform stand-in (step 2 of the module docstring), in
     ``task_dir``; returns the task's report with ``exported_weights_kept`` (step 3)."""
     manifest = read_manifest(folder)
-    env_kwargs = env_kwargs_of(manifest, map_path)
-    sim = RealmEnv(**env_kwargs)
-    env = CompetitionEnv(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate, fault_seed=seed + 1)
+    game = manifest_game(manifest)
+    sim = game.make_env(**env_kwargs_of(manifest, map_path))
+    env = game.competition_env(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate, fault_seed=seed + 1)
     options = {"episodes": episodes, "saves": 2, "max_episodes": max(30, 10 * episodes), "step_seconds": 1.0,
                "overrides": TASK_OVERRIDES}
     with TrainingTaskProcess(folder, task_dir, options, max_step=max_step) as task:
@@ -117,10 +122,13 @@ def _summary(task: dict) -> dict:
 
 
 def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
-    env = RealmEnv(**env_kwargs_of(manifest, map_path))
-    leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step)
-    extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step)[0]
-             for k, t in enumerate(itertools.cycle(range(1, 14))))
+    game = manifest_game(manifest)
+    env = game.make_env(**env_kwargs_of(manifest, map_path))
+    leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step,
+                                   game=game.name)
+    extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step,
+                              game=game.name)[0]
+             for k, t in enumerate(itertools.cycle(game.parity_treasure_counts)))
     bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
     mismatches: list[dict] = []
     states, n_mismatch, sub_scores, index = 0, 0, [], 0

@@ -8,9 +8,9 @@ reset at the start of each game and asked at every state in order, so its per-ep
 labels.
 
 The refined expert (``oracle-refined``) starts every game with a beam search from the start, a function of the treasure
-set (:class:`~sb3_realm.oracle.refine.SearchKey`): the :class:`Collector` keeps the first searches its jobs made and
-hands each job those of its games' sets, so a set labelled again (the sweep's slow sets, round after round, after the
-expert's own games of them) replays its first search instead of searching again, with the same labels.
+set (:class:`~sb3_realm.games.realm.experts.refine.SearchKey`): the :class:`Collector` keeps the first searches its jobs
+made and hands each job those of its games' sets, so a set labelled again (the sweep's slow sets, round after round,
+after the expert's own games of them) replays its first search instead of searching again, with the same labels.
 
 The same workers also play the learner's own games (:meth:`Collector.play`: the screening, the held-out evaluation
 and the sweep of an imitation run), each a share of the games batched by :func:`~sb3_realm.evaluation.play_games`.
@@ -28,11 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import games as _games
 from ..agents import SB3Policy, load_model, play_episode
-from ..envs import RealmEnv
 from ..evaluation import GameResult, play_games
 from ..models.algorithms import algorithm_class
-from ..oracle.refine import RefinedOraclePolicy, SearchKey
 from ..processes import mp_context
 from .dataset import Block
 from .expert import ExpertSpec
@@ -41,15 +40,16 @@ __all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "Ex
            "Collector"]
 
 
-#: the default expert: the oracle planner, ties broken by the lowest action
-ORACLE = ExpertSpec("oracle")
+#: the default expert: the default game's yardstick (the Realm's oracle planner), ties broken by the lowest action
+ORACLE = ExpertSpec(_games.get().yardstick)
 
 
 @dataclass(frozen=True)
 class CollectJob:
     """Games for one worker call.
 
-    :param env_kwargs: :class:`RealmEnv` arguments (map, rules, mask option), as in training.
+    :param env_kwargs: the game env's arguments (map, rules, mask option), as in training; the game is the
+        expert's (:attr:`ExpertSpec.game <sb3_realm.agents.PolicySpec.game>`).
     :param games: ``(env seed, usr_conf)`` per game.
     :param expert: the labelling policy (:class:`~.expert.ExpertSpec`: its kind, tie rule, refine settings and the
         refined expert's first searches of the job's sets).
@@ -94,19 +94,16 @@ def _env_and_expert(env_kwargs: dict, spec: ExpertSpec):
     expert starts the job with ``spec``'s first searches and no new ones."""
     key = (repr(sorted(env_kwargs.items())), replace(spec, searches=()))
     if _CACHE.get("key") != key:
-        env = RealmEnv(**env_kwargs)
+        env = _games.get(spec.game).make_env(**env_kwargs)
         _CACHE.update(key=key, env=env, expert=spec.build(env), learners={})
     expert = _CACHE["expert"]
-    oracle = getattr(expert, "oracle", None)
-    if isinstance(oracle, RefinedOraclePolicy):
-        oracle.first_searches, oracle.new_searches = dict(spec.searches), {}
+    _games.get(spec.game).expert_options.start_searches(expert, spec.searches)
     return _CACHE["env"], expert
 
 
-def _new_searches(expert) -> dict:
+def _new_searches(expert, spec: ExpertSpec) -> dict:
     """The first searches the refined expert made in this job (none for another expert)."""
-    oracle = getattr(expert, "oracle", None)
-    return dict(oracle.new_searches) if isinstance(oracle, RefinedOraclePolicy) else {}
+    return _games.get(spec.game).expert_options.new_searches(expert)
 
 
 def _learner(path: str) -> SB3Policy:
@@ -161,7 +158,7 @@ def collect_games(job: CollectJob) -> Rollouts:
                                              seed=int(env_seed), expert_steps=expert_steps, taken_over=taken_over,
                                              cut=not (env.game.terminated or env.game.truncated)))
     block = Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts)
-    return Rollouts(block, games, _new_searches(expert))
+    return Rollouts(block, games, _new_searches(expert, job.expert))
 
 
 @dataclass(frozen=True)
@@ -176,12 +173,14 @@ class PlayJob:
     games: tuple
     masked: bool = False
     max_steps: int = 0
+    game: str | None = None
 
 
 def play_job(job: PlayJob) -> list[GameResult]:
     """Play a :class:`PlayJob`'s games; one summary per game, in order (see ``play_games``)."""
     model = load_model(job.path, algo_cls=algorithm_class(job.algo), device="cpu")
-    return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps)
+    return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps,
+                      game=job.game)
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ def expert_play_job(job: ExpertPlayJob) -> tuple[list[GameResult], dict]:
         info = play_episode(env, expert, int(env_seed), conf)
         played.append(GameResult.from_summary(info, index=len(played), treasure_ids=env.game.treasure_ids,
                                               seed=int(env_seed)))
-    return played, _new_searches(expert)
+    return played, _new_searches(expert, job.expert)
 
 
 def _init_worker() -> None:
@@ -237,7 +236,7 @@ class Collector:
             raise ValueError(f"workers = {workers!r} must be an integer >= 1")
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
-        self._searches: dict[frozenset, dict[SearchKey, tuple | None]] = {}
+        self._searches: dict[frozenset, dict] = {}  # treasure set -> {SearchKey: packed sequence or None}
 
     def _searches_for(self, games: tuple) -> tuple:
         """The kept first searches of ``games``' treasure sets (games whose ``usr_conf`` names its set; a set drawn
@@ -300,16 +299,17 @@ class Collector:
                         [replace(g, index=i) for i, g in enumerate(played)], searches)
 
     def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
-             max_steps: int = 0) -> list[GameResult]:
-        """:func:`~sb3_realm.evaluation.play_games` of the in-memory SB3 ``model`` (algorithm ``algo``) on ``games``,
-        shared out over the workers (in this process when there is no pool): the same games with the same
-        deterministic actions, one result per game in the order of ``games``."""
+             max_steps: int = 0, game: str | None = None) -> list[GameResult]:
+        """:func:`~sb3_realm.evaluation.play_games` of the in-memory SB3 ``model`` (algorithm ``algo``) on ``games``
+        of ``game`` (None: the default game), shared out over the workers (in this process when there is no pool):
+        the same games with the same deterministic actions, one result per game in the order of ``games``."""
         if self._pool is None or len(games) < 2:
-            return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps)
+            return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps, game=game)
         with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
             path = str(Path(tmp) / "model.zip")
             model.save(path)
-            jobs = [PlayJob(path, algo, env_kwargs, share, masked, max_steps) for share in self._shares(games, 1)]
+            jobs = [PlayJob(path, algo, env_kwargs, share, masked, max_steps, game)
+                    for share in self._shares(games, 1)]
             parts = self._map(play_job, jobs)
         return self._in_order(parts, len(games))
 

@@ -14,8 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..oracle import TIE_BREAKS
-from ..oracle.refine import REFINE_SETTINGS, RefinedOraclePolicy, changed_settings, check_setting
+from .. import games
 from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
 
@@ -105,8 +104,8 @@ class ImitationConfig:
     model, its network and the envs come from the rest of the config; ``train`` ignores this section.
 
     :param expert: the policy that labels every state: ``oracle`` (the planner), ``oracle-refined`` (its tour played
-        step-exactly by a beam search, :mod:`sb3_realm.oracle.refine`: a few steps a game shorter, slower to label)
-        or an SB3 checkpoint path.
+        step-exactly by a beam search, :mod:`sb3_realm.games.realm.experts.refine`: a few steps a game shorter, slower
+        to label) or an SB3 checkpoint path.
     :param expert_games: games the expert plays alone for the first dataset.
     :param rounds: DAgger rounds after the first fit: the learner plays ``dagger_games`` games, the expert labels
         every state it visits, the dataset grows and the policy is fitted again.
@@ -177,22 +176,26 @@ class ImitationConfig:
     treasure_counts: list = field(default_factory=list)
     window: int = 64
     tie_break: str = "index"
-    refine_beam_width: int = RefinedOraclePolicy.beam_width
-    refine_max_refines: int = RefinedOraclePolicy.max_refines
-    refine_departure_cost: float = RefinedOraclePolicy.departure_cost
-    refine_guided: bool = RefinedOraclePolicy.guided
+    # the refined oracle's own defaults (a test holds them equal to the Realm's ExpertOptions.defaults)
+    refine_beam_width: int = 10
+    refine_max_refines: int = 4
+    refine_departure_cost: float = 0.2
+    refine_guided: bool = True
     workers: int = 2
 
-    def refine_settings(self) -> tuple:
-        """The ``oracle-refined`` expert's settings (``refine_*``) as ``(name, value)`` pairs, in
-        :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS` order."""
-        return tuple((name, getattr(self, f"refine_{name}")) for name in REFINE_SETTINGS)
+    def refine_settings(self, game: games.GameSpec | None = None) -> tuple:
+        """The refined expert's settings (``refine_*``) as ``(name, value)`` pairs, in the order of ``game``'s
+        :attr:`~sb3_realm.games.ExpertOptions.settings` (None: the default game)."""
+        return tuple((name, getattr(self, f"refine_{name}")) for name in (game or games.get()).expert_options.settings)
 
-    def changed_refine_settings(self) -> dict:
-        """The ``refine_*`` settings that differ from the refined oracle's defaults (what names a run's expert)."""
-        return changed_settings(self.refine_settings())
+    def changed_refine_settings(self, game: games.GameSpec | None = None) -> dict:
+        """The ``refine_*`` settings that differ from the refined expert's defaults (what names a run's expert)."""
+        options = (game or games.get()).expert_options
+        return options.changed(self.refine_settings(game))
 
-    def validate(self) -> None:
+    def validate(self, game: games.GameSpec | None = None) -> None:
+        """Check the section for ``game`` (None: the default game)."""
+        game = game or games.get()
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
@@ -207,31 +210,34 @@ class ImitationConfig:
         for name in ("ent_weight", "l2_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
+        most = game.max_treasures
         for count in self.treasure_counts:
-            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 13:
-                raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in 0..13")
-        self._check_expert()
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= most:
+                raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in "
+                                 f"0..{most}")
+        self._check_expert(game)
         self.selection.validate()
 
-    def _check_expert(self) -> None:
+    def _check_expert(self, game: games.GameSpec) -> None:
         """The expert, its tie rule and its refine settings."""
+        either = ", ".join(repr(name) for name in game.experts)
         if not isinstance(self.expert, str) or not self.expert:
-            raise ValueError(f"imitation.expert = {self.expert!r}; use 'oracle', 'oracle-refined' or the path of an "
-                             "SB3 checkpoint")
-        builtin = self.expert in ("oracle", "oracle-refined")
+            raise ValueError(f"imitation.expert = {self.expert!r}; use {either} or the path of an SB3 checkpoint")
+        builtin = self.expert in game.experts
         if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
-            raise ValueError(f"imitation.expert = {self.expert!r} is neither 'oracle', 'oracle-refined' nor an "
-                             "existing SB3 checkpoint (.zip); the oracle planner is the expert the package ships")
-        if self.tie_break not in TIE_BREAKS:
-            raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(TIE_BREAKS)}")
-        for name, value in self.refine_settings():
-            check_setting(name, value, label=f"imitation.refine_{name}")
-        changed = self.changed_refine_settings()
-        if changed and self.expert != "oracle-refined":
+            raise ValueError(f"imitation.expert = {self.expert!r} is neither {either} nor an existing SB3 checkpoint "
+                             f"(.zip); the {game.yardstick} planner is the expert the package ships")
+        options = game.expert_options
+        if self.tie_break not in options.tie_breaks:
+            raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(options.tie_breaks)}")
+        for name, value in self.refine_settings(game):
+            options.check_setting(name, value, label=f"imitation.refine_{name}")
+        changed = self.changed_refine_settings(game)
+        if changed and self.expert != options.refined:
             name = next(iter(changed))
             raise ValueError(f"imitation.refine_{name} = {changed[name]!r} sets the beam search of the "
-                             f"'oracle-refined' expert, but imitation.expert = {self.expert!r}; set imitation.expert: "
-                             f"oracle-refined, or drop refine_{name}")
+                             f"{options.refined!r} expert, but imitation.expert = {self.expert!r}; set "
+                             f"imitation.expert: {options.refined}, or drop refine_{name}")
 
     def beta(self, round_no: int) -> float:
         """The expert's share of the played actions in DAgger round ``round_no`` (1, 2, ...)."""
@@ -250,7 +256,7 @@ class ImitateConfig(TrainConfig):
 
     def validate(self) -> ImitateConfig:
         super().validate()
-        self.imitation.validate()
+        self.imitation.validate(self.spec)
         return self
 
 

@@ -28,7 +28,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -36,9 +36,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..agents import load_model
 from ..atomic import atomic_write, check_writable_folder, hold_folder
-from ..envs import RealmEnv
 from ..evaluation import GameResult, evaluate, game_seed, played_report, protocol_configs
-from ..game.rules import EpisodeConfig
+from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
 from ..training.checkpoints import latest_checkpoint
@@ -73,14 +72,14 @@ def _check_config(config: ImitateConfig) -> None:
 def expert_spec(config: ImitateConfig) -> ExpertSpec:
     """The expert of ``config``'s ``imitation`` section (its kind, tie rule and refine settings)."""
     im = config.imitation
-    return ExpertSpec(im.expert, tie_break=im.tie_break, refine=im.refine_settings())
+    return ExpertSpec(im.expert, tie_break=im.tie_break, refine=im.refine_settings(config.spec), game=config.game)
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation
-def _held_out(config: ImitateConfig) -> tuple[EpisodeConfig, list[tuple[int, dict]]]:
-    usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+def _held_out(config: ImitateConfig) -> tuple[Any, list[tuple[int, dict]]]:
+    usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
     confs = protocol_configs("leaderboard", seed=config.eval_seed, treasures=usr.treasure_num,
-                             games=config.eval_games, max_step=usr.max_step)
+                             games=config.eval_games, max_step=usr.max_step, game=config.game)
     return usr, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
 
 
@@ -90,7 +89,8 @@ def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name:
     --protocol leaderboard --seed EVAL_SEED``."""
     _, games = _held_out(config)
     env_kwargs = config.env.env_kwargs(usr_conf=False)
-    played = collector.play(model, config.algo.name, env_kwargs, games, masked=algorithm(config.algo.name).maskable)
+    played = collector.play(model, config.algo.name, env_kwargs, games, masked=algorithm(config.algo.name).maskable,
+                            game=config.game)
     return played_report(played, seed=config.eval_seed, name="model", protocol="leaderboard",
                          map_name=map_name).summary()
 
@@ -102,7 +102,7 @@ def evaluate_expert(config: ImitateConfig) -> dict:
     report = evaluate(config.imitation.expert, "leaderboard", seed=config.eval_seed, games=config.eval_games,
                       treasures=usr.treasure_num, max_step=usr.max_step, map_path=env_kwargs["map_path"],
                       workers=config.imitation.workers, oracle_gap=False,
-                      env_kwargs={k: v for k, v in env_kwargs.items() if k != "map_path"})
+                      env_kwargs={k: v for k, v in env_kwargs.items() if k != "map_path"}, game=config.game)
     return report.summary()
 
 
@@ -114,7 +114,7 @@ class Imitation:
         self.config, self.im, self.run_dir = config, config.imitation, run_dir
         self.env_kwargs = config.env.env_kwargs(usr_conf=False)
         #: the leaderboard's episode config (``env.usr_conf``): its treasure count is the sweep's main count
-        self.usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+        self.usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
         self.algo = algorithm(config.algo.name)
         self.expert = expert_spec(config)
         self.state = RunState()
@@ -124,8 +124,8 @@ class Imitation:
         self.stats: dict = {}  # the current round's selection counts (screening, sweep labels, slow games)
         self.swept: list[GameResult] | None = None  # the sweep of the model as it stands
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
-        self.venv = DummyVecEnv([lambda: RealmEnv(**self.env_kwargs)] * config.env.n_envs)
-        self.map_name = cast(RealmEnv, self.venv.envs[0].unwrapped).game_map.name
+        self.venv = DummyVecEnv([lambda: config.spec.make_env(**self.env_kwargs)] * config.env.n_envs)
+        self.map_name = cast(GameEnv, self.venv.envs[0].unwrapped).game_map.name
 
     def close(self) -> None:
         self.venv.close()
@@ -149,7 +149,7 @@ class Imitation:
     def play(self, model, games: list[tuple[int, dict]], max_steps: int = 0) -> list[GameResult]:
         """The deterministic ``model``'s results on ``games``, over the run's workers."""
         return self.collector.play(model, self.config.algo.name, self.env_kwargs, games, masked=self.algo.maskable,
-                                   max_steps=max_steps)
+                                   max_steps=max_steps, game=self.config.game)
 
     def sweep_games(self) -> list[tuple[int, dict]]:
         return sweep_games(self.im.selection, self.usr, self.im.treasure_counts, self.config.eval_seed)
@@ -340,7 +340,7 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
             bar = tqdm(total=config.imitation.rounds + 1, initial=run.state.round + 1, desc="imitate", unit="round")
         with Collector(config.imitation.workers) as collector:
             run.collector = collector
-            if run.state.oracle_score is None and config.imitation.expert == "oracle":
+            if run.state.oracle_score is None and config.imitation.expert == config.spec.yardstick:
                 run.state.oracle_score = evaluate_expert(config)["mean_score"]
             for round_no in rounds:
                 record = run.play_round(model, dataset, round_no)

@@ -21,13 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import features
+from .. import games
 from ..atomic import atomic_write, sha256_file
 
 __all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "LAYOUT", "FORMAT", "encode_maps", "decode_maps"]
 
 FORMAT = "sb3-realm expert dataset"
 FORMAT_VERSION = 1
+# the states' layout: the default game's features (the Realm's: obstacle, memory, treasure, end maps)
+features = games.get().features
 BINARY_LAYERS = (0, 2, 3)  # obstacle, treasure, end: 0 or 255
 MEMORY_LAYER = 1
 WINDOW = int(np.prod(features.MAP_SHAPE[1:]))  # 2601 cells
@@ -206,7 +208,7 @@ class ExpertDataset:
                      "binary_layers": list(BINARY_LAYERS)}
         except (KeyError, TypeError, IndexError) as exc:
             raise DatasetError(f"the model's observation space {observation_space} is not the env's Dict(maps, "
-                               "vector); datasets hold single frames of Realm-v0 (env.frame_stack: 1)") from exc
+                               "vector); datasets hold single frames of the env (env.frame_stack: 1)") from exc
         if layout != found:
             raise DatasetError(f"dataset {str(self.folder)!r} has the observation layout {layout}, the model expects "
                                f"{found}: collect the data again for this model (single frames, env.frame_stack: 1)")

@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import games
 from ..agents import PolicySpec
 from ..agents.base import Policy
-from ..envs import RealmEnv
-from ..oracle.refine import RefinedOraclePolicy, changed_settings
+from ..games import GameEnv
 
-__all__ = ["ExpertSpec", "BUILTIN_EXPERTS"]
-
-#: the experts the package ships: the oracle planner and its tour played step-exactly by a beam search
-BUILTIN_EXPERTS = ("oracle", "oracle-refined")
+__all__ = ["ExpertSpec"]
 
 
 @dataclass(frozen=True)
 class ExpertSpec(PolicySpec):
-    """:class:`~sb3_realm.agents.PolicySpec` of the policy that labels states (``kind``: ``oracle``,
-    ``oracle-refined`` or an SB3 checkpoint path), with how it labels.
+    """:class:`~sb3_realm.agents.PolicySpec` of the policy that labels states (``kind``: an expert of the game, the
+    Realm's ``oracle`` or ``oracle-refined``, or an SB3 checkpoint path), with how it labels.
 
-    :param tie_break: the oracle's rule for exact ties of its cost-to-go (``OraclePolicy.tie_break``).
-    :param refine: ``(name, value)`` pairs set on the ``oracle-refined`` expert (its beam search's settings:
-        :data:`~sb3_realm.oracle.refine.REFINE_SETTINGS`); other experts ignore them.
+    :param tie_break: the expert's rule for exact ties of its cost-to-go (the Realm's ``OraclePolicy.tie_break``).
+    :param refine: ``(name, value)`` pairs set on the game's refined expert (its beam search's settings:
+        :attr:`~sb3_realm.games.ExpertOptions.settings`); other experts ignore them.
     :param searches: ``(SearchKey, packed sequence)`` pairs the refined expert starts with: first searches made
         before, replayed with the same moves instead of searched again; other experts ignore them.
     """
@@ -31,25 +28,21 @@ class ExpertSpec(PolicySpec):
     refine: tuple = ()
     searches: tuple = ()
 
-    def build(self, env: RealmEnv) -> Policy:
+    def build(self, env: GameEnv) -> Policy:
         policy = super().build(env)
-        oracle = getattr(policy, "oracle", None)
-        if oracle is not None:
-            oracle.tie_break = self.tie_break
-            if isinstance(oracle, RefinedOraclePolicy):
-                oracle.configure(**dict(self.refine))
+        games.get(self.game).expert_options.configure(policy, self.tie_break, self.refine)
         return policy
 
     def changed_refine(self) -> dict:
-        """The ``refine`` settings that differ from the refined oracle's defaults."""
-        return changed_settings(self.refine)
+        """The ``refine`` settings that differ from the refined expert's defaults."""
+        return games.get(self.game).expert_options.changed(self.refine)
 
     @property
     def label(self) -> str:
         """The expert as a dataset records it: ``kind``, with the refine settings that differ from the defaults and a
         tie rule other than ``index`` (e.g. ``oracle-refined (beam_width 30, max_refines 8)``)."""
         extra = [f"{k} {v}" for k, v in self.changed_refine().items()]
-        if self.tie_break != "index" and self.kind in BUILTIN_EXPERTS:
+        if self.tie_break != "index" and self.kind in games.get(self.game).experts:
             extra.append(f"tie_break {self.tie_break}")
         return f"{self.kind} ({', '.join(extra)})" if extra else self.kind
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..evaluation import GameResult, game_seed
-from ..game.rules import EpisodeConfig
 from .config import ImitateConfig, SelectionConfig
 
 __all__ = ["Game", "training_games", "sweep_games", "sweep_labels", "slow_games", "fill_from_screening", "keep_key",
@@ -33,7 +33,7 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     """``n`` fresh games of round ``round_no``: env seeds drawn from ``(seed, round)`` in ``[2**20, 2**31)`` (so
     never 0..29, the games of ``sb3-realm eval --seed 0``) and never one of the held-out evaluation's, treasure counts
     drawn from ``imitation.treasure_counts``."""
-    base = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+    base = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
     counts = config.imitation.treasure_counts or [base.treasure_num]
     held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}
     rng = np.random.default_rng([config.seed, round_no, 1])
@@ -47,12 +47,12 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     return games
 
 
-def is_leaderboard_set(treasure_ids: Sequence[int], usr: EpisodeConfig) -> bool:
+def is_leaderboard_set(treasure_ids: Sequence[int], usr: Any) -> bool:
     """Whether a treasure set is of ``usr``'s count (``env.usr_conf``'s: the leaderboard's games)."""
     return len(treasure_ids) == usr.treasure_num
 
 
-def sweep_games(selection: SelectionConfig, usr: EpisodeConfig, treasure_counts: Sequence[int],
+def sweep_games(selection: SelectionConfig, usr: Any, treasure_counts: Sequence[int],
                 eval_seed: int) -> list[Game]:
     """The sweep: every treasure set of ``usr``'s count first, then for each other count of ``treasure_counts`` its
     fixed set (the first ids of the pool) and ``selection.other_sets`` random sets drawn from ``eval_seed`` (each set
@@ -75,7 +75,7 @@ def sweep_games(selection: SelectionConfig, usr: EpisodeConfig, treasure_counts:
             for i, ids in enumerate(unique)]
 
 
-def slow_games(swept: Sequence[tuple[Game, GameResult]], reference_steps: Sequence[int], usr: EpisodeConfig,
+def slow_games(swept: Sequence[tuple[Game, GameResult]], reference_steps: Sequence[int], usr: Any,
                margin: int) -> tuple[list[Game], dict]:
     """The sweep games of ``usr``'s count that the learner wins at least ``margin`` steps slower than the expert's
     own game of the same set (``reference_steps``: the expert's steps on those sets, in sweep order), the slowest
@@ -87,7 +87,7 @@ def slow_games(swept: Sequence[tuple[Game, GameResult]], reference_steps: Sequen
     return [swept[i][0] for _, i in slow], stats
 
 
-def sweep_labels(selection: SelectionConfig, swept: Sequence[tuple[Game, GameResult]], usr: EpisodeConfig, *,
+def sweep_labels(selection: SelectionConfig, swept: Sequence[tuple[Game, GameResult]], usr: Any, *,
                  dagger_games: int, seed: int, round_no: int,
                  slow: Sequence[Game] = ()) -> tuple[list[Game], dict]:
     """The sweep games labelled first in round ``round_no``, in ``selection.label``'s order, and what was counted.
@@ -136,7 +136,7 @@ def fill_from_screening(labelled: list[Game], pool: Sequence[Game], played: Sequ
 
 
 def keep_key(selection: SelectionConfig, held_out_mean: float, swept: Sequence[GameResult] | None,
-             usr: EpisodeConfig) -> tuple:
+             usr: Any) -> tuple:
     """What the kept round is chosen by (the larger the better; ties go to the later round): with a sweep, fewer
     lost sweep games (a game is lost unless won with every treasure; of every count, or with ``keep:
     fewest_lost_leaderboard`` of ``usr``'s count only), then the mean score over the sweep's sets of ``usr``'s

@@ -1,4 +1,4 @@
-"""The Realm observation space as the extractors see it: its two Boxes checked (a ValueError shows a wrong space),
+"""A game's observation space as the extractors see it: its two Boxes checked (a ValueError shows a wrong space),
 and ``VecFrameStack``'s stacked frames split back into per-frame tensors."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gymnasium as gym
 import torch as th
 from gymnasium import spaces
 
-from ..features import MAP_SHAPE, VECTOR_SIZE
+from .. import games
 
 __all__ = ["realm_spaces", "check_stacked", "split_frames"]
 
@@ -30,7 +30,10 @@ def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tupl
     maps, vector = realm_spaces(observation_space, who)
     if not isinstance(n_frames, int) or n_frames < 1:
         raise ValueError(f"{who}: n_frames = {n_frames!r} must be an int >= 1 (the VecFrameStack n_stack)")
-    frame_c, frame_v = MAP_SHAPE[0], VECTOR_SIZE
+    frames = {(spec.features.MAP_SHAPE[0], spec.features.VECTOR_SIZE) for spec in games.GAMES.values()}
+    if (maps.shape[0] // n_frames, vector.shape[0] // n_frames) in frames:
+        return maps, vector  # n_frames frames of one of the games
+    frame_c, frame_v = games.get().features.MAP_SHAPE[0], games.get().features.VECTOR_SIZE
     if maps.shape[0] != n_frames * frame_c or vector.shape[0] != n_frames * frame_v:
         raise ValueError(
             f"{who}(n_frames={n_frames}) expects {n_frames} stacked frames: maps ({n_frames * frame_c}, H, W) and "

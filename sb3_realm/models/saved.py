@@ -5,12 +5,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from .. import features
+from .. import games
 from .algorithms import detect_algorithm, read_sb3_data
 
 __all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "run_config", "serialized_entries", "run_frame_stack",
-           "run_mask_wall_moves", "model_feature_version", "feature_version_mismatch", "FeatureVersionWarning",
-           "warn_feature_version"]
+           "run_mask_wall_moves", "run_game", "model_feature_version", "feature_version_mismatch",
+           "FeatureVersionWarning", "warn_feature_version"]
 
 LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
 # the resolved run config, as plain JSON inside every checkpoint the package writes (the model's attribute of that
@@ -44,6 +44,12 @@ def run_config(path: Path, data: dict | None = None) -> dict | None:
     return None
 
 
+def run_game(path: str | Path) -> games.GameSpec:
+    """The game a checkpoint was trained on: the ``game`` of its run config (:data:`~sb3_realm.games.DEFAULT_GAME`
+    when it names none, as every run made before the toolkit had two games)."""
+    return games.get((run_config(Path(path)) or {}).get("game"))
+
+
 def run_frame_stack(path: Path) -> int:
     """``env.frame_stack`` of the checkpoint's training run (1 when there is no run config)."""
     return int(((run_config(path) or {}).get("env") or {}).get("frame_stack", 1) or 1)
@@ -71,13 +77,15 @@ def feature_version_mismatch(path: str | Path) -> str | None:
     """None when the checkpoint was trained on the current features, else a sentence saying what differs and to
     retrain."""
     found = model_feature_version(path)
+    game = run_game(path)
+    features = game.features
     if found == features.FEATURE_VERSION:
         return None
     return (f"{str(path)!r} was trained on features version {found}, and this sb3_realm computes version "
-            f"{features.FEATURE_VERSION} (version 2: buff_pos is null while the buff is taken, as on the platform); "
+            f"{features.FEATURE_VERSION} ({game.feature_version_note}); "
             "the model sees inputs it was not trained on: retrain it (sb3-realm train) with this version. (A model "
             "that records no version counts as version 1; if you trained it on this version with your own SB3 code, "
-            "set model.feature_version = sb3_realm.features.FEATURE_VERSION before model.save)")
+            f"set model.feature_version = {features.__name__}.FEATURE_VERSION before model.save)")
 
 
 class FeatureVersionWarning(UserWarning):

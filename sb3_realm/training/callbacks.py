@@ -1,7 +1,7 @@
 """Training callbacks: Realm episode metrics, competition evaluation keeping the best model, and a curriculum.
 
 All three read the finished episodes from ``self.locals["infos"]`` / ``self.locals["dones"]`` (the ``info`` of a
-:class:`~sb3_realm.envs.RealmEnv` episode end carries the competition ``score``), so they work the same with
+game env's episode end carries the competition ``score``), so they work the same with
 ``DummyVecEnv``, ``SubprocVecEnv`` and ``VecNormalize`` (which leaves infos alone).
 """
 
@@ -23,11 +23,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import HParam, Image
 from stable_baselines3.common.vec_env import VecFrameStack, unwrap_vec_wrapper
 
+from .. import games
 from ..agents import ModelPolicy
 from ..atomic import atomic_write
-from ..envs import RealmEnv
 from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
-from ..game.rules import USR_CONF_KEYS, EpisodeConfig
 from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, save_vecnormalize
 
@@ -157,7 +156,7 @@ class CompetitionEvalCallback(BaseCallback):
         end 1, fixed ``treasure_id`` and one ``max_step`` (evaluation runs the ``custom`` protocol on their sets).
     :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
     :param map_path: map JSON of the evaluation env; None = a built-in map (``env_kwargs["map_name"]``).
-    :param env_kwargs: other :class:`~sb3_realm.envs.RealmEnv` arguments, as in training (``map_name``, ``rules``,
+    :param env_kwargs: other arguments of the game's env, as in training (``map_name``, ``rules``,
         ``mask_wall_moves``, ...).
     :param json_path: append each evaluation's summary to this JSON list (rewritten atomically); None = no file.
     :param replay_every: log a route image every this many evaluations; 0 = never.
@@ -169,13 +168,16 @@ class CompetitionEvalCallback(BaseCallback):
         that hundreds of held-out games are affordable). Models that read stacked frames or normalised
         observations, or another observation than the env's, are played one game at a time whatever this says.
     :param verbose: 1 prints each evaluation.
+    :param game: the game played (None: the default game).
     """
 
     def __init__(self, eval_freq: int, configs: Sequence[Mapping], best_model_path: str | os.PathLike,
                  map_path: str | os.PathLike | None = None, env_kwargs: dict | None = None,
                  json_path: str | os.PathLike | None = None, replay_every: int = 0, seed: int = 0,
-                 evaluate_at_start: bool = False, batched: bool = True, verbose: int = 0) -> None:
+                 evaluate_at_start: bool = False, batched: bool = True, verbose: int = 0,
+                 game: str | None = None) -> None:
         super().__init__(verbose)
+        self.game = games.get(game).name
         if isinstance(eval_freq, bool) or not isinstance(eval_freq, int) or eval_freq < 1:
             raise ValueError(f"eval_freq = {eval_freq!r} must be an integer >= 1 (callback calls between evaluations)")
         if not isinstance(replay_every, int) or replay_every < 0:
@@ -183,12 +185,7 @@ class CompetitionEvalCallback(BaseCallback):
         if not configs:
             raise ValueError("configs is empty; pass usr_conf dicts, e.g. protocol_configs('leaderboard', seed=..., "
                              "games=...)")
-        parsed = [EpisodeConfig.from_usr_conf(c) for c in configs]
-        for i, c in enumerate(parsed):
-            if (c.start, c.end, c.treasure_random) != (2, 1, 0) or c.max_step != parsed[0].max_step:
-                raise ValueError(f"configs[{i}] = {c.to_usr_conf()}: evaluation configs need start 2, end 1, "
-                                 f"treasure_random 0 (fixed treasure_id) and one max_step ({parsed[0].max_step}), "
-                                 "as protocol_configs() makes them")
+        parsed = games.get(self.game).check_eval_configs(list(configs))
         self.env_kwargs = dict(env_kwargs or {})
         if "map_path" in self.env_kwargs:
             raise ValueError("env_kwargs has 'map_path'; pass it as map_path= instead")
@@ -266,11 +263,11 @@ class CompetitionEvalCallback(BaseCallback):
         if self._plays_batched():
             report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
                                       env_kwargs={**self.env_kwargs, "map_path": self.map_path},
-                                      masked=algorithm_of(self.model).maskable)
+                                      masked=algorithm_of(self.model).maskable, game=self.game)
         else:
             report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
                               max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed,
-                              workers=1, oracle_gap=False, env_kwargs=self.env_kwargs)
+                              workers=1, oracle_gap=False, env_kwargs=self.env_kwargs, game=self.game)
         summary = report.summary()
         self.n_evals += 1
         improved = summary["mean_score"] > self.best_score
@@ -303,7 +300,7 @@ class CompetitionEvalCallback(BaseCallback):
             return False
         if self._batchable is None:
             normalize = self.model.get_vec_normalize_env()
-            env = RealmEnv(map_path=self.map_path, **self.env_kwargs)
+            env = games.get(self.game).make_env(map_path=self.map_path, **self.env_kwargs)
             try:
                 self._batchable = (unwrap_vec_wrapper(self.training_env, VecFrameStack) is None
                                    and not (normalize is not None and normalize.norm_obs)
@@ -321,10 +318,11 @@ class CompetitionEvalCallback(BaseCallback):
     def route_image(self, policy: ModelPolicy) -> np.ndarray:
         """(H, W, 3) uint8 route plot (:func:`~sb3_realm.evaluation.plot_route`) of the first game."""
         ep, env = record_episode(policy, map_path=self.map_path, usr_conf=self.configs[0], seed=self.seed,
-                                 frames=False, env_kwargs=self.env_kwargs)
+                                 frames=False, env_kwargs=self.env_kwargs, game=self.game)
         with tempfile.TemporaryDirectory() as tmp:
-            png = plot_route(ep, env, Path(tmp) / "route.png", title=f"step {self.num_timesteps}: score "
-                             f"{ep.info['score']:.1f}, treasures {ep.info['treasures']}, steps {ep.info['steps']}")
+            png = plot_route(ep, env, Path(tmp) / "route.png", game=self.game,
+                             title=f"step {self.num_timesteps}: score {ep.info['score']:.1f}, treasures "
+                                   f"{ep.info['treasures']}, steps {ep.info['steps']}")
             with PILImage.open(png) as im:
                 return np.asarray(im.convert("RGB"))
 
@@ -350,11 +348,13 @@ class CurriculumCallback(BaseCallback):
     :param window: episodes in the success average (it must be full before a phase can advance).
     :param seed: seed of the random starts.
     :param verbose: 1 prints each phase change.
+    :param game: the game of the training envs (None: the default game).
     """
 
     def __init__(self, phases: Sequence[Mapping], metric: str = "win_rate", window: int = 50, seed: int | None = None,
-                 verbose: int = 0) -> None:
+                 verbose: int = 0, game: str | None = None) -> None:
         super().__init__(verbose)
+        self.spec = games.get(game)
         if metric not in SUCCESS_METRICS:
             raise ValueError(f"metric = {metric!r}; choose one of {list(SUCCESS_METRICS)}")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
@@ -362,16 +362,17 @@ class CurriculumCallback(BaseCallback):
         if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence) or not phases:
             raise ValueError(f"phases must be a non-empty list of dicts like {{'usr_conf': {{'treasure_num': 1}}, "
                              f"'until_step': 100000}}, got {phases!r}")
-        self.phases = [self._check_phase(i, p, len(phases), metric) for i, p in enumerate(phases)]
+        self.phases = [self._check_phase(i, p, len(phases), metric, self.spec.usr_conf_keys)
+                       for i, p in enumerate(phases)]
         self.metric, self.window = metric, window
         self.phase = 0
         self.recent: deque[float] = deque(maxlen=window)
         self.rng = np.random.default_rng(seed)
-        self.configs: list[EpisodeConfig] = []
+        self.configs: list = []  # the game's episode configuration of each phase
         self._skip: list[int] = []
 
     @staticmethod
-    def _check_phase(i: int, phase, n: int, metric: str) -> dict:
+    def _check_phase(i: int, phase, n: int, metric: str, usr_conf_keys: Sequence[str]) -> dict:
         where = f"curriculum phase {i}"
         if not isinstance(phase, Mapping):
             raise ValueError(f"{where} must be a dict with keys from {list(PHASE_KEYS)}, got {phase!r}")
@@ -380,11 +381,11 @@ class CurriculumCallback(BaseCallback):
                 raise ValueError(f"{where} has unknown key {key!r}; valid keys are {list(PHASE_KEYS)}")
         usr_conf = phase.get("usr_conf", {})
         if not isinstance(usr_conf, Mapping):
-            raise ValueError(f"{where}: 'usr_conf' must be a dict with keys from {list(USR_CONF_KEYS)}, "
+            raise ValueError(f"{where}: 'usr_conf' must be a dict with keys from {list(usr_conf_keys)}, "
                              f"got {usr_conf!r}")
         for key in usr_conf:
-            if key not in USR_CONF_KEYS:
-                raise ValueError(f"{where}: usr_conf has unknown key {key!r}; valid keys are {list(USR_CONF_KEYS)}")
+            if key not in usr_conf_keys:
+                raise ValueError(f"{where}: usr_conf has unknown key {key!r}; valid keys are {list(usr_conf_keys)}")
         if "until_step" in phase and "until_success" in phase:
             raise ValueError(f"{where} has both 'until_step' and 'until_success'; give one")
         step = phase.get("until_step")
@@ -427,19 +428,14 @@ class CurriculumCallback(BaseCallback):
         self.configs = []
         for i, phase in enumerate(self.phases):
             try:
-                config = EpisodeConfig.from_usr_conf(phase["usr_conf"], base=config)
+                config = self.spec.episode_config.from_usr_conf(phase["usr_conf"], base=config)
             except ValueError as exc:
                 raise ValueError(f"curriculum phase {i}: {exc}") from exc
-            if phase["random_start"] and not self._starts(config):
+            if phase["random_start"] and not self.spec.random_starts(config):
                 raise ValueError(f"curriculum phase {i}: random_start has no allowed start id (every id is the end "
                                  f"or a fixed treasure: {config.to_usr_conf()})")
             self.configs.append(config)
         self._apply()
-
-    @staticmethod
-    def _starts(config: EpisodeConfig) -> list[int]:
-        fixed = () if config.treasure_random else config.treasure_id
-        return [i for i in range(1, 16) if i != config.end and i not in fixed]
 
     def _apply(self) -> None:
         config = self.configs[self.phase]
@@ -450,9 +446,9 @@ class CurriculumCallback(BaseCallback):
                 self._random_start(i)
 
     def _random_start(self, env_index: int) -> None:
-        config = self.configs[self.phase]
-        start = int(self.rng.choice(self._starts(config)))
-        self.training_env.env_method("set_config", start=start, end=config.end, indices=[env_index])
+        starts = self.spec.random_starts(self.configs[self.phase])
+        start = starts[int(self.rng.choice(len(starts)))]  # the draw of rng.choice(starts)
+        self.training_env.env_method("set_config", **start, indices=[env_index])
 
     def _on_step(self) -> bool:
         score = SUCCESS_METRICS[self.metric]

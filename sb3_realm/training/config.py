@@ -18,9 +18,8 @@ from typing import Any
 
 import yaml
 
+from .. import games
 from ..atomic import atomic_write, check_portable_path
-from ..envs.rewards import RewardWeights
-from ..game.rules import EpisodeConfig, Rules
 from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 from .config_files import RENAMED_CONFIGS, apply_overrides, merge_config, read_config_file
@@ -43,8 +42,9 @@ class EnvConfig:
     :param map_name: built-in map: ``default`` or ``small``; or ``competition`` for a recipe tuned for the
         competition's map, which is Tencent's and not shipped: such a config runs only with ``map_path`` (``--map``).
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
-    :param reward_weights: :class:`~sb3_realm.envs.RewardWeights` overrides.
-    :param rules: :class:`~sb3_realm.game.Rules` overrides.
+    :param reward_weights: the game's reward weights' overrides (the Realm's
+        :class:`~sb3_realm.games.realm.rewards.RewardWeights`).
+    :param rules: the game's rule overrides (the Realm's :class:`~sb3_realm.games.realm.rules.Rules`).
     :param mask_wall_moves: the action mask also forbids moves straight into an adjacent wall.
     :param n_envs: parallel envs.
     :param vec_env: ``dummy`` (one process) or ``subproc`` (one process per env).
@@ -63,14 +63,16 @@ class EnvConfig:
     frame_stack: int = 1
     normalize_reward: bool = False
 
-    def validate(self) -> None:
+    def validate(self, game: games.GameSpec | None = None) -> None:
+        """Check the section for ``game`` (None: the default game)."""
+        game = game or games.get()
         if self.map_name == COMPETITION_MAP and self.map_path is None:
             raise ValueError("env.map_name = 'competition': this recipe is tuned for the competition's map, which the "
-                             "package does not ship; pass it with --map PATH/realm_map_1.json (or --set "
+                             f"package does not ship; pass it with --map PATH/{game.competition_map_file} (or --set "
                              "env.map_path=PATH), or use a recipe for the shipped default map")
-        EpisodeConfig.from_usr_conf(self.usr_conf)
-        RewardWeights.from_dict(self.reward_weights)
-        Rules.from_dict(self.rules)
+        game.episode_config.from_usr_conf(self.usr_conf)
+        game.reward_weights.from_dict(self.reward_weights)
+        game.rules.from_dict(self.rules)
         if self.vec_env not in ("dummy", "subproc"):
             raise ValueError(f"env.vec_env = {self.vec_env!r}; choose 'dummy' or 'subproc'")
         if self.n_envs < 1:
@@ -79,7 +81,7 @@ class EnvConfig:
             raise ValueError(f"env.frame_stack = {self.frame_stack} must be >= 1")
 
     def env_kwargs(self, usr_conf: bool = True) -> dict:
-        """Keyword arguments of :class:`~sb3_realm.envs.RealmEnv` (without the episode configuration when
+        """Keyword arguments of the game's env (without the episode configuration when
         ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
         kwargs = {"map_path": self.map_path, "map_name": self.map_name, "reward_weights": dict(self.reward_weights),
                   "rules": dict(self.rules), "mask_wall_moves": self.mask_wall_moves}
@@ -236,7 +238,9 @@ class TrainConfig:
         draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
-    :param feature_version: the features version (``sb3_realm.features.FEATURE_VERSION``) the run's models see;
+    :param game: the game the run plays: ``realm`` (Back to the Realm, the default, so configs that name none
+        still load); :mod:`sb3_realm.games` lists them.
+    :param feature_version: the features version (the game's ``features.FEATURE_VERSION``) the run's models see;
         written by ``train`` when a run starts (leave it out of your configs; null in a run's config means a run from
         before versions were recorded, version 1).
     :param env: the envs (:class:`EnvConfig`).
@@ -246,6 +250,7 @@ class TrainConfig:
     :param finetune: RL from a trained model (:class:`FinetuneConfig`); ``imitate`` ignores it.
     """
 
+    game: str = games.DEFAULT_GAME
     total_timesteps: int = 1_000_000
     seed: int = 0
     device: str = "cpu"
@@ -279,12 +284,17 @@ class TrainConfig:
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         check_portable_path(self.out, "out")
-        self.env.validate()
+        self.env.validate(self.spec)
         self.algo.validate()
         self.finetune.validate(self.algo.name)
         self._check_rollout()
         self._check_device()
         return self
+
+    @property
+    def spec(self) -> games.GameSpec:
+        """The :class:`~sb3_realm.games.GameSpec` of :attr:`game` (``ValueError`` for a game the package has not)."""
+        return games.get(self.game)
 
     def _check_rollout(self) -> None:
         """A minibatch must fit in a rollout (SB3 only warns, then trains on truncated minibatches)."""

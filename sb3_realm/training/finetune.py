@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
-from .. import features
+from .. import games
 from ..models.algorithms import action_distribution, detect_algorithm, read_sb3_data
 from ..models.saved import model_feature_version
 
@@ -42,8 +42,9 @@ __all__ = ["check_init_model", "policy_state", "load_initial_weights", "referenc
            "AnchoredPPO", "AnchoredMaskablePPO", "anchored_class", "StartScalarsCallback"]
 
 
-def check_init_model(path: str | Path, algo: str) -> None:
-    """Refuse (``ValueError``, nothing unpickled) a model of another game, algorithm or features version."""
+def check_init_model(path: str | Path, algo: str, game: str | None = None) -> None:
+    """Refuse (``ValueError``, nothing unpickled) a model of another game, algorithm or features version (the run
+    plays ``game``, None: the default game)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"--init-from {str(path)!r} (finetune.init_from) is not a file; give the .zip of a trained "
@@ -54,10 +55,10 @@ def check_init_model(path: str | Path, algo: str) -> None:
         raise ValueError(f"--init-from {str(path)!r} is a {found} model and the config trains {algo}: the weights of "
                          f"one do not fit the other. Set algo.name: {found} (and its network), or start from a "
                          f"{algo} model")
-    version = model_feature_version(path)
-    if version != features.FEATURE_VERSION:
+    version, current = model_feature_version(path), games.get(game).features.FEATURE_VERSION
+    if version != current:
         raise ValueError(f"--init-from {str(path)!r} was trained on features version {version}, and this sb3_realm "
-                         f"computes version {features.FEATURE_VERSION}: its inputs would mean something else. "
+                         f"computes version {current}: its inputs would mean something else. "
                          "Start from a model trained with this version (sb3-realm imitate or train)")
 
 
@@ -134,7 +135,7 @@ def _play(model, venv: VecEnv, games: int, masked: bool, gamma: float) -> tuple[
         masks = get_action_masks(venv) if masked else None
         actions, _ = model.predict(obs, deterministic=False, **({"action_masks": masks} if masked else {}))
         new_obs, rewards, dones, _ = venv.step(actions)
-        assert isinstance(obs, dict)  # RealmEnv's Dict observations (stacked or not)
+        assert isinstance(obs, dict)  # the game env's Dict observations (stacked or not)
         for i in range(n):
             running[i].append(({k: np.array(v[i]) for k, v in obs.items()}, float(rewards[i])))
             if dones[i]:

@@ -14,12 +14,10 @@ import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
-from .. import features
+from .. import games
 from ..agents.checkpoint import load_model
 from ..atomic import atomic_write, check_writable_folder, hold_folder
-from ..envs import RealmEnv
 from ..evaluation import protocol_configs
-from ..game.rules import EpisodeConfig
 from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import CONFIG_ENTRY, warn_feature_version
@@ -46,15 +44,15 @@ __all__ = ["train", "build_model", "record_config", "make_vec_env", "policy_kwar
            "start_new_run", "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL"]
 
 
-def _make_env(env_kwargs: dict) -> Monitor:
-    return Monitor(RealmEnv(**env_kwargs))
+def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:
+    return Monitor(games.get(game).make_env(**env_kwargs))
 
 
-def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None) -> VecEnv:
-    """The training VecEnv (Dummy or Subproc; picklable factories), frame-stacked and reward-normalised as
-    configured."""
+def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None, game: str | None = None) -> VecEnv:
+    """The training VecEnv of ``game`` (None: the default game; Dummy or Subproc, picklable factories),
+    frame-stacked and reward-normalised as configured."""
     n = n_envs or env.n_envs
-    fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs()) for _ in range(n)]
+    fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs(), game) for _ in range(n)]
     venv: VecEnv = SubprocVecEnv(fns, start_method=start_method()) if env.vec_env == "subproc" else DummyVecEnv(fns)
     venv.seed(seed)
     if env.frame_stack > 1:
@@ -84,7 +82,7 @@ def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None =
     hyperparams = model_kwargs(config.algo.hyperparams)
     model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
                                 device=config.device, tensorboard_log=tensorboard_log, verbose=0, **hyperparams)
-    model.feature_version = features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
+    model.feature_version = config.spec.features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
     record_config(model, config)
     return model
 
@@ -105,19 +103,20 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
 
 
 def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
-    curriculum = CurriculumCallback(config.curriculum) if config.curriculum else None
+    curriculum = CurriculumCallback(config.curriculum, game=config.game) if config.curriculum else None
     callbacks = [RealmMetricsCallback(window=config.log_window), ConfigLogCallback(config_to_dict(config))]
     if curriculum is not None:
         callbacks.append(curriculum)
     if config.eval_freq > 0:
-        usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+        usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
         configs = protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
-                                   treasures=usr.treasure_num, max_step=usr.max_step)
+                                   treasures=usr.treasure_num, max_step=usr.max_step, game=config.game)
         env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
         callbacks.append(CompetitionEvalCallback(
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json",
-            replay_every=config.eval_route_every, evaluate_at_start=bool(config.finetune.init_from)))
+            replay_every=config.eval_route_every, evaluate_at_start=bool(config.finetune.init_from),
+            game=config.game))
     checkpoint = RunCheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
                                     keep_last=config.keep_checkpoints, curriculum=curriculum, algo=config.algo.name)
     callbacks.append(checkpoint)
@@ -126,8 +125,8 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
 
 #: files a run writes at its top level: a new run never starts in a folder that holds one
 RUN_FILES = ("config.yaml", "final_model.zip", "best_model.zip", "eval.json")
-#: config keys a resumed run cannot change: they define the saved network and the observation it reads
-FIXED_ON_RESUME = ("algo.name", "algo.extractor", "algo.extractor_kwargs", "algo.net_arch", "algo.activation",
+#: config keys a resumed run cannot change: they define the game, the saved network and the observation it reads
+FIXED_ON_RESUME = ("game", "algo.name", "algo.extractor", "algo.extractor_kwargs", "algo.net_arch", "algo.activation",
                    "algo.policy_kwargs", "env.frame_stack", "env.normalize_reward", "feature_version",
                    "finetune.init_from")
 #: where a run started from another model (``--init-from``) keeps a copy of it
@@ -145,11 +144,12 @@ def start_new_run(config: TrainConfig, run_dir: Path) -> None:
         raise ValueError(f"run directory {str(run_dir)!r} already holds a run ({', '.join(taken)}); a new run would "
                          f"overwrite it: use --resume {run_dir} to continue it, or --out (out: in the config) to "
                          "start a new run in a folder of its own")
-    if config.feature_version not in (None, features.FEATURE_VERSION):
+    version = config.spec.features.FEATURE_VERSION
+    if config.feature_version not in (None, version):
         raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
-                         f"features version {features.FEATURE_VERSION}; a new run always uses the current one: "
+                         f"features version {version}; a new run always uses the current one: "
                          "remove feature_version from the config (it is copied from an older run's config.yaml)")
-    config.feature_version = features.FEATURE_VERSION
+    config.feature_version = version
 
 
 def _lookup(data: dict, dotted: str) -> Any:
@@ -202,7 +202,7 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
     if resume is None:
         start_new_run(config, run_dir)
         if fine.init_from:
-            check_init_model(fine.init_from, config.algo.name)
+            check_init_model(fine.init_from, config.algo.name, game=config.game)
     else:
         found = latest_checkpoint(run_dir / "checkpoints")
         if found is None:
@@ -217,7 +217,7 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
                              f"{run_dir / INIT_MODEL}, which is gone; set finetune.anchor_coef=0 to go on without "
                              "the anchor")
     torch.set_num_threads(config.torch_threads)
-    venv = make_vec_env(config.env, config.seed)
+    venv = make_vec_env(config.env, config.seed, game=config.game)
     try:
         own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
         callbacks = own + list(callbacks or [])

@@ -20,7 +20,6 @@ import torch
 
 from ..agents import ModelPolicy
 from ..evaluation import evaluate, protocol_configs
-from ..game.rules import EpisodeConfig
 from ..training.callbacks import CompetitionEvalCallback
 from ..training.config import TrainConfig, config_to_dict
 from ..training.run import train
@@ -31,9 +30,9 @@ __all__ = ["TrialEvalCallback", "eval_configs", "objective", "trial_dir"]
 
 def eval_configs(config: TrainConfig) -> list[dict]:
     """The held-out games of a study: the config's leaderboard draw (``eval_seed``, ``eval_games``)."""
-    usr = EpisodeConfig.from_usr_conf(config.env.usr_conf)
+    usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
     return protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
-                            treasures=usr.treasure_num, max_step=usr.max_step)
+                            treasures=usr.treasure_num, max_step=usr.max_step, game=config.game)
 
 
 def trial_dir(study_out: str | Path, number: int) -> Path:
@@ -121,7 +120,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
             conf = self.configs[index]
             report = evaluate(policy, "custom", custom=[conf["treasure_id"]], max_step=conf["max_step"],
                               map_path=self.map_path, seed=self.seed, workers=1, oracle_gap=False,
-                              env_kwargs=self.env_kwargs)
+                              env_kwargs=self.env_kwargs, game=self.game)
             score = float(report.games[0].score)
             self.game_scores[index], self._game_results[index] = score, report.games[0]
             self.trial.report(score, self.step_offset + index)
@@ -182,7 +181,7 @@ def objective(trial: optuna.Trial, study) -> float:
             Path(run.out) / "best_model.zip", map_path=config.env.map_path, env_kwargs=env_kwargs,
             json_path=Path(run.out) / "eval.json", seed=config.eval_seed,
             step_offset=k * (len(configs) if per_game else config.total_timesteps), per_game=per_game,
-            shuffle_seed=trial.number * 1009 + k)
+            shuffle_seed=trial.number * 1009 + k, game=config.game)
         try:
             train(run, callbacks=[callback])
         except Exception as exc:  # recorded on the trial, which fails or is pruned; the study goes on

@@ -2,7 +2,7 @@
 into a training config. The two are kept apart so that any stored trial (its ``params``) can be replayed later
 without Optuna's sampler: ``convert_params(kind, trial.params, base)`` rebuilds exactly the config it trained.
 
-Parameter names are Optuna's: reward weights keep the names of :class:`~sb3_realm.envs.RewardWeights`; the PPO
+Parameter names are Optuna's: reward weights keep the names of :attr:`~sb3_realm.games.GameSpec.reward_weights`; the PPO
 space samples ``n_minibatches`` (batch_size = n_steps * n_envs / n_minibatches, so it always divides the rollout)
 and ``one_minus_gamma`` (log scale) instead of ``batch_size`` and ``gamma``.
 """
@@ -14,31 +14,16 @@ from typing import Any
 
 import optuna
 
-from ..envs.rewards import TERMS, RewardWeights
-from ..game.rules import EpisodeConfig
+from .. import games
 from ..models.algorithms import algorithm
 from ..training.config import TrainConfig
 
-__all__ = ["KINDS", "REWARD_RANGES", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
+__all__ = ["KINDS", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
            "sample_maskable_ppo_hparams", "sample_recurrent_ppo_hparams", "convert_hparams", "sample_params",
            "convert_params", "baseline_params"]
 
 KINDS = ("rewards", "hparams")
 
-# (low, high, log): every default weight lies inside its range, so the defaults can be the first trial
-REWARD_RANGES: dict[str, tuple[float, float, bool]] = {
-    "treasure": (0.1, 10.0, True),
-    "end": (0.1, 10.0, True),
-    "step": (-0.01, 0.0, False),
-    "bump": (-0.05, 0.0, False),
-    "flash": (-0.2, 0.2, False),
-    "flash_fail": (-1.0, 0.0, False),
-    "buff": (0.0, 0.5, False),
-    "progress": (0.005, 0.5, True),
-    "revisit": (-0.01, 0.0, False),
-    "missed_treasure": (-2.0, 0.0, False),
-    "timeout": (-5.0, 0.0, False),
-}
 CURRICULUM_FRACTION = (0.0, 0.6)  # share of total_timesteps spent in the easier first phase
 NET_ARCHS = {"tiny": {"pi": [32], "vf": [32]}, "small": {"pi": [64], "vf": [64]},
              "medium": {"pi": [128, 128], "vf": [128, 128]}}
@@ -50,15 +35,17 @@ HPARAM_KEYS = ("learning_rate", "n_steps", "n_minibatches", "n_epochs", "one_min
 
 
 def _full_treasures(base: TrainConfig) -> int:
-    return EpisodeConfig.from_usr_conf(base.env.usr_conf).treasure_num
+    return base.spec.episode_config.from_usr_conf(base.env.usr_conf).treasure_num
 
 
 # ---------------------------------------------------------------------------------------------- rewards
 def sample_rewards(trial, base: TrainConfig | None = None, curriculum: bool = False) -> dict:
-    """The 11 reward weights (ranges in :data:`REWARD_RANGES`); with ``curriculum`` also ``curriculum_treasures``
-    (treasures of an easier first phase, 0 .. the config's count) and ``curriculum_fraction`` (its share of the
-    training steps; < 1 step = no curriculum)."""
-    params = {term: trial.suggest_float(term, low, high, log=log) for term, (low, high, log) in REWARD_RANGES.items()}
+    """The reward weights of the base config's game (None: the default game), each in its range of the game's
+    :attr:`~sb3_realm.games.GameSpec.reward_ranges` (the Realm's 11); with ``curriculum`` also
+    ``curriculum_treasures`` (treasures of an easier first phase, 0 .. the config's count) and
+    ``curriculum_fraction`` (its share of the training steps; < 1 step = no curriculum)."""
+    ranges = (base.spec if base is not None else games.get()).reward_ranges
+    params = {term: trial.suggest_float(term, low, high, log=log) for term, (low, high, log) in ranges.items()}
     if curriculum:
         if base is None:
             raise ValueError("sample_rewards(curriculum=True) needs the base config (its treasure count)")
@@ -70,13 +57,14 @@ def sample_rewards(trial, base: TrainConfig | None = None, curriculum: bool = Fa
 def convert_rewards(params: dict, base: TrainConfig) -> TrainConfig:
     """``base`` with the sampled reward weights (and curriculum phases). Weights missing from ``params`` keep the
     base config's values."""
-    unknown = sorted(set(params) - set(TERMS) - {"curriculum_treasures", "curriculum_fraction"})
+    terms = base.spec.reward_terms
+    unknown = sorted(set(params) - set(terms) - {"curriculum_treasures", "curriculum_fraction"})
     if unknown:
-        raise ValueError(f"reward params {unknown} are not reward weights; valid keys are {list(TERMS)} and "
+        raise ValueError(f"reward params {unknown} are not reward weights; valid keys are {list(terms)} and "
                          "curriculum_treasures / curriculum_fraction")
     config = copy.deepcopy(base)
-    weights = {**config.env.reward_weights, **{k: float(v) for k, v in params.items() if k in TERMS}}
-    config.env.reward_weights = RewardWeights.from_dict(weights).to_dict()
+    weights = {**config.env.reward_weights, **{k: float(v) for k, v in params.items() if k in terms}}
+    config.env.reward_weights = base.spec.reward_weights.from_dict(weights).to_dict()
     if ("curriculum_treasures" in params) != ("curriculum_fraction" in params):
         raise ValueError(f"curriculum params need both curriculum_treasures and curriculum_fraction, got {params}")
     if "curriculum_treasures" in params:
@@ -220,7 +208,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
     """The params that reproduce ``base`` itself (enqueued as trial 0), or None when the base config lies outside
     the search space (e.g. a schedule string as learning rate)."""
     if kind == "rewards":
-        params: dict[str, Any] = RewardWeights.from_dict(base.env.reward_weights).to_dict()
+        params: dict[str, Any] = base.spec.reward_weights.from_dict(base.env.reward_weights).to_dict()
         if curriculum:
             params.update(curriculum_treasures=_full_treasures(base), curriculum_fraction=0.0)
         return params

@@ -22,7 +22,6 @@ import optuna
 from optuna.trial import TrialState
 
 from ..atomic import check_portable_path
-from ..envs import RealmEnv
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
@@ -97,7 +96,8 @@ class StudyConfig:
         check_portable_path(self.name, "--study-name")  # it names the study's folder, runs/study-<name>
         check_portable_path(self.out, "--out")
         self.base.validate()
-        env = RealmEnv(**self.base.env.env_kwargs())  # the map and its usr_conf, before a study stores them
+        # the map and its usr_conf, before a study stores them
+        env = self.base.spec.make_env(**self.base.env.env_kwargs())
         try:
             env.reset(seed=0)
         finally:

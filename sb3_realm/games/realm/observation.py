@@ -2,9 +2,9 @@
 competition's env interface: ``reset(usr_conf) -> obs`` and ``step(a) -> (frame_no, obs, score, terminated,
 truncated, env_info)``. Field names follow the competition's protocol (the game's rules, docs/game.md).
 
-The four local maps are flat :class:`~sb3_realm.game.protocol.RepeatedScalars` of 2601 values, row by row, like the
+The four local maps are flat :class:`~.protocol.RepeatedScalars` of 2601 values, row by row, like the
 platform's ``repeated`` fields; ``buff_pos`` is null while the buff is taken; ``step`` returns a
-:class:`~sb3_realm.game.protocol.ScoreInfo`.
+:class:`~sb3_realm.games.realm.protocol.ScoreInfo`.
 
 Assumptions [A]: ``cooldown`` and ``buff_remain_time`` are in steps; ``score`` (of ``ScoreInfo`` and of
 ``game_info``) is the treasure score so far (+100 at the step of each pickup; reaching the end adds nothing to it);

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from ..game.core import Game, StepEvents
+from .core import Game, StepEvents
 
-__all__ = ["RewardWeights", "TERMS", "potential", "progress_spacing", "reward_terms"]
+__all__ = ["RewardWeights", "TERMS", "REWARD_RANGES", "potential", "progress_spacing", "reward_terms"]
 
 TERMS = ("treasure", "end", "step", "bump", "flash", "flash_fail", "buff", "progress", "revisit",
          "missed_treasure", "timeout")
@@ -104,3 +104,20 @@ def reward_terms(game: Game, ev: StepEvents, phi_before: float, phi_after: float
         float(game.n_available) if over else 0.0,
         float(game.truncated),
     ]
+
+
+#: the range a reward tuning study samples each weight from, ``(low, high, log)``: every default weight lies inside
+#: its range, so the defaults can be the first trial
+REWARD_RANGES: dict[str, tuple[float, float, bool]] = {
+    "treasure": (0.1, 10.0, True),
+    "end": (0.1, 10.0, True),
+    "step": (-0.01, 0.0, False),
+    "bump": (-0.05, 0.0, False),
+    "flash": (-0.2, 0.2, False),
+    "flash_fail": (-1.0, 0.0, False),
+    "buff": (0.0, 0.5, False),
+    "progress": (0.005, 0.5, True),
+    "revisit": (-0.01, 0.0, False),
+    "missed_treasure": (-2.0, 0.0, False),
+    "timeout": (-5.0, 0.0, False),
+}

@@ -1,9 +1,9 @@
 """The oracle's expert: the policy that plays the planned tour (numpy + standard library only). It is the
 "physical limit" yardstick of the project and the teacher for imitation learning; the tour itself is planned by
-:mod:`sb3_realm.oracle.tour`.
+:mod:`sb3_realm.games.realm.experts.tour`.
 
 Execution (:class:`OraclePolicy`): at each step the 8 moves (and, on the planned flash leg, the 8 flashes) are
-simulated with the real rules (:func:`~sb3_realm.game.core.simulate_move`, the same sub-stepped motion with
+simulated with the real rules (:func:`~sb3_realm.games.realm.core.simulate_move`, the same sub-stepped motion with
 wall sliding as ``Game``) and the action with the least cost-to-go is played. The cost-to-go is the distance field
 of the next node of the route plus the value of the rest of the route from each of its entries, evaluated at the
 exact position (cell value plus the in-cell offset); pickups, a premature end and the buff's speed are accounted for
@@ -13,7 +13,7 @@ when something unplanned happens: an out-of-order pickup, a failed, foreign or m
 or the hero being moved elsewhere than predicted and losing ground (the fields are global, so small deviations need
 no new plan). Labelling a learner's loop (DAgger) calls for a new plan at almost every step, in states it has seen
 before: a plan made in the same exact state earlier in the episode is reused whenever planning again would give it
-(:meth:`~sb3_realm.oracle.tour.Plan.fits`), and a new plan with the same route and flash leg keeps the route's
+(:meth:`~.tour.Plan.fits`), and a new plan with the same route and flash leg keeps the route's
 values and fields, so the labels are those of planning afresh.
 """
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..game.core import DIRECTIONS, flash_landing, simulate_move
-from ..game.maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
-from ..game.observation import EnvInfo, Observation
-from ..game.rules import EpisodeConfig, Rules
+from ..core import DIRECTIONS, flash_landing, simulate_move
+from ..maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
+from ..observation import EnvInfo, Observation
+from ..rules import EpisodeConfig, Rules
 from .paths import INF, PathTables, cell_links, dijkstra, field_at, open_cells, path_tables
 from .tour import Plan, buff_steps, plan_from_state
 
@@ -371,7 +371,7 @@ class OraclePolicy:
         :param memos: the look-ahead's values kept across calls (by default each call searches afresh), one memo per
             leg, flash to come, talent, buff availability, speed and step unit: for callers whose other state (the
             plan, the treasures left on each leg) is the same in every call that shares them, as
-            :meth:`RefinedOraclePolicy._guide <sb3_realm.oracle.refine.RefinedOraclePolicy._guide>`'s within one
+            :meth:`RefinedOraclePolicy._guide <.refine.RefinedOraclePolicy._guide>`'s within one
             beam search. The search trees of neighbouring states overlap, so this saves most of its work."""
         r = self.rules
         speed = r.buff_speed if st.buff_remaining > 0 else r.move_speed

@@ -1,7 +1,7 @@
-"""The oracle's tour: Held–Karp over the distance tables of :mod:`sb3_realm.oracle.paths`, with one flash and the
+"""The oracle's tour: Held–Karp over the distance tables of :mod:`.paths`, with one flash and the
 speed buff (numpy + standard library only).
 
-Planning (:func:`plan_tour`) uses the distance tables of :mod:`sb3_realm.oracle.paths`: walking distances
+Planning (:func:`plan_tour`) uses the distance tables of :mod:`.paths`: walking distances
 (octile, walls, no corner crossing between two walls) between the *entries* of the pickup discs (the cells whose
 centre lies within ``pickup_radius`` of a position, outer ring only), plus the same legs with one flash. A Held–Karp
 programme over ``(visited set, last node, entry, flash used)`` gives the shortest start -> treasures -> end tour in
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..game.maps import BUFF_ID, RealmMap
-from ..game.rules import Rules
+from ..maps import BUFF_ID, RealmMap
+from ..rules import Rules
 from .paths import INF, PathTables, path_tables
 
 __all__ = ["FlashPlan", "Plan", "plan_tour", "plan_from_state", "tour_table", "tour_trace", "held_karp", "buff_steps",

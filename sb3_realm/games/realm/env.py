@@ -1,4 +1,4 @@
-"""The Gymnasium env: a thin adapter around :class:`sb3_realm.game.Game`."""
+"""The Gymnasium env: a thin adapter around :class:`~sb3_realm.games.realm.core.Game`."""
 
 from __future__ import annotations
 
@@ -9,17 +9,32 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, action_mask, encode
-from ..game.core import Game
-from ..game.maps import RealmMap, default_map, load_map, small_map
-from ..game.observation import EnvInfo, Observation, competition_observation
-from ..game.render import render_frame
-from ..game.rules import EpisodeConfig, Rules
+from .core import Game
+from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, action_mask, encode
+from .maps import RealmMap, default_map, load_map, small_map
+from .observation import EnvInfo, Observation, competition_observation
+from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, progress_spacing, reward_terms
+from .rules import EpisodeConfig, Rules
 
-__all__ = ["RealmEnv", "BUILTIN_MAPS"]
+__all__ = ["RealmEnv", "BUILTIN_MAPS", "ENV_IDS", "env_spaces"]
 
 BUILTIN_MAPS = {"default": default_map, "small": small_map}
+# id -> kwargs. Realm-v0 is the competition game on the shipped default map (leaderboard usr_conf by default);
+# RealmSmall-v0 is a 32 x 32 map with 3 treasures and 300 steps, for tests and early curriculum phases.
+ENV_IDS = {
+    "sb3_realm/Realm-v0": {},
+    "sb3_realm/RealmSmall-v0": {"map_name": "small", "treasure_num": 3, "max_step": 300},
+}
+
+
+def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
+    """The env's observation and action spaces (those of every map)."""
+    observation = spaces.Dict({
+        "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
+        "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
+    })
+    return observation, spaces.Discrete(N_ACTIONS)
 
 
 def _resolve_map(map_path, map_name: str) -> RealmMap:
@@ -37,8 +52,8 @@ class RealmEnv(gym.Env):
     """Back to the Realm as a Gymnasium env.
 
     Observation: ``Dict(maps=Box(0, 255, (4, 51, 51), uint8), vector=Box(-1, 1, (216,), float32))`` from
-    :mod:`sb3_realm.features`. Action: ``Discrete(16)`` (``a % 8`` direction, ``a // 8`` flash); the legal ones come
-    from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~sb3_realm.envs.rewards.TERMS`.
+    :mod:`.features`. Action: ``Discrete(16)`` (``a % 8`` direction, ``a // 8`` flash); the legal ones come
+    from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~.rewards.TERMS`.
 
     ``info["reward_terms"]`` holds every term of the step; at the end of an episode ``info`` also has the competition
     ``score``, ``win``, ``treasures``, ``treasures_missed``, ``steps``, ``flash_used``, ``flash_failed``,
@@ -77,11 +92,7 @@ class RealmEnv(gym.Env):
         self.mask_wall_moves = bool(mask_wall_moves)
         self.game = Game(self.game_map, self.rules)
         self._spacing = progress_spacing(self.game_map)
-        self.observation_space: spaces.Dict = spaces.Dict({
-            "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
-            "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
-        })
-        self.action_space: spaces.Discrete = spaces.Discrete(N_ACTIONS)
+        self.observation_space, self.action_space = env_spaces()
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
         self._episode_weighted = [0.0] * len(TERMS)

@@ -19,7 +19,7 @@ The flash: ``arrive_flash`` values a flash from every cell centre (best of the 8
 cell, valued at the landing cell) followed by the walk to an entry; ``leg_flash`` = walk + flash + walk between two
 entries (a min-plus product over the cells).
 
-The Held–Karp programme over these tables is in :mod:`sb3_realm.oracle.tour`.
+The Held–Karp programme over these tables is in :mod:`sb3_realm.games.realm.experts.tour`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..game.core import DIRECTIONS
-from ..game.maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
-from ..game.rules import Rules
+from ..core import DIRECTIONS
+from ..maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
+from ..rules import Rules
 
 __all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "cell_links", "field_at",
            "open_cells", "octile", "INF"]

@@ -1,6 +1,6 @@
 """The refined expert: the oracle's tour played step-exactly (numpy + standard library only).
 
-The oracle (:mod:`sb3_realm.oracle.expert`) values positions with a continuous cost-to-go and looks a few moves ahead,
+The oracle (:mod:`.expert`) values positions with a continuous cost-to-go and looks a few moves ahead,
 so each leg ends wherever that model puts it, rounded up to a whole step. A search under the exact rules (the
 game's rules, docs/game.md) gains a few steps a game over it, mostly from ending legs on the edge of a pickup disc,
 entering each disc where the next leg starts best, and flashing from the exact position.
@@ -41,9 +41,9 @@ from array import array
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..game.core import flash_landing, simulate_move
-from ..game.maps import BUFF_ID
-from ..game.observation import EnvInfo, Observation
+from ..core import flash_landing, simulate_move
+from ..maps import BUFF_ID
+from ..observation import EnvInfo, Observation
 from .expert import OraclePolicy, _State
 from .paths import INF
 from .tour import buff_steps

@@ -1,0 +1,69 @@
+"""Back to the Realm (重返秘境, 2024) as the shared layers see it: its :class:`~sb3_realm.games.spec.GameSpec`."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from ..spec import ExpertOptions, GameSpec
+from . import features, protocol
+from .core import DIRECTIONS
+from .env import BUILTIN_MAPS, ENV_IDS, RealmEnv, env_spaces
+from .experts.adapter import OracleAdapter, configure_expert, new_searches, start_searches
+from .experts.expert import TIE_BREAKS
+from .experts.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
+from .maps import load_map, same_map
+from .observation import CompetitionEnv
+from .protocols import PROTOCOLS, SLOTS, check_eval_configs, describe_protocol, protocol_configs, random_starts
+from .render import plot_route
+from .rewards import REWARD_RANGES, TERMS, RewardWeights
+from .rules import USR_CONF_KEYS, EpisodeConfig, Rules
+
+__all__ = ["SPEC"]
+
+SPEC = GameSpec(
+    name="realm",
+    title="Back to the Realm",
+    env_ids=ENV_IDS,
+    env_entry_point="sb3_realm.games.realm.env:RealmEnv",
+    make_env=RealmEnv,
+    spaces=env_spaces,
+    builtin_maps=BUILTIN_MAPS,
+    load_map=load_map,
+    same_map=same_map,
+    competition_map_file="realm_map_1.json",
+    episode_config=EpisodeConfig,
+    usr_conf_keys=USR_CONF_KEYS,
+    rules=Rules,
+    reward_weights=RewardWeights,
+    reward_terms=TERMS,
+    reward_ranges=REWARD_RANGES,
+    protocols=PROTOCOLS,
+    protocol_configs=protocol_configs,
+    describe_protocol=describe_protocol,
+    check_eval_configs=check_eval_configs,
+    random_starts=random_starts,
+    parity_treasure_counts=tuple(range(1, len(SLOTS) + 1)),
+    max_treasures=len(SLOTS),
+    features=features,
+    feature_version_note="version 2: buff_pos is null while the buff is taken, as on the platform",
+    layouts=("kaiwu2024",),
+    protocol_file=Path(protocol.__file__),
+    competition_env=CompetitionEnv,
+    yardstick="oracle",
+    experts={"oracle": partial(OracleAdapter, refined=False), "oracle-refined": partial(OracleAdapter, refined=True)},
+    expert_options=ExpertOptions(
+        tie_breaks=TIE_BREAKS,
+        settings=tuple(REFINE_SETTINGS),
+        defaults={name: getattr(RefinedOraclePolicy, name) for name in REFINE_SETTINGS},
+        refined="oracle-refined",
+        check_setting=check_setting,
+        configure=configure_expert,
+        start_searches=start_searches,
+        new_searches=new_searches,
+    ),
+    # action k % 8 walks DIRECTIONS[k] (unit vectors in world x, z; +z is action 2), one cell per axis at most
+    directions=tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS),
+    plot_route=plot_route,
+    config_dir="configs",
+)

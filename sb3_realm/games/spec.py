@@ -1,0 +1,155 @@
+"""What the shared layers know of a game: a frozen :class:`GameSpec` of data and a few functions.
+
+A game lives in a folder of its own under ``sb3_realm/games/`` (core, protocol, features, env, experts, render) and
+hands the shared layers one ``GameSpec`` (its ``spec.py``), as :mod:`sb3_realm.models.algorithms` hands them an
+algorithm. Models, agents, evaluation, training, imitation, export, tuning and the CLI reach a game only through it:
+``games.get(config.game)``. This module imports no game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["GameSpec", "ExpertOptions", "GameEnv"]
+
+
+class GameEnv(Protocol):
+    """What the shared layers use of a game's env beyond a Gymnasium env's own methods."""
+
+    game_map: Any  # the map played (``name``, walls, positions)
+    game: Any  # the game's state (``step_no``, ``events``, the hero's position ``x``, ``z``)
+    rules: Any
+    metadata: dict[str, Any]
+    observation_space: Any
+    action_space: Any
+    np_random: np.random.Generator
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]: ...
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]: ...
+
+    def render(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+    def action_masks(self, mask_walls: bool | None = None) -> np.ndarray: ...
+
+    def competition_obs(self) -> tuple[Any, Any]: ...
+
+    def episode_summary(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ExpertOptions:
+    """How imitation sets up a game's shipped experts (the tie rule and the search settings of the planner).
+
+    :param tie_breaks: the expert's rules for exact ties of its cost-to-go; the first is the default.
+    :param settings: names of the search settings the ``refined`` expert takes (``imitation.refine_<name>``).
+    :param defaults: ``{name: default value}`` of those settings.
+    :param refined: the name of the expert that takes them (``imitation.expert``).
+    :param check_setting: ``(name, value, label) -> value``: the value as its type, or ``ValueError``.
+    :param configure: ``(policy, tie_break, settings) -> None``: sets up a built expert for labelling.
+    :param start_searches: ``(policy, searches) -> None``: the first searches a built expert starts a job with.
+    :param new_searches: ``(policy) -> dict``: the first searches it made since :attr:`start_searches`.
+    """
+
+    tie_breaks: tuple[str, ...]
+    settings: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    refined: str
+    check_setting: Callable[..., Any]
+    configure: Callable[..., None]
+    start_searches: Callable[[Any, Any], None]
+    new_searches: Callable[[Any], dict]
+
+    def changed(self, settings) -> dict:
+        """Of ``(name, value)`` pairs, those whose value differs from the default (what names an expert)."""
+        return {name: value for name, value in settings if value != self.defaults[name]}
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """One game as the shared layers see it.
+
+    :param name: the registry key and a config's ``game:`` value.
+    :param title: the game's name for people (messages, ``--help``).
+    :param env_ids: Gymnasium id -> keyword arguments, registered on import of ``sb3_realm``.
+    :param env_entry_point: ``"module:Class"`` of the env, for Gymnasium's registry.
+    :param make_env: builds the env from keyword arguments (``map_path``, ``map_name``, ``rules``, ``reward_weights``,
+        ``render_mode``, the ``usr_conf`` keys, ...).
+    :param spaces: ``() -> (observation space, action space)`` of the env on any map.
+    :param builtin_maps: shipped map name -> loader.
+    :param load_map: map file -> map; ``ValueError`` for a file that is not one.
+    :param same_map: ``(a, b) -> bool``: two maps have the same walls and positions.
+    :param competition_map_file: the file name of the competition's own map (which is not shipped), for messages.
+    :param episode_config: the class of the competition's episode configuration (``usr_conf``):
+        ``from_usr_conf(dict, base=None)``, ``to_usr_conf()``, ``draw_treasures(rng)``.
+    :param usr_conf_keys: the keys of a ``usr_conf``.
+    :param rules: the rule overrides' class (``from_dict``).
+    :param reward_weights: the reward weights' class (``from_dict``, ``to_dict``).
+    :param reward_terms: the names of the reward terms.
+    :param reward_ranges: term -> ``(low, high, log)``: the range a reward tuning study samples its weight from.
+    :param protocols: the evaluation protocols, the first the default.
+    :param protocol_configs: ``(protocol, seed=, treasures=, games=, custom=, max_step=) -> [usr_conf]``: the fixed
+        games of a protocol; ``ValueError`` naming the fix for a bad argument.
+    :param describe_protocol: ``(protocol, treasures) -> str``: what a protocol plays, for the CLI.
+    :param check_eval_configs: ``(usr_confs) -> parsed``: games a training evaluation may play (``ValueError``).
+    :param random_starts: ``(episode_config) -> [set_config kwargs]``: where a curriculum's random start may put
+        the hero, each as the env's ``set_config`` arguments.
+    :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through.
+    :param max_treasures: the most treasures an episode can hold (``imitation.treasure_counts`` range).
+    :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
+        ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
+    :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
+    :param layouts: the platform layouts a submission of this game can take, the first the default.
+    :param protocol_file: the path of the game's platform protocol module, loaded by file by the parity harness.
+    :param competition_env: ``(map, rules, seed=, fault_rate=, fault_seed=)`` -> the platform's env as the submission
+        sees it (observation and ``env_info`` frames), for the parity check.
+    :param yardstick: the expert whose score every evaluation reports beside a policy's (``oracle_gap``).
+    :param experts: shipped expert name -> ``(env, use_flash, use_buff) -> policy``.
+    :param expert_options: how imitation sets those experts up.
+    :param directions: action ``k % 8`` -> ``(dx, dz)`` in cells of the game's own axes.
+    :param plot_route: ``(episode, env, path, title) -> Path``: the PNG of a replayed episode's route.
+    :param config_dir: the folder of the game's recipes, relative to the repository.
+    """
+
+    name: str
+    title: str
+    env_ids: Mapping[str, Mapping[str, Any]]
+    env_entry_point: str
+    make_env: Callable[..., Any]
+    spaces: Callable[[], tuple[Any, Any]]
+    builtin_maps: Mapping[str, Callable[[], Any]]
+    load_map: Callable[[Any], Any]
+    same_map: Callable[[Any, Any], bool]
+    competition_map_file: str
+    episode_config: Any
+    usr_conf_keys: tuple[str, ...]
+    rules: Any
+    reward_weights: Any
+    reward_terms: tuple[str, ...]
+    reward_ranges: Mapping[str, tuple[float, float, bool]]
+    protocols: tuple[str, ...]
+    protocol_configs: Callable[..., list[dict]]
+    describe_protocol: Callable[[str, int | None], str]
+    check_eval_configs: Callable[[list], list]
+    random_starts: Callable[[Any], list[dict]]
+    parity_treasure_counts: tuple[int, ...]
+    max_treasures: int
+    features: ModuleType
+    feature_version_note: str
+    layouts: tuple[str, ...]
+    protocol_file: Path
+    competition_env: Callable[..., Any]
+    yardstick: str
+    experts: Mapping[str, Callable[..., Any]]
+    expert_options: ExpertOptions
+    directions: tuple[tuple[int, int], ...]
+    plot_route: Callable[..., Path]
+    config_dir: str

@@ -1,0 +1,83 @@
+"""The game registry and each game's spec: what the shared layers read of a game, and the config key that names it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import pytest
+from helpers import SMALL_RUN
+
+from sb3_realm import games
+from sb3_realm.games.realm.core import DIRECTIONS
+from sb3_realm.imitation.config import ImitationConfig
+from sb3_realm.training.config import config_to_dict, load_config
+
+SPECS = sorted(games.GAMES.values(), key=lambda spec: spec.name)
+
+
+def test_the_registry_knows_the_realm_and_refuses_an_unknown_game():
+    assert games.get() is games.get(games.DEFAULT_GAME) is games.GAMES["realm"]
+    with pytest.raises(ValueError, match=r"game = 'gorge2' is not a game of this package; choose one of \['realm'"):
+        games.get("gorge2")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_field_of_a_spec_is_filled(spec):
+    for field in dataclasses.fields(spec):
+        value = getattr(spec, field.name)
+        assert value is not None and value != "" and value != () and value != {}, field.name
+    assert spec.protocols and spec.layouts and spec.yardstick in spec.experts
+    assert set(spec.reward_ranges) <= set(spec.reward_terms)
+    assert spec.protocol_file.is_file()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_a_spec_builds_its_env_whose_spaces_it_states(spec):
+    env = spec.make_env(map_name=next(iter(spec.builtin_maps)))
+    observation, action = spec.spaces()
+    assert env.observation_space == observation and env.action_space == action
+    obs, _ = env.reset(seed=0)
+    assert observation.contains(obs)
+    assert action.n == spec.features.N_ACTIONS == 16
+    for env_id in spec.env_ids:
+        assert isinstance(gym.make(env_id).unwrapped, type(env))
+
+
+def test_the_realms_directions_are_its_cores_and_action_2_is_plus_z():
+    realm = games.get("realm")
+    assert realm.directions == tuple((int(round(dx)), int(round(dz))) for dx, dz in DIRECTIONS)
+    assert realm.directions[2] == (0, 1) and realm.directions[6] == (0, -1) and realm.directions[0] == (1, 0)
+    assert len(set(realm.directions)) == 8
+
+
+def test_the_realms_expert_options_match_the_imitation_defaults():
+    """The imitation section's refine_* defaults are literals (a config class cannot ask a game); they must be the
+    refined oracle's own."""
+    options = games.get("realm").expert_options
+    section = ImitationConfig()
+    assert dict(section.refine_settings()) == dict(options.defaults)
+    assert section.changed_refine_settings() == {}
+    assert section.tie_break == options.tie_breaks[0] and section.expert == games.get("realm").yardstick
+
+
+def test_the_realms_protocols_are_the_evaluations():
+    realm = games.get("realm")
+    assert len(realm.protocol_configs("exhaustive")) == 715
+    assert realm.describe_protocol("exhaustive", None) == "every set of 9 treasures out of the 13 slots (715 games)"
+    starts = realm.random_starts(realm.episode_config.from_usr_conf({"treasure_random": 0, "treasure_id": [3, 4]}))
+    assert {"start": 2, "end": 1} in starts and all(s["end"] == 1 and s["start"] not in (1, 3, 4) for s in starts)
+    with pytest.raises(ValueError, match="evaluation configs need start 2, end 1"):
+        realm.check_eval_configs([{"start": 3, "end": 1, "treasure_random": 0, "treasure_id": [4]}])
+
+
+def test_a_config_names_its_game_and_one_without_the_key_is_a_realm_config(tmp_path):
+    config = load_config("configs/tiny.yaml", SMALL_RUN)
+    assert config.game == "realm" and config.spec is games.get("realm")
+    assert next(iter(config_to_dict(config))) == "game"  # config.yaml says which game first
+    old = tmp_path / "old.yaml"
+    old.write_text("out: runs/old\nenv:\n  map_name: small\n", encoding="utf-8")
+    assert load_config(old).game == "realm"
+    with pytest.raises(ValueError, match=r"game = 'gorge2' is not a game of this package; choose one of"):
+        load_config(old, ["game=gorge2"])
+
