@@ -2,10 +2,10 @@
 deterministic SB3 model against wall time, then every treasure set and the other games of the competition, with the
 oracle beside it. Prints JSON, writes the JSON and a PNG curve.
 
-    python benchmarks/imitation.py [--config configs/imitate/base.yaml] [--map PATH] [--out runs/bench-imitation]
+    python benchmarks/imitation.py [--config configs/realm/imitate/base.yaml] [--map PATH] [--out runs/bench-imitation]
                                    [--json docs/imitation_default_map.json] [--plot docs/imitation_default_map.png]
 
-With ``--finetune-config configs/finetune.yaml`` (or ``--finetune-run DIR``, a finished one), a second phase: PPO
+With ``--finetune-config configs/realm/finetune.yaml`` (or ``--finetune-run DIR``, a finished one), a second phase: PPO
 fine-tuning from the imitation model (``sb3-realm train --init-from``), its held-out evaluations on the same time
 axis, and the 715 sets again for its best model, set by set against the imitation model and the oracle.
 
@@ -44,7 +44,7 @@ def summary(report) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/imitate/base.yaml")
+    parser.add_argument("--config", default="configs/realm/imitate/base.yaml")
     parser.add_argument("--map", dest="map_path", default=None, help="map JSON (default: the config's map)")
     parser.add_argument("--out", default="runs/bench-imitation", help="run folder (and OUT-finetune); refused if it "
                                                                        "exists, unless --overwrite")

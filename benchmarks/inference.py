@@ -2,7 +2,7 @@
 against SB3's ``model.predict(deterministic=True)`` on the same observations in the same run. Also the latency of
 ``observation_process`` (competition observation -> model input) and the package's size on disk. Prints JSON.
 
-    python benchmarks/inference.py [--model runs/ppo/best_model.zip] [--states 3000] [--config configs/ppo.yaml]
+    python benchmarks/inference.py [--model runs/ppo/best_model.zip] [--states 3000] [--config configs/realm/ppo.yaml]
 
 Without ``--model`` a model of ``--config`` is trained for 2048 steps first (latency depends on the architecture,
 not on the weights). The states come from games of the model itself on the default map.
@@ -43,7 +43,7 @@ def train_model(config_path: str, out: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="SB3 checkpoint; default: train one of --config briefly")
-    parser.add_argument("--config", default="configs/ppo.yaml")
+    parser.add_argument("--config", default="configs/realm/ppo.yaml")
     parser.add_argument("--states", type=int, default=3000, help="observations timed")
     args = parser.parse_args()
     torch.set_num_threads(1)

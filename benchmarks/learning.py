@@ -1,4 +1,4 @@
-"""Learning curve: configs/ppo.yaml on the default map with a small fixed configuration (3 fixed
+"""Learning curve: configs/realm/ppo.yaml on the default map with a small fixed configuration (3 fixed
 treasures), competition score and win rate against env steps. Prints JSON, writes a PNG plot.
 
     python benchmarks/learning.py [--steps 1000000] [--chunk 50000] [--treasures 3,4,5] [--out runs/learning]
@@ -28,7 +28,7 @@ from sb3_realm.training.run import build_model, make_vec_env
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/ppo.yaml")
+    parser.add_argument("--config", default="configs/realm/ppo.yaml")
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=50_000)
     parser.add_argument("--treasures", default="3,4,5", help="fixed treasure ids")

@@ -1,4 +1,4 @@
-"""Training throughput: env steps/s of each RL config (configs/ppo.yaml, maskable_ppo.yaml, recurrent_ppo.yaml)
+"""Training throughput: env steps/s of each RL config (configs/realm/ppo.yaml, maskable_ppo.yaml, recurrent_ppo.yaml)
 against SB3's default ``PPO("MultiInputPolicy", env)`` on the same env, in the same run. Prints JSON.
 
     python benchmarks/train_speed.py [--steps 16384] [--configs ppo maskable_ppo recurrent_ppo] [--subproc]
@@ -32,7 +32,7 @@ def time_learn(model, steps: int) -> float:
 
 def recommended(name: str, steps: int, vec_env: str | None = None) -> dict:
     overrides = ["seed=0", "device=cpu"] + ([f"env.vec_env={vec_env}"] if vec_env else [])
-    config = load_config(f"configs/{name}.yaml", overrides)
+    config = load_config(f"configs/realm/{name}.yaml", overrides)
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed)
     model = build_model(config, venv)
@@ -40,7 +40,7 @@ def recommended(name: str, steps: int, vec_env: str | None = None) -> dict:
         sps = time_learn(model, steps)
     finally:
         venv.close()
-    return {"config": f"configs/{name}.yaml", "algo": config.algo.name, "n_envs": config.env.n_envs,
+    return {"config": f"configs/realm/{name}.yaml", "algo": config.algo.name, "n_envs": config.env.n_envs,
             "vec_env": config.env.vec_env, "torch_threads": config.torch_threads, "steps_per_s": round(sps)}
 
 
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16384, help="timed env steps per measurement")
     parser.add_argument("--default-steps", type=int, default=4096, help="timed env steps of the SB3 default")
     parser.add_argument("--configs", nargs="+", default=["ppo", "maskable_ppo", "recurrent_ppo"])
-    parser.add_argument("--subproc", action="store_true", help="also time configs/ppo.yaml with SubprocVecEnv")
+    parser.add_argument("--subproc", action="store_true", help="also time configs/realm/ppo.yaml with SubprocVecEnv")
     args = parser.parse_args()
     default_threads = torch.get_num_threads()
     baseline = sb3_default(args.default_steps, default_threads)

@@ -59,7 +59,7 @@ def _check(label: str, params: dict, base, seeds: list[int], args, out: Path) ->
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default="configs/tiny.yaml", help="base training config")
+    p.add_argument("--config", default="configs/realm/tiny.yaml", help="base training config")
     p.add_argument("--map-name", default="small", help="built-in map: small (32 x 32) or default (128 x 128)")
     p.add_argument("--trials", type=int, default=12, help="finished trials of the study")
     p.add_argument("--steps", type=int, default=50_000, help="env steps per training run")

@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("imitate", help="the oracle teaches an SB3 policy: expert games, behaviour cloning, DAgger "
                                         "rounds; the best model by held-out competition score (or resume a run)")
-    im.add_argument("--config", default=None, help="YAML config with an imitation section (configs/imitate/quick.yaml)")
+    im.add_argument("--config", default=None,
+                    help="YAML config with an imitation section (configs/realm/imitate/quick.yaml)")
     im.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value, e.g. --set imitation.rounds=6 (repeatable)")
     im.add_argument("--map", dest="map_path", type=map_file, default=None, help="map JSON (official format)")

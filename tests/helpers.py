@@ -74,11 +74,11 @@ SMALL_RUN = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128
              "eval_freq=0", "progress_bar=false", "checkpoint_freq=100000",
              "env.usr_conf={treasure_num: 3, max_step: 150}"]
 SMALL_MODELS = {
-    "ppo": ("configs/ppo.yaml", []),
-    "maskable_ppo": ("configs/maskable_ppo.yaml",
+    "ppo": ("configs/realm/ppo.yaml", []),
+    "maskable_ppo": ("configs/realm/maskable_ppo.yaml",
                      ["algo.extractor=realm", "algo.extractor_kwargs={features_dim: 32, cnn_channels: [8, 8]}",
                       "algo.policy_kwargs={}", "env.mask_wall_moves=true"]),
-    "recurrent_ppo": ("configs/recurrent_ppo.yaml",
+    "recurrent_ppo": ("configs/realm/recurrent_ppo.yaml",
                       ["algo.policy_kwargs={lstm_hidden_size: 32, normalize_images: false}"]),
 }
 

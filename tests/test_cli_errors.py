@@ -14,8 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MAP = REPO / "sb3_realm" / "games" / "realm" / "data" / "default_map.json"
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
-TINY = str(REPO / "configs" / "tiny.yaml")
-IMITATE = str(REPO / "configs" / "imitate" / "quick.yaml")
+TINY = str(REPO / "configs" / "realm" / "tiny.yaml")
+IMITATE = str(REPO / "configs" / "realm" / "imitate" / "quick.yaml")
 
 
 def _prepare(work: Path) -> None:
@@ -47,7 +47,7 @@ def _prepare(work: Path) -> None:
                                          encoding="utf-8")
     with zipfile.ZipFile(imitated / "model.zip", "w") as archive:
         archive.writestr("data", "{}")
-    base = (REPO / "configs" / "imitate" / "base.yaml").read_text(encoding="utf-8")
+    base = (REPO / "configs" / "realm" / "imitate" / "base.yaml").read_text(encoding="utf-8")
     (work / "imitated" / "config.yaml").write_text(base, encoding="utf-8")
 
 
@@ -92,10 +92,10 @@ ROWS = [
     (["imitate", "--config", IMITATE, "--set", "imitation.window=0"], "imitation.window = 0 must be >= 1"),
     (["imitate", "--config", IMITATE, "--set", "env.frame_stack=2"], "env.frame_stack = 2"),
     (["imitate", "--config", IMITATE, "--out", "afile/run"], "is a file, not a folder"),
-    (["imitate", "--config", str(REPO / "configs" / "imitate" / "competition_fifteen_minutes.yaml")],
+    (["imitate", "--config", str(REPO / "configs" / "realm" / "imitate" / "competition_fifteen_minutes.yaml")],
      "tuned for the competition's map, which the package does not ship; pass it with --map"),
     (["imitate", "--config", str(REPO / "configs" / "imitate_real_map.yaml")],
-     "that recipe is now configs/imitate/competition_fifteen_minutes.yaml"),
+     "that recipe is now configs/realm/imitate/competition_fifteen_minutes.yaml"),
     (["imitate", "--config", IMITATE, "--set", "imitation.sweep=true"],
      "write instead: imitation: {selection: {games: sweep, label: [unfinished], keep: fewest_lost}}"),
     (["imitate", "--resume", "emptydir"], "no config.yaml there"),

@@ -25,7 +25,7 @@ TINY = ["total_timesteps=512", "checkpoint_freq=512", "eval_freq=0", "progress_b
 
 
 def tiny(tmp_path: Path, name: str, extra: tuple = ()):
-    return load_config(REPO / "configs/tiny.yaml", [*TINY, f"out={json.dumps(str(tmp_path / name))}", *extra])
+    return load_config(REPO / "configs/realm/tiny.yaml", [*TINY, f"out={json.dumps(str(tmp_path / name))}", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +69,10 @@ def test_init_from_loads_the_weights_exactly(trained, tmp_path):
 
 def test_cli_train_init_from_records_where_it_started(trained, tmp_path):
     out = tmp_path / "fine"
-    run = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--init-from", str(trained["ppo"]), "--out",
-                          str(out), "--total-steps", "256", "--set", "eval_freq=100000", "--set", "eval_games=2",
-                          "--set", "algo.hyperparams.learning_rate=0.00001", "--no-progress"], capture_output=True,
-                         text=True, cwd=REPO)
+    run = subprocess.run([*CLI, "train", "--config", "configs/realm/tiny.yaml", "--init-from", str(trained["ppo"]),
+                          "--out", str(out), "--total-steps", "256", "--set", "eval_freq=100000", "--set",
+                          "eval_games=2", "--set", "algo.hyperparams.learning_rate=0.00001", "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0, run.stderr
     config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
     assert config["finetune"]["init_from"] == str(trained["ppo"])
@@ -208,6 +208,7 @@ def test_init_from_a_recurrent_model(tmp_path):
 
 def test_the_shipped_finetune_config_needs_a_model(trained):
     with pytest.raises(ValueError, match=r"set finetune.init_from \(or --init-from MODEL.zip\)"):
-        load_config(REPO / "configs/finetune.yaml")
-    config = load_config(REPO / "configs/finetune.yaml", [f"finetune.init_from={json.dumps(str(trained['ppo']))}"])
+        load_config(REPO / "configs/realm/finetune.yaml")
+    config = load_config(REPO / "configs/realm/finetune.yaml",
+                         [f"finetune.init_from={json.dumps(str(trained['ppo']))}"])
     assert config.finetune.anchor_coef > 0 and config.finetune.warm_start_games > 0 and config.eval_games == 1000

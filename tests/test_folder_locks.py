@@ -21,8 +21,8 @@ from sb3_realm.export.build import RecoveredBuildWarning, recover_interrupted_bu
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
-TINY = ["--config", str(REPO / "configs" / "tiny.yaml"), "--set", "env.map_name=small", "--set", "eval_freq=0",
-        "--no-progress"]
+TINY = ["--config", str(REPO / "configs" / "realm" / "tiny.yaml"), "--set", "env.map_name=small", "--set",
+        "eval_freq=0", "--no-progress"]
 
 
 def snapshot(folder: Path) -> dict:
@@ -32,14 +32,15 @@ def snapshot(folder: Path) -> dict:
 @pytest.mark.parametrize("command", [
     ["train", *TINY, "--out", "{folder}"],
     ["train", "--resume", "{folder}", "--total-steps", "1000"],
-    ["imitate", "--config", str(REPO / "configs" / "imitate" / "quick.yaml"), "--out", "{folder}", "--no-progress"],
+    ["imitate", "--config", str(REPO / "configs" / "realm" / "imitate" / "quick.yaml"), "--out", "{folder}",
+     "--no-progress"],
 ])
 def test_a_held_run_folder_is_refused_with_the_holders_pid(tmp_path, command):
     from sb3_realm.training import load_config, save_config
 
     folder = tmp_path / "run"
     folder.mkdir()
-    save_config(load_config(REPO / "configs" / "tiny.yaml"), folder / "config.yaml")  # a run's, for --resume
+    save_config(load_config(REPO / "configs" / "realm" / "tiny.yaml"), folder / "config.yaml")  # a run's, for --resume
     before, inside = snapshot(tmp_path), snapshot(folder)
     with hold_folder(folder):
         out = subprocess.run([*CLI, *[a.format(folder=folder) for a in command]], capture_output=True, text=True)

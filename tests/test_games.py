@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -11,7 +12,9 @@ from helpers import SMALL_RUN
 from sb3_realm import games
 from sb3_realm.games.realm.core import DIRECTIONS
 from sb3_realm.imitation.config import ImitationConfig
-from sb3_realm.training.config import config_to_dict, load_config
+from sb3_realm.training.config import config_to_dict, load_config, read_config_file
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 SPECS = sorted(games.GAMES.values(), key=lambda spec: spec.name)
 
@@ -72,7 +75,7 @@ def test_the_realms_protocols_are_the_evaluations():
 
 
 def test_a_config_names_its_game_and_one_without_the_key_is_a_realm_config(tmp_path):
-    config = load_config("configs/tiny.yaml", SMALL_RUN)
+    config = load_config("configs/realm/tiny.yaml", SMALL_RUN)
     assert config.game == "realm" and config.spec is games.get("realm")
     assert next(iter(config_to_dict(config))) == "game"  # config.yaml says which game first
     old = tmp_path / "old.yaml"
@@ -81,3 +84,9 @@ def test_a_config_names_its_game_and_one_without_the_key_is_a_realm_config(tmp_p
     with pytest.raises(ValueError, match=r"game = 'gorge2' is not a game of this package; choose one of"):
         load_config(old, ["game=gorge2"])
 
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.rglob("*.yaml")), ids=lambda p: p.relative_to(CONFIGS).as_posix())
+def test_every_recipe_names_the_game_of_its_folder(path):
+    game = path.relative_to(CONFIGS).parts[0]
+    assert game in games.GAMES and read_config_file(path).get("game") == game

@@ -14,8 +14,8 @@ from sb3_realm.training.run import build_model, make_vec_env
 @pytest.mark.slow
 def test_ppo_learns_the_small_map():
     torch.set_num_threads(1)
-    config = load_config("configs/tiny.yaml", ["env.usr_conf={treasure_random: 0, treasure_id: [4], max_step: 200}",
-                                               "env.n_envs=8"])
+    config = load_config("configs/realm/tiny.yaml",
+                         ["env.usr_conf={treasure_random: 0, treasure_id: [4], max_step: 200}", "env.n_envs=8"])
     venv = make_vec_env(config.env, 0)
     model = build_model(config, venv)
     env = RealmEnv(**config.env.env_kwargs())

@@ -162,7 +162,8 @@ def test_config_scales_the_maps_when_sb3_does_not():
     from sb3_realm.training.config import load_config
     from sb3_realm.training.run import build_model, make_vec_env
 
-    config = load_config("configs/ppo.yaml", ["env.n_envs=1", "env.map_name=small", "algo.hyperparams.batch_size=256"])
+    config = load_config("configs/realm/ppo.yaml",
+                         ["env.n_envs=1", "env.map_name=small", "algo.hyperparams.batch_size=256"])
     venv = make_vec_env(config.env, 0)
     model = build_model(config, venv)
     assert model.policy.normalize_images is False

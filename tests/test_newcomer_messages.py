@@ -72,7 +72,7 @@ def small_model(tmp_path_factory) -> Path:
     torch.set_num_threads(1)
     try:
         run = tmp_path_factory.mktemp("newcomer") / "run"
-        config = load_config(REPO / "configs" / "ppo.yaml",
+        config = load_config(REPO / "configs" / "realm" / "ppo.yaml",
                              [*SMALL_RUN, f"out={json.dumps(str(run))}", "total_timesteps=256"])
         _, run_dir = train(config)
     finally:

@@ -473,7 +473,7 @@ def test_the_readme_main_jobs_model_passes_the_check(tmp_path):
     with the CLI's default check (30 leaderboard games, >= 10,000 states)."""
     cli = [sys.executable, "-m", "sb3_realm.cli"]
     run = tmp_path / "quick"
-    subprocess.run([*cli, "imitate", "--config", "configs/imitate/quick.yaml", "--out",
+    subprocess.run([*cli, "imitate", "--config", "configs/realm/imitate/quick.yaml", "--out",
                     str(run), "--no-progress"], check=True, capture_output=True, cwd=Path(__file__).parents[1])
     out = subprocess.run([*cli, "build-submission", str(run / "final_model.zip"), "--out", str(run / "submission"),
                           "--check"], capture_output=True, text=True)

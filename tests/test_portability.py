@@ -38,14 +38,14 @@ def test_names_windows_cannot_create_are_refused(path, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         check_output_file(tmp_path / path / "report.json")
     with pytest.raises(ValueError, match=f"out '{path[:4]}.*{match}"):
-        load_config("configs/tiny.yaml", [f"out={path!r}"])
+        load_config("configs/realm/tiny.yaml", [f"out={path!r}"])
     assert not (tmp_path / "runs").exists()
 
 
 def test_a_study_name_windows_cannot_create_is_refused():
     from sb3_realm.tuning import StudyConfig
 
-    base = load_config("configs/tiny.yaml")
+    base = load_config("configs/realm/tiny.yaml")
     with pytest.raises(ValueError, match="--study-name 'aux'.*reserved device name"):
         StudyConfig(kind="rewards", base=base, name="aux", storage="sqlite:///runs/s.db", out="runs/s").validate()
     with pytest.raises(ValueError, match="--study-name 'a:b'.*holds ':'"):

@@ -42,7 +42,7 @@ def test_training_subproc_envs_use_the_chosen_method(monkeypatch):
     from sb3_realm.training.run import make_vec_env
 
     monkeypatch.setenv(START_METHOD_ENV, "spawn")
-    config = load_config("configs/tiny.yaml", ["env.vec_env=subproc", "env.n_envs=2"])
+    config = load_config("configs/realm/tiny.yaml", ["env.vec_env=subproc", "env.n_envs=2"])
     venv = make_vec_env(config.env, seed=0)
     try:
         assert type(venv.processes[0]).__name__ == "SpawnProcess"

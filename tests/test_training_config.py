@@ -21,7 +21,7 @@ def write(tmp_path, data) -> str:
 
 @pytest.mark.parametrize("name", ["ppo", "maskable_ppo", "recurrent_ppo", "tiny"])
 def test_shipped_configs_load(name):
-    config = load_config(f"configs/{name}.yaml")
+    config = load_config(f"configs/realm/{name}.yaml")
     assert config.algo.name in ("ppo", "maskable_ppo", "recurrent_ppo")
 
 
@@ -29,7 +29,7 @@ MAP = ["env.map_path=../shared/data/realm_map_1.json"]  # never read here: the c
 
 
 def recipe(name: str, overrides: list[str] | None = None):
-    return load_imitate_config(f"configs/imitate/{name}.yaml", overrides)
+    return load_imitate_config(f"configs/realm/imitate/{name}.yaml", overrides)
 
 
 def test_the_map_recipes_are_the_base_recipe_with_the_sweep():
@@ -180,7 +180,7 @@ def test_invalid_configs(tmp_path, data, match):
 
 
 def test_overrides_are_parsed_as_data(tmp_path):
-    config = load_config("configs/tiny.yaml", ["algo.hyperparams.n_steps=64", "env.usr_conf.max_step=50",
+    config = load_config("configs/realm/tiny.yaml", ["algo.hyperparams.n_steps=64", "env.usr_conf.max_step=50",
                                                "env.reward_weights={step: -0.01}", "seed=3", "algo.hyperparams."
                                                "learning_rate=lin_0.001"])
     assert config.algo.hyperparams["n_steps"] == 64 and config.env.usr_conf["max_step"] == 50
@@ -201,7 +201,7 @@ def test_missing_or_broken_file(tmp_path):
 
 
 def test_saved_config_round_trips(tmp_path):
-    config = load_config("configs/ppo.yaml", ["total_timesteps=1e6"])
+    config = load_config("configs/realm/ppo.yaml", ["total_timesteps=1e6"])
     assert config.total_timesteps == 1_000_000
     path = save_config(config, tmp_path / "run" / "config.yaml")
     assert load_config(path) == config

@@ -23,7 +23,7 @@ from sb3_realm.training.config import load_config
 from sb3_realm.training.run import resume_config, train
 
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
-TINY = ["--config", "configs/tiny.yaml", "--no-progress"]
+TINY = ["--config", "configs/realm/tiny.yaml", "--no-progress"]
 
 
 def test_the_progress_bar_of_train_has_its_dependencies():
@@ -34,7 +34,7 @@ def test_the_progress_bar_of_train_has_its_dependencies():
 
 
 def test_train_python_api_writes_a_complete_run(tmp_path):
-    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=1024",
+    config = load_config("configs/realm/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=1024",
                                                "checkpoint_freq=512", "eval_freq=512", "eval_games=2"])
     model, run_dir = train(config)
     assert model.num_timesteps == 1024
@@ -94,13 +94,13 @@ def test_resume_after_sigkill(tmp_path, extra_delay):
 def test_resume_errors(tmp_path):
     out = subprocess.run([*CLI, "train", "--resume", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 2 and "no config.yaml there" in out.stderr
-    out = subprocess.run([*CLI, "train", "--config", "configs/tiny.yaml", "--set", "algo.name=dqn"],
+    out = subprocess.run([*CLI, "train", "--config", "configs/realm/tiny.yaml", "--set", "algo.name=dqn"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "algo.name = 'dqn'" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_feature_version_is_recorded_and_an_old_run_warns_on_resume(tmp_path):
-    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
+    config = load_config("configs/realm/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
                                                "checkpoint_freq=512", "eval_freq=0", "progress_bar=false"])
     _, run_dir = train(config)
     assert yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["feature_version"] == \
@@ -119,7 +119,7 @@ def test_feature_version_is_recorded_and_an_old_run_warns_on_resume(tmp_path):
 
 
 def test_a_new_run_refuses_another_feature_version(tmp_path):
-    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "feature_version='1'"])
+    config = load_config("configs/realm/tiny.yaml", [f"out={tmp_path / 'run'}", "feature_version='1'"])
     with pytest.raises(ValueError, match="feature_version = '1' in the config.*remove feature_version"):
         train(config)
     assert not (tmp_path / "run").exists()
@@ -139,8 +139,8 @@ def test_resume_warning_is_one_line_from_the_cli(tmp_path):
 
 def test_a_new_run_never_writes_over_a_run_or_into_the_current_folder(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="out = '' names no folder"):
-        load_config("configs/tiny.yaml", ["out=''"])
-    tiny = Path("configs/tiny.yaml").resolve()
+        load_config("configs/realm/tiny.yaml", ["out=''"])
+    tiny = Path("configs/realm/tiny.yaml").resolve()
     monkeypatch.chdir(tmp_path)
     (tmp_path / "final_model.zip").write_bytes(b"my model")
     (tmp_path / "config.yaml").write_text("mine: 1\n", encoding="utf-8")
@@ -157,7 +157,7 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
 
 
 def test_resume_applies_new_hyperparameters_and_refuses_a_new_network_leaving_the_run_as_it_was(tmp_path):
-    config = load_config("configs/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
+    config = load_config("configs/realm/tiny.yaml", [f"out={tmp_path / 'run'}", "total_timesteps=512",
                                                "checkpoint_freq=512", "eval_freq=0", "progress_bar=false"])
     _, run_dir = train(config)
     before = _snapshot(run_dir)
@@ -199,7 +199,7 @@ def test_a_cli_run_logs_route_images_and_its_config_to_tensorboard(tmp_path):
     assert images[0].width > 100 and images[0].height > 100
     # the run's config as HParams (the HPARAMS tab compares runs by what they were trained with)
     assert any(b"algo.hyperparams.n_steps" in content for content in hparams.values()), list(hparams)
-    none = load_config("configs/tiny.yaml", ["eval_route_every=0"])
+    none = load_config("configs/realm/tiny.yaml", ["eval_route_every=0"])
     assert none.eval_route_every == 0
 
 
@@ -208,9 +208,10 @@ def test_a_resumed_run_evaluates_and_saves_at_the_steps_of_an_uninterrupted_one(
     checkpoint predates, then resumed, lists each evaluation step once, the same steps as a run that never stopped."""
     common = ["eval_freq=256", "checkpoint_freq=384", "eval_games=2", "keep_checkpoints=10", "progress_bar=false",
               "env.map_name=small"]
-    whole, _ = train(load_config("configs/tiny.yaml", [f"out={tmp_path / 'whole'}", "total_timesteps=1536", *common]))
+    whole, _ = train(load_config("configs/realm/tiny.yaml",
+                                 [f"out={tmp_path / 'whole'}", "total_timesteps=1536", *common]))
     cut = tmp_path / "cut"
-    train(load_config("configs/tiny.yaml", [f"out={cut}", "total_timesteps=1024", *common]))
+    train(load_config("configs/realm/tiny.yaml", [f"out={cut}", "total_timesteps=1024", *common]))
     for ckpt in list_checkpoints(cut / "checkpoints"):  # as killed after step 1024's evaluation, before its checkpoint
         if int(ckpt.name.split("_")[1]) > 768:
             shutil.rmtree(ckpt)

@@ -43,7 +43,7 @@ from sb3_realm.tuning.study import StudyConfig, _check_budget, _optimize, _Surpl
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
-TINY = ["--config", "configs/tiny.yaml", "--total-steps", "512", "--eval-games", "2", "--eval-freq", "256",
+TINY = ["--config", "configs/realm/tiny.yaml", "--total-steps", "512", "--eval-games", "2", "--eval-freq", "256",
         "--set", "checkpoint_freq=100000", "--no-progress", "--sampler-seed", "0"]
 NAN_WEIGHTS = {"progress": 1e300}  # finite, but the shaped returns overflow to inf and the loss to NaN
 
@@ -70,7 +70,8 @@ def _scratch_trial():
 
 
 # ---------------------------------------------------------------------------------------------- spaces
-@pytest.mark.parametrize("config", ["configs/ppo.yaml", "configs/maskable_ppo.yaml", "configs/recurrent_ppo.yaml"])
+@pytest.mark.parametrize("config", ["configs/realm/ppo.yaml", "configs/realm/maskable_ppo.yaml",
+                                    "configs/realm/recurrent_ppo.yaml"])
 def test_hparam_space_converts_to_valid_configs(config):
     base = load_config(config)
     for _ in range(5):
@@ -93,7 +94,7 @@ def test_hparam_space_converts_to_valid_configs(config):
 
 
 def test_reward_space_defaults_and_curriculum():
-    base = load_config("configs/tiny.yaml")
+    base = load_config("configs/realm/tiny.yaml")
     first = baseline_params("rewards", base)
     assert first == RewardWeights().to_dict()
     assert convert_rewards(first, base).env.reward_weights == RewardWeights().to_dict()
@@ -115,7 +116,7 @@ def test_storage_errors(tmp_path):
     assert storage_kind("postgresql://u@h/db") == "rdb"
     with pytest.raises(ValueError, match="not a supported storage; use sqlite:///PATH.db"):
         storage_kind("redis://localhost")
-    config = StudyConfig("rewards", load_config("configs/tiny.yaml"), "s", f"sqlite:///{tmp_path}/s.db",
+    config = StudyConfig("rewards", load_config("configs/realm/tiny.yaml"), "s", f"sqlite:///{tmp_path}/s.db",
                          str(tmp_path))
     with pytest.raises(ValueError, match="SQLite is for one worker process; use --storage journal:///"):
         run_study(config, workers=2)
@@ -132,7 +133,7 @@ class _AlwaysPrune(optuna.pruners.BasePruner):
 def test_pruner_stops_the_trial(tmp_path, mode):
     """The objective reports to the pruner and stops as soon as it says so: during training (one report per
     evaluation) or, for Wilcoxon, after the first held-out game of the final model."""
-    base = load_config("configs/tiny.yaml", ["total_timesteps=2048", "eval_freq=512", "eval_games=3",
+    base = load_config("configs/realm/tiny.yaml", ["total_timesteps=2048", "eval_freq=512", "eval_games=3",
                                               "checkpoint_freq=100000"])
     config = StudyConfig("rewards", base, "s", f"sqlite:///{tmp_path}/s.db", str(tmp_path), pruner=mode)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -235,7 +236,7 @@ def test_racing_workers_keep_the_exact_budget(tmp_path, caplog):
     """Two workers that both saw one free slot each start a trial: the later-numbered one ends at once, FAILED with
     ``surplus`` (no training, no warning in the log), counts for nothing, and an enqueued one goes back in the
     queue with its parameters."""
-    base = load_config("configs/tiny.yaml", ["total_timesteps=512", "checkpoint_freq=100000"])
+    base = load_config("configs/realm/tiny.yaml", ["total_timesteps=512", "checkpoint_freq=100000"])
     extra = {**RewardWeights().to_dict(), "treasure": 7.0}
     config = StudyConfig("rewards", base, "race", f"journal://{tmp_path}/study.log", str(tmp_path / "out"),
                          n_trials=2, enqueue=[extra])
@@ -363,7 +364,7 @@ def test_postgresql_study_with_two_workers(tmp_path, postgres_url):
 
 
 def test_enqueued_params_with_unknown_keys_are_refused(tmp_path):
-    base = load_config("configs/tiny.yaml")
+    base = load_config("configs/realm/tiny.yaml")
     kwargs = {"storage": f"sqlite:///{tmp_path}/s.db", "out": str(tmp_path)}
     with pytest.raises(ValueError, match=r"--enqueue \{'treasur': 2.0\}: unknown keys \['treasur'\]; the parameters "
                                          r"of this rewards study are \['treasure', 'end', "):
@@ -385,7 +386,7 @@ def test_a_study_created_by_two_scripts_at_once_is_joined(tmp_path, monkeypatch)
     from sb3_realm.tuning import storage as storage_module
     from sb3_realm.tuning import study as study_module
 
-    config = study_module.StudyConfig(kind="rewards", base=load_config("configs/tiny.yaml"), name="race",
+    config = study_module.StudyConfig(kind="rewards", base=load_config("configs/realm/tiny.yaml"), name="race",
                                       storage=f"sqlite:///{tmp_path / 'study.db'}", out=str(tmp_path)).validate()
     calls = {"storage": 0, "create": 0}
 

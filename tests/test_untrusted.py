@@ -128,7 +128,7 @@ def test_resume_never_unpickles_a_checkpoint_or_its_statistics(tmp_path):
     overrides = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=32", "algo.hyperparams.batch_size=64",
                  "eval_freq=0", "progress_bar=false", "checkpoint_freq=64", "env.normalize_reward=true",
                  f"out={json.dumps(str(run))}", "total_timesteps=64"]
-    train(load_config("configs/tiny.yaml", overrides))
+    train(load_config("configs/realm/tiny.yaml", overrides))
     (ckpt,) = sorted((run / "checkpoints").iterdir())
     assert (ckpt / "vecnormalize.json").is_file() and not (ckpt / "vecnormalize.pkl").exists()
     marker = tmp_path / "marker"

@@ -1,8 +1,8 @@
 """Optuna study over the hyperparameters of the config's algorithm (PPO / MaskablePPO / RecurrentPPO) and its MLP,
 judged by the mean competition score on the config's held-out games (never the shaped reward).
 
-    python tuning/tune_hparams.py --config configs/ppo.yaml --n-trials 50 [--storage URL] [--study-name S] [--workers K]
-                             [--set key=value ...] [--out DIR] [--pruner median|wilcoxon|halving|none]
+    python tuning/tune_hparams.py --config configs/realm/ppo.yaml --n-trials 50 [--storage URL] [--study-name S]
+                             [--workers K] [--set key=value ...] [--out DIR] [--pruner median|wilcoxon|halving|none]
 
 `python tuning/tune_hparams.py --help` lists every option; docs/tuning.md shows storages,
 several workers and machines, and replaying a trial with `sb3-realm train --from-study URL STUDY [--trial N]`.

@@ -115,7 +115,7 @@ class RealmExtractor(NetExtractor):
 
 class FoveaExtractor(NetExtractor):
     """Full resolution near the hero, coarse far away (:class:`~sb3_realm.nets.FoveaNet`): the fastest extractor on
-    a CPU, the one of ``configs/ppo.yaml``.
+    a CPU, the one of ``configs/realm/ppo.yaml``.
 
     The 17 x 17 cells around the hero at full resolution and the 3 x 3 block averages of the whole 51 x 51 maps are
     stacked and go through one small CNN (17 -> 8 -> 6), fused with an MLP over the vector.

@@ -46,17 +46,33 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"{where}: {problem}"
 
 
-#: recipes that were renamed: the old file name -> the new path under ``configs/``; a config path that does not exist
-#: and ends in an old name gets one line naming the new one
+#: recipes that were renamed or moved: the old path's end (its file name, or its last folder and file name) -> the new
+#: path under ``configs/``; a config path that does not exist and ends in an old one gets one line naming the new one
 RENAMED_CONFIGS: dict[str, str] = {
-    "imitate.yaml": "imitate/base.yaml", "imitate_default_map.yaml": "imitate/fifteen_minutes.yaml",
-    "imitate_default_map_all_sets.yaml": "imitate/all_sets.yaml",
-    "imitate_default_map_slow.yaml": "imitate/past_the_oracle.yaml",
-    "imitate_real_map.yaml": "imitate/competition_fifteen_minutes.yaml",
-    "imitate_real_map_all_sets.yaml": "imitate/competition_all_sets.yaml",
-    "imitate_real_map_slow.yaml": "imitate/competition_oracle_level.yaml",
-    "imitate_real_map_refined.yaml": "imitate/competition_past_the_oracle.yaml",
+    "imitate.yaml": "realm/imitate/base.yaml", "imitate_default_map.yaml": "realm/imitate/fifteen_minutes.yaml",
+    "imitate_default_map_all_sets.yaml": "realm/imitate/all_sets.yaml",
+    "imitate_default_map_slow.yaml": "realm/imitate/past_the_oracle.yaml",
+    "imitate_real_map.yaml": "realm/imitate/competition_fifteen_minutes.yaml",
+    "imitate_real_map_all_sets.yaml": "realm/imitate/competition_all_sets.yaml",
+    "imitate_real_map_slow.yaml": "realm/imitate/competition_oracle_level.yaml",
+    "imitate_real_map_refined.yaml": "realm/imitate/competition_past_the_oracle.yaml",
+    # the recipes of the first game moved into its folder, configs/realm/
+    **{name: f"realm/{name}" for name in ("ppo.yaml", "maskable_ppo.yaml", "recurrent_ppo.yaml", "tiny.yaml",
+                                          "finetune.yaml")},
+    **{f"imitate/{name}.yaml": f"realm/imitate/{name}.yaml"
+       for name in ("base", "quick", "fifteen_minutes", "all_sets", "past_the_oracle", "competition_fifteen_minutes",
+                    "competition_all_sets", "competition_oracle_level", "competition_past_the_oracle")},
 }
+
+
+def _renamed(path: Path) -> str | None:
+    """The new path under ``configs/`` of a recipe that was renamed or moved, when ``path`` ends in its old one."""
+    parts = path.as_posix().split("/")
+    for n in (2, 1):
+        new = RENAMED_CONFIGS.get("/".join(parts[-n:])) if len(parts) >= n else None
+        if new is not None and not path.as_posix().endswith(new):
+            return new
+    return None
 
 
 def _read_yaml(path: str | os.PathLike) -> dict:
@@ -64,19 +80,20 @@ def _read_yaml(path: str | os.PathLike) -> dict:
     p = Path(path)
     problem = not_a_file(path)
     if problem:
-        renamed = RENAMED_CONFIGS.get(p.name) if p.name and not p.exists() else None
+        renamed = _renamed(p) if p.name and not p.exists() else None
         if renamed:
             raise ValueError(f"config file {str(path)!r} {problem}: that recipe is now configs/{renamed} (the "
-                             "recipes were renamed by purpose); pass --config configs/" + renamed)
+                             "recipes are named by purpose, in the folder of their game); pass --config configs/"
+                             + renamed)
         raise ValueError(f"config file {str(path)!r} {problem}; see configs/ for examples")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it (configs/ppo.yaml "
-                         "shows the shape)") from exc
+        raise ValueError(f"config file {str(p)!r} is not valid YAML{_yaml_problem(exc)}; fix it "
+                         "(configs/realm/ppo.yaml shows the shape)") from exc
     if not isinstance(data, dict):
         raise ValueError(f"config file {str(p)!r} holds a {type(data).__name__}, not a mapping of keys (seed:, "
-                         "env:, algo:, ...); see configs/ppo.yaml for the shape")
+                         "env:, algo:, ...); see configs/realm/ppo.yaml for the shape")
     return data
 
 

@@ -65,5 +65,5 @@ SPEC = GameSpec(
     # action k % 8 walks DIRECTIONS[k] (unit vectors in world x, z; +z is action 2), one cell per axis at most
     directions=tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS),
     plot_route=plot_route,
-    config_dir="configs",
+    config_dir="configs/realm",
 )
