@@ -208,18 +208,19 @@ class _HarnessProcess:
 class SubmissionProcess(_HarnessProcess):
     """A submission's Agent in its own guarded process, serving the evaluation loop: of ``folder`` itself
     (``model_pool`` None: as the platform evaluates a code package) or of ``folder``, a model a training task
-    saved, loaded as the platform's model loader does into the model-pool folder ``model_pool``."""
+    saved, loaded as the platform's model loader does into the model-pool folder ``model_pool``. ``game``: the game
+    it plays (None: the one the folder's manifest records, else the default game)."""
 
     def __init__(self, folder: str | os.PathLike, *, layout: str | None = None,
-                 model_pool: str | os.PathLike | None = None) -> None:
+                 model_pool: str | os.PathLike | None = None, game: str | None = None) -> None:
         folder = Path(folder).resolve()
-        game = folder_game(folder)
+        game_spec = games.get(game) if game is not None else folder_game(folder)
         if model_pool is None:
             layout = read_manifest(folder)["layout"]
-            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game.protocol_file)]
+            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game_spec.protocol_file)]
         else:
-            args = ["eval-model", str(LAYOUTS[layout or game.layouts[0]]), str(folder),
-                    str(Path(model_pool).resolve()), str(game.protocol_file)]
+            args = ["eval-model", str(LAYOUTS[layout or game_spec.layouts[0]]), str(folder),
+                    str(Path(model_pool).resolve()), str(game_spec.protocol_file)]
         super().__init__(args, folder)
         self.hello = self._recv_or_fail("failed to start")
         if "error" in self.hello:

@@ -99,7 +99,7 @@ def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *
             first = task["saves"][0]
             try:
                 sub = SubmissionProcess(first["model_dir"], layout=manifest["layout"],
-                                        model_pool=Path(task_dir) / "model_pool")
+                                        model_pool=Path(task_dir) / "model_pool", game=manifest_game(manifest).name)
             except RuntimeError as exc:  # the saved model does not load as the platform loads it
                 return {"ok": False, "platform_task": _summary(task), "evaluated_model_id": first["id"],
                         "evaluation_error": str(exc), "states": 0, "identical_actions": False,
