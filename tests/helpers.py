@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 from sb3_realm.games.realm import RealmMap
 
 REPO = Path(__file__).resolve().parents[1]
+#: the 10 open Gorge Chase maps (Tencent's data, not in the repository): ``$SB3_REALM_GORGE_MAPS``, else beside the
+#: checkout
+GORGE_MAPS = Path(os.environ.get("SB3_REALM_GORGE_MAPS") or REPO.parent / "shared" / "data" / "gorge")
+
+
+def gorge_maps_dir() -> Path:
+    """The folder of the 10 open Gorge Chase maps; the calling test skips without them, or fails where
+    ``SB3_REALM_REQUIRE_REAL_MAP=1`` (CI on this machine)."""
+    if not all((GORGE_MAPS / f"gorge_chase_map_{k}.json").is_file() for k in range(1, 11)):
+        message = (f"the 10 open Gorge Chase maps were not found in {GORGE_MAPS}; set SB3_REALM_GORGE_MAPS to the "
+                   "folder of gorge_chase_map_<k>.json (it is ../shared/data/gorge beside the checkout)")
+        if os.environ.get("SB3_REALM_REQUIRE_REAL_MAP", "") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return GORGE_MAPS
 
 
 def strip_feature_version(model_zip: str | Path, out: str | Path | None = None) -> Path:
