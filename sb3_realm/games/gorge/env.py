@@ -1,0 +1,272 @@
+"""The Gymnasium env of Gorge Chase: a thin adapter around :class:`~sb3_realm.games.gorge.core.Game` that feeds the
+platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`) to :func:`.features.encode`."""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .core import FAILED, Game
+from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, action_mask, encode
+from .maps import GorgeMap, load_map, map_from_dict
+from .observation import env_obs
+from .rewards import TERMS, RewardWeights, potential, reward_terms
+from .rules import GorgeConfig, Rules, choose_map_id
+
+__all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map"]
+
+#: the maps shipped in ``sb3_realm/games/gorge/data`` (``gorge_own_<k>.json``); "default" is the first
+SHIPPED_MAPS = ("own_1", "own_2", "own_3", "own_4", "own_5")
+_OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
+
+
+def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
+    """The env's observation and action spaces (those of every map)."""
+    observation = spaces.Dict({
+        "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
+        "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
+    })
+    return observation, spaces.Discrete(N_ACTIONS)
+
+
+@lru_cache(maxsize=len(SHIPPED_MAPS))
+def shipped_map(name: str) -> GorgeMap:
+    """A shipped map by name: ``"own_1"`` .. ``"own_5"`` or ``"default"`` (= ``"own_1"``)."""
+    key = SHIPPED_MAPS[0] if name == "default" else name
+    if key not in SHIPPED_MAPS:
+        raise ValueError(f"map name {name!r} is not a shipped map; choose one of {['default', *SHIPPED_MAPS]} or pass "
+                         "the path of a gorge_chase_map_<k>.json")
+    text = (resources.files("sb3_realm.games.gorge") / "data" / f"gorge_{key}.json").read_text(encoding="utf-8")
+    return map_from_dict(json.loads(text), name=key)
+
+
+def _map_id(name: str) -> int:
+    """The platform's map id of an open map file (``gorge_chase_map_<k>.json``), else 0."""
+    found = _OPEN_MAP.search(name)
+    return int(found.group(1)) if found else 0
+
+
+class GorgeEnv(gym.Env):
+    """Gorge Chase as a Gymnasium env.
+
+    Observation: ``Dict(maps=Box(0, 255, (7, 21, 21), uint8), vector=Box(-1, 1, (80,), float32))`` from
+    :mod:`.features`. Action: ``Discrete(16)`` (0..7 move, 8..15 flash in direction ``a - 8``); the legal ones come
+    from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~.rewards.TERMS`.
+
+    ``info["reward_terms"]`` holds every term of the step; at the end of an episode ``info`` also has the competition
+    ``score``, ``steps``, ``treasures``, ``flash_used``, ``buff_used``, ``caught``, ``caught_after_speedup`` and
+    ``map``.
+
+    Each episode plays one map, drawn with ``self.np_random`` from the configured list: ``map_path`` (one file),
+    else ``map_names``, else ``map_name``. A name is a shipped map (``"default"``, ``"own_1"`` .. ``"own_5"``), an
+    open map id ``"open_<k>"`` read from ``maps_dir`` as ``gorge_chase_map_<k>.json``, or a path to a map file. With
+    ``maps_dir`` and neither ``map_path`` nor ``map_names``, the open maps of ``usr_conf["map"]`` are played as the
+    platform chooses them (``map_random``).
+
+    :param map_path: one map file in the open maps' format.
+    :param map_name: the map played when neither ``map_path``, ``map_names`` nor ``maps_dir`` is given.
+    :param map_names: names or paths of the maps to draw from per episode.
+    :param maps_dir: the folder of the open maps ``gorge_chase_map_<k>.json``.
+    :param reward_weights: :class:`RewardWeights` or a dict of weights (missing keys keep their defaults).
+    :param render_mode: None or ``"rgb_array"``.
+    :param rules: the engine values (default: those in force on the platform).
+    :param usr_conf: the keys of :class:`~sb3_realm.games.gorge.rules.GorgeConfig` (``treasure_count``,
+        ``buff_count``, ``buff_cooldown``, ``talent_cooldown``, ``monster_interval``, ``monster_speedup``,
+        ``max_step``, ``map``, ``map_random``); ``reset(options=usr_conf)`` overrides them for one episode.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(
+        self,
+        *,
+        map_path: str | os.PathLike | None = None,
+        map_name: str = "default",
+        map_names: Sequence[str] | None = None,
+        maps_dir: str | os.PathLike | None = None,
+        reward_weights: RewardWeights | Mapping | None = None,
+        render_mode: str | None = None,
+        rules: Rules | None = None,
+        **usr_conf: Any,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode = {render_mode!r} is not supported; use None or 'rgb_array'")
+        if rules is not None and not isinstance(rules, Rules):
+            raise ValueError(f"rules = {rules!r} is not a Rules; pass Rules(...) or leave it out")
+        if isinstance(map_names, str) or (map_names is not None and (
+                not isinstance(map_names, Sequence) or not map_names)):
+            raise ValueError(f"map_names = {map_names!r}; pass a non-empty list of map names or paths, e.g. "
+                             "['own_1', 'own_2']")
+        self.render_mode = render_mode
+        self.rules = rules if rules is not None else Rules()
+        self.maps_dir = Path(maps_dir).expanduser() if maps_dir is not None else None
+        if self.maps_dir is not None and not self.maps_dir.is_dir():
+            raise ValueError(f"maps_dir = {str(maps_dir)!r} is not a folder; pass the folder of "
+                             "gorge_chase_map_<k>.json")
+        self.base_config = GorgeConfig.from_usr_conf(usr_conf)
+        if map_path is not None:
+            self.map_names: tuple[str, ...] | None = (os.fspath(map_path),)
+        elif map_names is not None:
+            self.map_names = tuple(str(n) for n in map_names)
+        elif self.maps_dir is None:
+            self.map_names = (map_name,)
+        else:
+            self.map_names = None  # open maps of usr_conf["map"]
+        for name in self.map_names or ():
+            self._load(name)  # fail on a bad name now, not at the first reset
+        self.reward_weights = reward_weights
+        self.observation_space, self.action_space = env_spaces()
+        self.game: Game | None = None
+        self.map = ""
+        self.map_id = 0
+        self.episodes = 0
+        self.features = FeatureState()
+        self._obs: dict = {}
+        self._phi = 0.0
+        self._episode_terms = [0.0] * len(TERMS)
+
+    # ------------------------------------------------------------------------------------------ maps
+    def _load(self, name: str) -> GorgeMap:
+        if name == "default" or name in SHIPPED_MAPS:
+            return shipped_map(name)
+        if name.startswith("open_") and name[5:].isdigit():
+            if self.maps_dir is None:
+                raise ValueError(f"map {name!r} is an open map id; pass maps_dir=FOLDER holding "
+                                 f"gorge_chase_map_{name[5:]}.json")
+            return load_map(self.maps_dir / f"gorge_chase_map_{int(name[5:])}.json")
+        if name.endswith(".json"):
+            return load_map(name)
+        raise ValueError(f"map {name!r} is neither a shipped map ({['default', *SHIPPED_MAPS]}), an open map id "
+                         "'open_<k>' (with maps_dir) nor a path to a .json map file")
+
+    def _choose_map(self, config: GorgeConfig) -> tuple[str, int, GorgeMap]:
+        if self.map_names is None:  # maps_dir without map names: the platform's choice among usr_conf["map"]
+            map_id = choose_map_id(config, self.episodes, self.np_random)
+            name = f"open_{map_id}"
+            return name, map_id, self._load(name)
+        names = self.map_names
+        name = names[0] if len(names) == 1 else names[int(self.np_random.integers(len(names)))]
+        map_id = int(name[5:]) if name.startswith("open_") else _map_id(name)
+        return name, map_id, self._load(name)
+
+    # ------------------------------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None,
+              options: Mapping | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        config = self.base_config
+        if options:
+            config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **dict(options)})
+        super().reset(seed=seed)
+        self.map, self.map_id, game_map = self._choose_map(config)
+        self.episodes += 1
+        self.game = Game(game_map, self.rules)
+        self.game.reset(config, self.np_random)
+        self.features.reset()
+        self._phi = potential(self.game)
+        self._episode_terms = [0.0] * len(TERMS)
+        return self._observe(), {"map": self.map, "usr_conf": config.to_usr_conf()}
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        game = self._game()
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action.item()
+        events = game.step(action)
+        phi = potential(game)
+        terms = reward_terms(events, self._phi, phi)
+        self._phi = phi
+        self._episode_terms = list(map(operator.add, self._episode_terms, terms))
+        reward = float(sum(map(operator.mul, self._weight_list, terms)))
+        info: dict[str, Any] = {"reward_terms": dict(zip(TERMS, terms, strict=True))}
+        if game.terminated or game.truncated:
+            info.update(self.episode_summary())
+        return self._observe(), reward, game.terminated, game.truncated, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        return render_frame(self._game())
+
+    # ------------------------------------------------------------------------------------------ extras
+    @property
+    def reward_weights(self) -> RewardWeights:
+        return self._reward_weights
+
+    @reward_weights.setter
+    def reward_weights(self, value: RewardWeights | Mapping | None) -> None:
+        self._reward_weights = value if isinstance(value, RewardWeights) else RewardWeights.from_dict(value)
+        self._weight_list = self._reward_weights.as_list()
+
+    def set_reward_weights(self, weights: RewardWeights | Mapping) -> None:
+        """Replace the reward weights (callable through ``VecEnv.env_method``)."""
+        self.reward_weights = weights
+
+    def set_config(self, **usr_conf: Any) -> None:
+        """Change the default episode configuration from the next reset on (for curricula via ``env_method``)."""
+        self.base_config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **usr_conf})
+
+    def action_masks(self) -> np.ndarray:
+        """(16,) bool legal actions for MaskablePPO: the observation's ``legal_action``."""
+        self._game()
+        return action_mask(self._obs["observation"])
+
+    def platform_obs(self) -> dict:
+        """The current state as the platform's ``env_obs`` dict (spec 6.2)."""
+        self._game()
+        return self._obs
+
+    def episode_summary(self) -> dict:
+        """Competition metrics of the current episode (complete once it is over)."""
+        game = self._game()
+        caught = game.status == FAILED
+        return {
+            "score": float(game.total_score),
+            "steps": int(game.step_no),
+            "treasures": int(game.treasures_collected),
+            "flash_used": int(game.flash_count),
+            "buff_used": int(game.buff_pickups),
+            "caught": caught,
+            "caught_after_speedup": caught and game.boosted,
+            "map": self.map,
+            "episode_reward_terms": dict(zip(TERMS, self._episode_terms, strict=True)),
+        }
+
+    def _game(self) -> Game:
+        if self.game is None:
+            raise ValueError("the env has no episode yet; call env.reset() first")
+        return self.game
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        self._obs = env_obs(self._game(), "0", self.map_id)
+        maps, vector = encode(self._obs["observation"], self.features)
+        return {"maps": maps, "vector": vector}
+
+
+# ------------------------------------------------------------------------------------------------------ render
+_SCALE = 4
+_ROAD, _WALL = (200, 200, 190), (40, 40, 50)
+_HERO, _MONSTER, _TREASURE, _BUFF, _BUFF_WAITING = (40, 110, 240), (220, 40, 40), (240, 200, 30), (40, 190, 80), (
+    120, 160, 120)
+
+
+def render_frame(game: Game) -> np.ndarray:
+    """An RGB frame of the whole map, ``(4 * H, 4 * W, 3)`` uint8: walls, road, treasures, buffs, monsters, hero."""
+    walkable = game.game_map.walkable
+    frame = np.where(walkable[..., None], np.array(_ROAD, np.uint8), np.array(_WALL, np.uint8))  # (H, W, 3)
+    for t in game.treasures:
+        frame[t.cell[1], t.cell[0]] = _TREASURE
+    for b in game.buffs:
+        frame[b.cell[1], b.cell[0]] = _BUFF if b.visible else _BUFF_WAITING
+    for m in game.monsters:
+        frame[m.cell[1], m.cell[0]] = _MONSTER
+    frame[game.hero[1], game.hero[0]] = _HERO
+    return np.repeat(np.repeat(frame, _SCALE, axis=0), _SCALE, axis=1).astype(np.uint8)  # (4H, 4W, 3)

@@ -1,0 +1,109 @@
+"""Gorge Chase reward terms and their weights. The reward is ``sum(weight * term)``; the competition score never uses
+them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .core import Game, StepEvents
+from .maps import UNREACHABLE
+
+__all__ = ["RewardWeights", "TERMS", "REWARD_RANGES", "DISTANCE_CAP", "monster_distance", "potential",
+           "reward_terms"]
+
+TERMS = ("survive", "treasure", "monster_distance", "buff", "flash", "flash_waste", "caught")
+DISTANCE_CAP = 30  # cells: a monster farther than this (or none) counts as this far in the distance potential
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weight of each reward term (the term's unit in brackets).
+
+    :param survive: every step the hero is not caught [0/1].
+    :param treasure: per treasure collected in the step [count].
+    :param monster_distance: potential-based shaping ``phi(s') - phi(s)`` with ``phi = min(d, 30) / 30``, ``d`` the
+        4-connected path length from the hero to the nearest monster (Chebyshev distance when no path exists) [0..1].
+    :param buff: picking up a speed buff [0/1].
+    :param flash: a flash was executed (the cooldown started) [0/1].
+    :param flash_waste: a flash that moved nothing: on cooldown or with no landing cell [0/1].
+    :param caught: a monster caught the hero in this step (the episode ends) [0/1].
+    """
+
+    survive: float = 0.01
+    treasure: float = 1.0
+    monster_distance: float = 1.0
+    buff: float = 0.1
+    flash: float = 0.0
+    flash_waste: float = -0.05
+    caught: float = -5.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise ValueError(f"RewardWeights.{f.name} = {v!r}; it must be a finite number")
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> RewardWeights:
+        """Build from a dict; unknown keys raise ``ValueError`` listing the valid ones."""
+        data = dict(data or {})
+        unknown = sorted(set(data) - set(TERMS))
+        if unknown:
+            raise ValueError(f"unknown reward weight keys {unknown}; valid keys are {list(TERMS)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    def as_list(self) -> list[float]:
+        """The weights in the order of :data:`TERMS`."""
+        return [float(getattr(self, t)) for t in TERMS]
+
+
+def monster_distance(game: Game, cap: int = DISTANCE_CAP) -> int:
+    """Cells from the hero to the nearest monster, capped at ``cap``: the 4-connected path length (the search stops
+    at ``cap``), or the Chebyshev distance for a monster with no path; ``cap`` when there is no monster."""
+    if not game.monsters:
+        return cap
+    hx, hz = game.hero
+    cells = [m.cell for m in game.monsters]
+    chebyshev = min(max(abs(x - hx), abs(z - hz)) for x, z in cells)
+    if chebyshev >= cap or not game.game_map.is_road(hx, hz):
+        return min(chebyshev, cap)
+    paths = game.game_map.distances_to(hx, hz, cells, anchors=[(hx, hz)], margin=cap)
+    path = min(paths)
+    return min(path if path < UNREACHABLE else chebyshev, cap)
+
+
+def potential(game: Game, cap: int = DISTANCE_CAP) -> float:
+    """``min(d, cap) / cap`` with ``d`` of :func:`monster_distance`: 1 far from every monster, 0 on one."""
+    return monster_distance(game, cap) / cap
+
+
+def reward_terms(events: StepEvents, phi_before: float, phi_after: float) -> list[float]:
+    """Values of the terms for the step just played, in the order of :data:`TERMS`."""
+    return [
+        0.0 if events.caught else 1.0,
+        float(len(events.treasures)),
+        phi_after - phi_before,
+        float(events.buff is not None),
+        float(events.flash),
+        float(events.flash_on_cooldown or events.flash_in_place),
+        float(events.caught),
+    ]
+
+
+#: the range a reward tuning study samples each weight from, ``(low, high, log)``: every default weight lies inside
+#: its range, so the defaults can be the first trial
+REWARD_RANGES: dict[str, tuple[float, float, bool]] = {
+    "survive": (0.0, 0.1, False),
+    "treasure": (0.1, 10.0, True),
+    "monster_distance": (0.0, 5.0, False),
+    "buff": (0.0, 1.0, False),
+    "flash": (-0.5, 0.5, False),
+    "flash_waste": (-0.5, 0.0, False),
+    "caught": (-20.0, 0.0, False),
+}
