@@ -10,6 +10,8 @@ import pytest
 from helpers import SMALL_RUN
 
 from sb3_realm import games
+from sb3_realm.games.gorge import rewards as gorge_rewards
+from sb3_realm.games.realm import rewards as realm_rewards
 from sb3_realm.games.realm.core import DIRECTIONS
 from sb3_realm.imitation.config import ImitationConfig
 from sb3_realm.training.config import config_to_dict, load_config, read_config_file
@@ -45,6 +47,20 @@ def test_a_spec_builds_its_env_whose_spaces_it_states(spec):
     assert action.n == spec.features.N_ACTIONS == 16
     for env_id in spec.env_ids:
         assert isinstance(gym.make(env_id).unwrapped, type(env))
+
+
+@pytest.mark.parametrize("weights", [realm_rewards, gorge_rewards], ids=["realm", "gorge"])
+def test_reward_weights_are_their_terms_in_order(weights):
+    """Each game's weights class checks, reads and lists its weights by the same terms its env reports."""
+    assert weights.RewardWeights.terms() == weights.TERMS
+    default = weights.RewardWeights()
+    assert default.as_list() == [default.to_dict()[t] for t in weights.TERMS]
+    term = weights.TERMS[0]
+    assert weights.RewardWeights.from_dict({term: 0.5}).to_dict()[term] == 0.5
+    with pytest.raises(ValueError, match=r"unknown reward weight keys \['nope'\]; valid keys are"):
+        weights.RewardWeights.from_dict({"nope": 1.0})
+    with pytest.raises(ValueError, match=rf"RewardWeights.{term} must be a finite number, got nan"):
+        weights.RewardWeights(**{term: float("nan")})
 
 
 def test_the_realms_directions_are_its_cores_and_action_2_is_plus_z():

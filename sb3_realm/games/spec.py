@@ -9,14 +9,14 @@ algorithm. Models, agents, evaluation, training, imitation, export, tuning and t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import numpy as np
 
-__all__ = ["GameSpec", "ExpertOptions", "GameEnv"]
+__all__ = ["GameSpec", "ExpertOptions", "GameEnv", "TermWeights"]
 
 
 class GameEnv(Protocol):
@@ -43,6 +43,39 @@ class GameEnv(Protocol):
     def competition_obs(self) -> tuple[Any, Any]: ...
 
     def episode_summary(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class TermWeights:
+    """Base of a game's reward weights: a frozen dataclass whose fields, in order, are the game's reward terms and
+    hold their weights. The game's class adds the fields with their defaults and units."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise ValueError(f"{type(self).__name__}.{f.name} must be a finite number, got {v!r}")
+
+    @classmethod
+    def terms(cls) -> tuple[str, ...]:
+        """The reward terms, in the order of the fields."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> Self:
+        """Build from a dict; unknown keys raise ``ValueError`` listing the valid ones."""
+        data = dict(data or {})
+        unknown = sorted(set(data) - set(cls.terms()))
+        if unknown:
+            raise ValueError(f"unknown reward weight keys {unknown}; valid keys are {list(cls.terms())}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    def as_list(self) -> list[float]:
+        """The weights in the order of the terms."""
+        return [float(getattr(self, t)) for t in self.terms()]
 
 
 @dataclass(frozen=True)

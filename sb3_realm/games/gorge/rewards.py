@@ -3,11 +3,9 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
-import numpy as np
-
+from ..spec import TermWeights
 from .core import Game, StepEvents
 from .maps import UNREACHABLE
 
@@ -19,7 +17,7 @@ DISTANCE_CAP = 30  # cells: a monster farther than this (or none) counts as this
 
 
 @dataclass(frozen=True)
-class RewardWeights:
+class RewardWeights(TermWeights):
     """Weight of each reward term (the term's unit in brackets).
 
     :param survive: every step the hero is not caught [0/1].
@@ -39,28 +37,6 @@ class RewardWeights:
     flash: float = 0.0
     flash_waste: float = -0.05
     caught: float = -5.0
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
-                raise ValueError(f"RewardWeights.{f.name} = {v!r}; it must be a finite number")
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> RewardWeights:
-        """Build from a dict; unknown keys raise ``ValueError`` listing the valid ones."""
-        data = dict(data or {})
-        unknown = sorted(set(data) - set(TERMS))
-        if unknown:
-            raise ValueError(f"unknown reward weight keys {unknown}; valid keys are {list(TERMS)}")
-        return cls(**data)
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
-
-    def as_list(self) -> list[float]:
-        """The weights in the order of :data:`TERMS`."""
-        return [float(getattr(self, t)) for t in TERMS]
 
 
 def monster_distance(game: Game, cap: int = DISTANCE_CAP) -> int:

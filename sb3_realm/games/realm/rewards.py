@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
-import numpy as np
-
+from ..spec import TermWeights
 from .core import Game, StepEvents
 
 __all__ = ["RewardWeights", "TERMS", "REWARD_RANGES", "potential", "progress_spacing", "reward_terms"]
@@ -17,7 +15,7 @@ _FAR = 256  # cap, in cells, of the distance used by the progress potential (als
 
 
 @dataclass(frozen=True)
-class RewardWeights:
+class RewardWeights(TermWeights):
     """Weight of each reward term (the term's unit in brackets).
 
     :param treasure: per treasure collected [count].
@@ -48,28 +46,6 @@ class RewardWeights:
     revisit: float = -0.001
     missed_treasure: float = -0.5
     timeout: float = -1.0
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
-                raise ValueError(f"RewardWeights.{f.name} must be a finite number, got {v!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> RewardWeights:
-        """Build from a dict; unknown keys raise ``ValueError`` listing the valid ones."""
-        data = dict(data or {})
-        unknown = sorted(set(data) - set(TERMS))
-        if unknown:
-            raise ValueError(f"unknown reward weight keys {unknown}; valid keys are {list(TERMS)}")
-        return cls(**data)
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
-
-    def as_list(self) -> list[float]:
-        """The weights in the order of :data:`TERMS`."""
-        return [float(getattr(self, t)) for t in TERMS]
 
 
 def progress_spacing(game_map) -> int:
