@@ -57,8 +57,9 @@ def _setup_worker(*init) -> None:
 
 
 def _setup(game: str, map_path: str | None, env_kwargs: dict, spec, oracle_gap: bool, seed: int) -> None:
-    yardstick = _games.get(game).yardstick
-    env = _games.get(game).make_env(map_path=map_path, **env_kwargs)
+    game_spec = _games.get(game)
+    yardstick = game_spec.yardstick
+    env = game_spec.make_env(map_path=map_path, **env_kwargs)
     policy = spec.build(env) if isinstance(spec, PolicySpec) else spec
     _WORKER.update(env=env, policy=policy, seed=seed, oracle=None, yardstick=yardstick)
     if oracle_gap and policy.name != yardstick:

@@ -48,8 +48,7 @@ from .expert import OraclePolicy, _State
 from .paths import INF
 from .tour import buff_steps
 
-__all__ = ["RefinedOraclePolicy", "Refined", "SearchKey", "refine", "REFINE_SETTINGS", "check_setting",
-           "changed_settings"]
+__all__ = ["RefinedOraclePolicy", "Refined", "SearchKey", "refine", "REFINE_SETTINGS", "check_setting"]
 
 #: what :meth:`RefinedOraclePolicy.configure` may change, each with its type and the range it must be in
 REFINE_SETTINGS = {
@@ -58,12 +57,6 @@ REFINE_SETTINGS = {
     "departure_cost": (float, "a number >= 0", lambda v: v >= 0),
     "guided": (bool, "true or false", lambda v: True),
 }
-
-
-def changed_settings(settings) -> dict:
-    """Of ``(name, value)`` pairs of :data:`REFINE_SETTINGS`, those whose value differs from the refined oracle's
-    default (what names an expert labelled with them)."""
-    return {name: value for name, value in settings if value != getattr(RefinedOraclePolicy, name)}
 
 
 def check_setting(name: str, value, label: str | None = None):
