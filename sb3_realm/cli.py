@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import inspect
 import json
 import os
 import pickle
@@ -52,23 +53,35 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
 
     ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
-    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
-                    "step-exactly) or 'random'")
-    ev.add_argument("--protocol", choices=PROTOCOLS, default="leaderboard")
+    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'random', or an expert of the game: 'oracle', "
+                    "'oracle-refined' (its tour played step-exactly) for the Realm, 'scripted' for Gorge Chase")
+    ev.add_argument("--protocol", choices=PROTOCOLS, default=None,
+                    help="default: the game's first (the Realm: leaderboard; Gorge Chase: hidden, the stand-ins "
+                         "for its hidden maps)")
     ev.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
     ev.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
-    ev.add_argument("--games", type=int, default=None, help="games of the leaderboard protocol (default 30)")
+    ev.add_argument("--games", type=int, default=None, help="games of the Realm's leaderboard protocol (default 30); "
+                    "Gorge Chase: games per map (default 20)")
     ev.add_argument("--sets", type=_treasure_sets, default=None, help="custom protocol: '3,4,5;6,7,8'")
-    ev.add_argument("--max-step", type=int, default=2000)
+    ev.add_argument("--maps", type=_map_list, default=None,
+                    help="Gorge Chase, --protocol maps: the maps to play, e.g. own_2,open_5,path/to/map.json")
+    ev.add_argument("--maps-dir", default=None, metavar="DIR",
+                    help="Gorge Chase: the folder of the open maps gorge_chase_map_<k>.json (default: the "
+                         "SB3_REALM_GORGE_MAPS environment variable)")
+    ev.add_argument("--allow-overlap", action="store_true",
+                    help="score a checkpoint on maps its run trained on too (refused by default)")
+    ev.add_argument("--max-step", type=int, default=None, help="default: the game's (the Realm 2000, Gorge Chase "
+                    "1000)")
     ev.add_argument("--workers", type=int, default=1, help="processes")
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
     ev.add_argument("--worst", type=int, default=10, help="how many of the worst games to list")
-    ev.add_argument("--no-oracle", action="store_true", help="skip the oracle's score (no gap column)")
-    ev.add_argument("--no-flash", action="store_true", help="oracle policy: never flash")
-    ev.add_argument("--no-buff", action="store_true", help="oracle policy: ignore the buff")
+    ev.add_argument("--no-oracle", action="store_true", help="skip the yardstick's score (the Realm's oracle, Gorge "
+                    "Chase's scripted policy; no gap column)")
+    ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")
+    ev.add_argument("--no-buff", action="store_true", help="expert policy: ignore the buff")
     ev.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
 
@@ -260,30 +273,44 @@ def _cmd_build_submission(args) -> int:
     return status
 
 
-def _protocol_games(args) -> int:
-    """``--games`` of the leaderboard protocol (default 30); a ``ValueError`` for a flag the protocol does not use,
-    which it would otherwise ignore without a word."""
-    plays = policy_game(args.policy, args.game).describe_protocol(args.protocol, args.treasures)
-    if args.games is not None and args.protocol != "leaderboard":
-        raise ValueError(f"--games {args.games} is the number of games of the leaderboard protocol only; --protocol "
-                         f"{args.protocol} plays {plays} and takes no --games: drop --games, or use "
-                         f"--protocol leaderboard --games {args.games}")
-    if args.treasures is not None and args.protocol == "custom":
-        raise ValueError(f"--treasures {args.treasures} is not used by --protocol custom, whose treasure sets (--sets) "
-                         "say how many treasures each game has: drop --treasures")
-    return 30 if args.games is None else args.games
+def _map_list(text: str) -> list[str]:
+    """argparse type of ``--maps``: comma-separated map names or paths."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names no map; give map names or paths separated by commas, e.g. "
+                                         "own_2,open_5")
+    return names
+
+
+def _eval_env_kwargs(args) -> dict:
+    """The env options of ``eval``: ``--mask-wall-moves`` and the open maps' folder (``--maps-dir``, else
+    ``SB3_REALM_GORGE_MAPS``) for a game whose env takes one; a ``ValueError`` for an option the game's env lacks."""
+    spec = policy_game(args.policy, args.game)
+    takes = inspect.signature(spec.make_env).parameters
+    kwargs: dict = {}
+    if args.mask_wall_moves:
+        if "mask_wall_moves" not in takes:
+            raise ValueError(f"--mask-wall-moves is an option of another game's env; {spec.title} masks its illegal "
+                             "actions itself: drop --mask-wall-moves")
+        kwargs["mask_wall_moves"] = True
+    maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
+    if maps_dir is not None and "maps_dir" in takes:
+        kwargs["maps_dir"] = maps_dir
+    elif args.maps_dir is not None:
+        raise ValueError(f"--maps-dir {args.maps_dir!r}: {spec.title} plays one map, given with --map PATH: drop "
+                         "--maps-dir")
+    return kwargs
 
 
 def _cmd_eval(args) -> None:
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
         if path is not None:
             check_output_file(path, flag)  # before any game is played
-    games = _protocol_games(args)
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
-                      games=games, custom=args.sets, max_step=args.max_step, workers=args.workers,
+                      games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
-                      use_buff=not args.no_buff,
-                      env_kwargs={"mask_wall_moves": True} if args.mask_wall_moves else None, game=args.game)
+                      use_buff=not args.no_buff, env_kwargs=_eval_env_kwargs(args) or None, game=args.game,
+                      maps=args.maps, allow_overlap=args.allow_overlap)
     print(format_report(report, worst=args.worst))
     if args.json_path:
         print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")

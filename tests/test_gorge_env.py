@@ -4,6 +4,7 @@ terms, the episode-end score, throughput and a short MaskablePPO run."""
 from __future__ import annotations
 
 import ast
+import gzip
 import pickle
 import time
 import warnings
@@ -152,7 +153,7 @@ def test_reward_weights_round_trip_and_ranges():
 
 def test_bad_arguments_raise_value_errors():
     with pytest.raises(ValueError, match="neither a shipped map"):
-        GorgeEnv(map_name="own_9")
+        GorgeEnv(map_name="own_11")
     with pytest.raises(ValueError, match="maps_dir"):
         GorgeEnv(map_names=["open_3"])
     with pytest.raises(ValueError, match="max_step"):
@@ -164,9 +165,10 @@ def test_bad_arguments_raise_value_errors():
 
 
 def test_open_map_by_path_and_set_config(tmp_path):
-    source = Path(__file__).resolve().parents[1] / "sb3_realm" / "games" / "gorge" / "data" / "gorge_own_3.json"
+    source = Path(__file__).resolve().parents[1] / "sb3_realm" / "games" / "gorge" / "data" / "gorge_own_3.json.gz"
     path = tmp_path / "gorge_chase_map_3.json"
-    path.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    path.write_bytes(gzip.decompress(source.read_bytes()))
+    assert GorgeEnv(map_path=source).reset(seed=0)[1]["map"] == str(source)  # the gzip file itself loads too
     env = GorgeEnv(map_path=path)
     env.reset(seed=0)
     assert env.map_id == 3
@@ -202,12 +204,11 @@ def test_steps_per_second_reported(capsys):
 def test_maskable_ppo_learns_256_steps():
     from sb3_contrib import MaskablePPO
 
-    from sb3_realm.models.extractors import RealmExtractor
+    from sb3_realm.models.extractors import EXTRACTORS, GorgeExtractor
 
     # SB3's default CombinedExtractor runs NatureCNN (8 x 8 / 4, 4 x 4 / 2, 3 x 3), too deep for 21 x 21 maps
-    kwargs = {"features_extractor_class": RealmExtractor,
-              "features_extractor_kwargs": {"cnn_channels": (8, 16), "kernel_sizes": 3, "strides": 2,
-                                            "features_dim": 64}}
+    assert EXTRACTORS["gorge"] is GorgeExtractor
+    kwargs = {"features_extractor_class": GorgeExtractor, "features_extractor_kwargs": {"features_dim": 64}}
     model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu",
                         policy_kwargs=kwargs)
     model.learn(256)

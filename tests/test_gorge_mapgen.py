@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gzip
 import json
 from collections import deque
 from pathlib import Path
@@ -56,7 +57,11 @@ def generated(seed: int) -> dict:
 
 @functools.cache
 def shipped(seed: int) -> dict:
-    return json.loads((DATA / f"gorge_own_{seed}.json").read_text(encoding="utf-8"))
+    return _read(DATA / f"gorge_own_{seed}.json.gz")
+
+
+def _read(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
 
 
 def _grid(data: dict) -> np.ndarray:
@@ -210,18 +215,18 @@ def test_cli_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert gorge_mapgen.main(["--check", str(DATA)]) == 0
     out = tmp_path / "maps"
     assert gorge_mapgen.main(["--out", str(out), "--seeds", "2", "11"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["gorge_own_11.json", "gorge_own_2.json"]  # no temp files
-    assert (out / "gorge_own_2.json").read_bytes() == (DATA / "gorge_own_2.json").read_bytes()
-    assert json.loads((out / "gorge_own_11.json").read_text(encoding="utf-8")) == generated(11)
+    assert sorted(p.name for p in out.iterdir()) == ["gorge_own_11.json.gz", "gorge_own_2.json.gz"]  # no temp files
+    assert (out / "gorge_own_2.json.gz").read_bytes() == (DATA / "gorge_own_2.json.gz").read_bytes()
+    assert _read(out / "gorge_own_11.json.gz") == generated(11)
     assert gorge_mapgen.main(["--check", str(out), "--seeds", "2", "11"]) == 0
     capsys.readouterr()
-    changed = json.loads((out / "gorge_own_11.json").read_text(encoding="utf-8"))
+    changed = _read(out / "gorge_own_11.json.gz")
     changed["cells"][0]["type_id"] = 3
-    (out / "gorge_own_11.json").write_text(json.dumps(changed), encoding="utf-8")
+    (out / "gorge_own_11.json.gz").write_bytes(gzip.compress(json.dumps(changed).encode("utf-8")))
     assert gorge_mapgen.main(["--check", str(out), "--seeds", "2", "11"]) == 1
-    assert "gorge_own_11.json differs" in capsys.readouterr().err
+    assert "gorge_own_11.json.gz differs" in capsys.readouterr().err
     assert gorge_mapgen.main(["--check", str(out), "--seeds", "3"]) == 1  # missing file
-    (out / "gorge_own_2.json").write_text("{", encoding="utf-8")
+    (out / "gorge_own_2.json.gz").write_text("{", encoding="utf-8")
     assert gorge_mapgen.main(["--check", str(out), "--seeds", "2"]) == 1
     assert "cannot read it as JSON" in capsys.readouterr().err
 

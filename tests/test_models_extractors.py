@@ -21,6 +21,7 @@ from sb3_realm.models.extractors import (
     EXTRACTORS,
     Conv3dExtractor,
     FoveaExtractor,
+    GorgeExtractor,
     RealmExtractor,
     TransformerExtractor,
     split_frames,
@@ -30,6 +31,7 @@ T = 4
 TINY = {
     "realm": {"features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
     "fovea": {"features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
+    "gorge": {"features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
     "conv3d": {"n_frames": T, "features_dim": 32, "cnn_channels": (8, 8), "mlp_hidden": 16},
     "transformer": {"n_frames": T, "d_model": 16, "n_heads": 2, "n_layers": 2, "cnn_channels": (8, 8)},
 }
@@ -239,8 +241,8 @@ def test_bad_kernel_list():
 
 
 def test_registry_and_exports():
-    assert EXTRACTORS == {"realm": RealmExtractor, "fovea": FoveaExtractor, "conv3d": Conv3dExtractor,
-                          "transformer": TransformerExtractor}
+    assert EXTRACTORS == {"realm": RealmExtractor, "fovea": FoveaExtractor, "gorge": GorgeExtractor,
+                          "conv3d": Conv3dExtractor, "transformer": TransformerExtractor}
     assert all(hasattr(extractors, name) for name in extractors.__all__)
 
 

@@ -3,7 +3,7 @@ A build tool beside the package, not part of it: it needs numpy and the package'
 
 The maps are original: each is generated from a seed by the procedure below and never reads or copies the
 competition's maps. They only aim for the same *statistics*: every figure :func:`map_statistics` measures must lie
-inside the range measured on the 10 open maps (``docs/gorge-rules.md`` section 1.2, constants ``*_RANGE`` below).
+inside the range measured on the 10 open maps (docs/gorge/rules.md, the maps, constants ``*_RANGE`` below).
 
 Procedure (all randomness from ``np.random.default_rng([seed, attempt])``):
 
@@ -24,13 +24,17 @@ the same map on every platform.
 
 Command line::
 
-    python tools/gorge_mapgen.py --out sb3_realm/games/gorge/data --seeds 1 2 3 4 5
-    python tools/gorge_mapgen.py --check sb3_realm/games/gorge/data [--seeds 1 2 3 4 5]
+    python tools/gorge_mapgen.py --out sb3_realm/games/gorge/data [--seeds 1 2 3 4 5 6 7 8 9 10]
+    python tools/gorge_mapgen.py --check sb3_realm/games/gorge/data [--seeds 1 2 3 4 5 6 7 8 9 10]
+
+A map is written as ``gorge_own_<seed>.json.gz``: the open maps' JSON text, gzip-compressed with no time stamp
+(about 40 KB instead of 680 KB; the same seed writes the same bytes).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -52,15 +56,16 @@ __all__ = [
     "map_name",
     "grid_from_map",
     "map_to_json",
+    "map_file",
     "main",
 ]
 
-DEFAULT_SEEDS = (1, 2, 3, 4, 5)
+DEFAULT_SEEDS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 GRID = 128
 MAX_ATTEMPTS = 200
 RING = 10  # Chebyshev radius of the ring around a road cell (monster-1 spawn ring)
 
-# Acceptance ranges: the extremes measured on the 10 open maps (docs/gorge-rules.md section 1.2).
+# Acceptance ranges: the extremes measured on the 10 open maps (docs/gorge/rules.md, the maps).
 ROAD_RANGE = (3906, 4947)  # road cells (23.8 .. 30.2 % of the map)
 BBOX_RANGE = (9, 118)  # every road cell's x and z lie inside this (the open maps: x 9..117, z 13..118)
 DEAD_END_RANGE = (0, 2)  # road cells with exactly one 4-neighbour on the road
@@ -215,7 +220,7 @@ def _ring_counts(w: np.ndarray) -> np.ndarray:
 
 
 def map_statistics(walkable: np.ndarray) -> dict:
-    """Every statistic of ``docs/gorge-rules.md`` section 1.2, measured on a (128, 128) bool grid ``[z, x]``.
+    """Every statistic of docs/gorge/rules.md, the maps, measured on a (128, 128) bool grid ``[z, x]``.
 
     :return: ``road`` (road cells), ``road_share``, ``components`` (4-connected), ``x_range`` / ``z_range`` (of road
         cells), ``border_road`` (road cells outside [5, 123]^2), ``dead_ends`` (road cells with exactly one
@@ -443,7 +448,7 @@ def map_name(seed: int) -> str:
 
 
 def generate_map(seed: int) -> dict:
-    """The map of seed ``seed`` in the open maps' JSON format (``docs/gorge-rules.md`` section 1.1).
+    """The map of seed ``seed`` in the open maps' JSON format (docs/gorge/rules.md, the maps).
 
     :return: ``{"name", "width", "height", "cells", "objects", "metadata"}``; ``cells`` is row-major
         (index ``z * 128 + x``), ``type_id`` 3 road and 1 obstacle, ``height`` 0.0; ``objects`` is empty.
@@ -480,16 +485,22 @@ def map_to_json(data: dict) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def map_file(seed: int) -> str:
+    """``gorge_own_<seed>.json.gz``, the file a map is written to."""
+    return f"{map_name(seed)}.json.gz"
+
+
 def _write_atomic(path: Path, text: str) -> None:
-    atomic_write(path, lambda f: f.write(text.encode("utf-8")), mode=0o666)  # the usual permissions, less the umask
+    data = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)  # mtime 0: the same seed, the same bytes
+    atomic_write(path, lambda f: f.write(data), mode=0o666)  # the usual permissions, less the umask
 
 
 def _check(folder: Path, seed: int) -> str | None:
-    """None when ``folder/gorge_own_<seed>.json`` is the generated map, else what is wrong."""
-    path = folder / f"{map_name(seed)}.json"
+    """None when ``folder/gorge_own_<seed>.json.gz`` is the generated map, else what is wrong."""
+    path = folder / map_file(seed)
     try:
-        on_disk = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        on_disk = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return f"{path}: cannot read it as JSON ({exc})"
     data = generate_map(seed)
     if on_disk != data:
@@ -504,8 +515,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python tools/gorge_mapgen.py --out DIR | --check DIR [--seeds N ...]``."""
     parser = argparse.ArgumentParser(prog="python tools/gorge_mapgen.py", description=__doc__.splitlines()[0])
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--out", type=Path, help="write gorge_own_<seed>.json for every seed into this folder")
-    target.add_argument("--check", type=Path, help="exit 1 if a gorge_own_<seed>.json here differs from its seed's map")
+    target.add_argument("--out", type=Path, help="write gorge_own_<seed>.json.gz for every seed into this folder")
+    target.add_argument("--check", type=Path,
+                        help="exit 1 if a gorge_own_<seed>.json.gz here differs from its seed's map")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS),
                         help=f"generator seeds (default {' '.join(map(str, DEFAULT_SEEDS))})")
     args = parser.parse_args(argv)
@@ -514,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is not None:
         for seed in args.seeds:
             data = generate_map(seed)
-            path = args.out / f"{map_name(seed)}.json"
+            path = args.out / map_file(seed)
             _write_atomic(path, map_to_json(data))
             n_road = sum(cell["type_id"] == 3 for cell in data["cells"])
             print(f"wrote {path} (seed {seed}, {n_road} road cells)")

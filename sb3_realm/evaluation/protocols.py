@@ -3,10 +3,12 @@
 A game's protocols are lists of fixed ``usr_conf`` dicts (:attr:`~sb3_realm.games.GameSpec.protocol_configs`), so
 every policy plays exactly the same games; the Realm's are ``leaderboard`` (30 games of 9 random treasures drawn from
 ``seed``), ``exhaustive`` (every treasure set: C(13, 9) = 715 games), ``fixed`` and ``custom``
-(:mod:`sb3_realm.games.realm.protocols`).
+(:mod:`sb3_realm.games.realm.protocols`); Gorge Chase's play named lists of maps, a number of games each
+(:mod:`sb3_realm.games.gorge.protocols`).
 
-For every game: competition score, win, treasures collected and missed (ids), steps, flash and buff use, and the gap
-to the score of the game's yardstick (the Realm's oracle planner) on the same game.
+For every game: competition score, treasures, steps, flash and buff use, the game's own figures (the Realm's win and
+missed treasures, Gorge Chase's catch), and the gap to the score of the game's yardstick (the Realm's oracle planner,
+Gorge Chase's scripted policy) on the same game.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..agents.load import policy_game
 from ..models.saved import warn_feature_version
 from ..processes import mp_context
 from .reports import EvalReport, GameResult
-from .training_map import warn_training_map
+from .training_map import check_training_maps, warn_training_map
 
 __all__ = ["PROTOCOLS", "protocol_configs", "game_seed", "evaluate"]
 
@@ -29,12 +31,14 @@ __all__ = ["PROTOCOLS", "protocol_configs", "game_seed", "evaluate"]
 PROTOCOLS = tuple(dict.fromkeys(p for spec in _games.GAMES.values() for p in spec.protocols))
 
 
-def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None, games: int = 30,
-                     custom: list[list[int]] | None = None, max_step: int = 2000,
-                     game: str | None = None) -> list[dict]:
-    """The ``usr_conf`` dicts of a protocol of ``game`` (None: the default game), all with fixed treasure ids."""
+def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None, games: int | None = None,
+                     custom: list[list[int]] | None = None, max_step: int | None = None,
+                     game: str | None = None, maps: list[str] | None = None) -> list[dict]:
+    """The ``usr_conf`` dicts of a protocol of ``game`` (None: the default game): the Realm's with fixed treasure
+    ids, Gorge Chase's with a map each (``map_name``). None takes the game's default (the Realm: 30 leaderboard
+    games, max_step 2000; Gorge Chase: 20 games a map, its configured max_step)."""
     return _games.get(game).protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
-                                             max_step=max_step)
+                                             max_step=max_step, maps=maps)
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -61,7 +65,7 @@ def _setup(game: str, map_path: str | None, env_kwargs: dict, spec, oracle_gap: 
     yardstick = game_spec.yardstick
     env = game_spec.make_env(map_path=map_path, **env_kwargs)
     policy = spec.build(env) if isinstance(spec, PolicySpec) else spec
-    _WORKER.update(env=env, policy=policy, seed=seed, oracle=None, yardstick=yardstick)
+    _WORKER.update(env=env, policy=policy, seed=seed, oracle=None, yardstick=yardstick, game=game_spec)
     if oracle_gap and policy.name != yardstick:
         _WORKER["oracle"] = PolicySpec(yardstick, game=game).build(env)
 
@@ -77,22 +81,30 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
     if oracle is not None:
         o = info if oracle is policy else play_episode(env, oracle, seed, conf)
         extra = {"oracle_score": float(o["score"]), "oracle_steps": int(o["steps"])}
-    return GameResult.from_summary(info, index=index, treasure_ids=conf["treasure_id"], seed=seed,
-                                   planned_steps=getattr(policy, "planned_steps", None), **extra)
+    return GameResult.from_summary(info, index=index, treasure_ids=conf.get("treasure_id", ()), seed=seed,
+                                   planned_steps=getattr(policy, "planned_steps", None), map=conf.get("map_name"),
+                                   details=_WORKER["game"].result_details(info), **extra)
 
 
-def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = None, seed: int = 0,
-             treasures: int | None = None, games: int = 30, custom: list[list[int]] | None = None,
-             max_step: int = 2000, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
+def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None, seed: int = 0,
+             treasures: int | None = None, games: int | None = None, custom: list[list[int]] | None = None,
+             max_step: int | None = None, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
              progress: bool = False, use_flash: bool = True, use_buff: bool = True,
-             trust_pickle: bool | None = None, game: str | None = None) -> EvalReport:
+             trust_pickle: bool | None = None, game: str | None = None, maps: list[str] | None = None,
+             allow_overlap: bool = False) -> EvalReport:
     """Play every game of a protocol with ``policy`` (``"random"``, an expert of the game such as ``"oracle"``, a
     checkpoint path or a submission folder; with ``workers=1`` also any object with ``name``, ``reset(env)`` and
     ``act(env, obs)``).
 
+    :param protocol: one of the game's protocols (None: its first, the Realm's ``leaderboard``, Gorge Chase's
+        ``hidden``).
+    :param games, max_step: None takes the game's default (:func:`protocol_configs`).
+    :param maps: the maps of a protocol that plays named maps (Gorge Chase's ``maps``).
+    :param allow_overlap: play a checkpoint on maps its run trained on; by default a protocol that names its maps
+        refuses them (scores on training maps say little about maps the policy never saw).
     :param workers: processes; 1 plays in this process. Results are the same for any number of workers.
-    :param oracle_gap: also play the game's yardstick (the Realm's oracle) on each game and report the gap to its
-        score.
+    :param oracle_gap: also play the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on each
+        game and report the gap to its score.
     :param env_kwargs: extra arguments of the game's env (rules, mask_wall_moves, ...), as in training.
     :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
         are rebuilt from plain data (:mod:`sb3_realm.agents.checkpoint`).
@@ -100,14 +112,19 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
     """
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
-    name = policy_game(policy, game).name
+    played = policy_game(policy, game)
+    name = played.name
+    protocol = played.protocols[0] if protocol is None else protocol
     configs = protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
-                               max_step=max_step, game=name)
+                               max_step=max_step, game=name, maps=maps)
+    named_maps = list(dict.fromkeys(c["map_name"] for c in configs if "map_name" in c))
+    if named_maps and not allow_overlap:
+        check_training_maps(policy, named_maps, game=name)
     if isinstance(policy, str):
         spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff, trust_pickle=trust_pickle,
                           game=name)
         if Path(policy).is_file():
-            warn_feature_version(policy)
+            warn_feature_version(policy, name)
     elif workers == 1 and hasattr(policy, "act") and hasattr(policy, "reset"):
         spec = policy
     else:
@@ -116,7 +133,10 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
     env_kwargs = dict(env_kwargs or {})
     init = (name, str(map_path) if map_path is not None else None, env_kwargs, spec, oracle_gap, seed)
     _setup(*init)  # validates the policy and the map here, with a clear error, before any worker starts
-    warn_training_map(policy, _WORKER["env"].game_map, game=name)
+    if not named_maps:
+        warn_training_map(policy, _WORKER["env"].game_map, game=name)
+    for map_name in named_maps:  # every map loads now, not in a worker halfway through
+        _WORKER["env"].reset(seed=0, options={**configs[0], "map_name": map_name})
     jobs = list(enumerate(configs))
     bar = None
     if progress:
@@ -139,5 +159,6 @@ def evaluate(policy, protocol: str = "leaderboard", *, map_path: str | None = No
                     bar.update()
     if bar:
         bar.close()
-    return EvalReport(policy=_WORKER["policy"].name, protocol=protocol, map=_WORKER["env"].game_map.name, seed=seed,
-                      games=sorted(results, key=lambda r: r.index))
+    return EvalReport(policy=_WORKER["policy"].name, protocol=protocol,
+                      map=", ".join(named_maps) if named_maps else _WORKER["env"].game_map.name, seed=seed,
+                      games=sorted(results, key=lambda r: r.index), game=name)

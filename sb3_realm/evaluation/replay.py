@@ -20,17 +20,24 @@ from .training_map import warn_training_map
 __all__ = ["Episode", "record_episode", "plot_route", "replay", "replay_paths", "run_demo", "save_gif"]
 
 
+#: what a replay or a demo reports of its episode, where the game's final ``info`` has it (the Realm's win and missed
+#: treasures, Gorge Chase's catch)
+_SUMMARY_KEYS = ("score", "win", "caught", "caught_after_speedup", "treasures", "treasures_missed", "steps",
+                 "flash_used", "buff_used", "free_neighbours")
+
+
 @dataclass
 class Episode:
     """What a replay needs of one played episode."""
 
-    route: list[tuple[float, float]] = field(default_factory=list)  # hero world (x, z) after reset and each step
+    route: list[tuple[float, float]] = field(default_factory=list)  # hero (x, z) after reset and each step
     flashes: list[tuple[int, bool]] = field(default_factory=list)  # (step, landed) of each flash
     buff_steps: list[int] = field(default_factory=list)
     frames: list[np.ndarray] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     usr_conf: dict = field(default_factory=dict)
     treasure_ids: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)  # what else the game's recorder keeps (Gorge Chase: monsters' paths)
 
 
 def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None = None, seed: int = 0,
@@ -48,13 +55,8 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
     def record(env: GameEnv, info: dict, done: bool) -> None:
         g = env.game
         if g.step_no == 0:  # just reset: the episode's configuration and start
-            ep.usr_conf, ep.treasure_ids = info["usr_conf"], info["treasure_ids"]
-        else:
-            if g.events.flash:
-                ep.flashes.append((g.step_no, not g.events.flash_failed))
-            if g.events.buff:
-                ep.buff_steps.append(g.step_no)
-        ep.route.append((g.x, g.z))
+            ep.usr_conf, ep.treasure_ids = info["usr_conf"], list(info.get("treasure_ids", ()))
+        spec.record_step(ep, env)
         if frames and (g.step_no == 0 or g.step_no % frame_every == 0 or done):
             ep.frames.append(env.render())
 
@@ -109,8 +111,10 @@ def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, 
                              game=spec.name)
     gif = save_gif(ep.frames, gif_path, fps=env.metadata["render_fps"])
     png = spec.plot_route(ep, env, png_path)
-    keys = ("score", "win", "treasures", "treasures_missed", "steps", "flash_used", "buff_used")
-    return {**{k: ep.info[k] for k in keys}, "treasure_ids": ep.treasure_ids, "gif": str(gif), "png": str(png)}
+    played = {k: ep.info[k] for k in _SUMMARY_KEYS if k in ep.info}
+    if ep.treasure_ids:
+        played["treasure_ids"] = ep.treasure_ids
+    return {**played, "gif": str(gif), "png": str(png)}
 
 
 def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, seed: int = 0,
@@ -130,10 +134,11 @@ def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, 
             frames.append(env.render())
 
     final = play_episode(env, RandomPolicy(seed, reseed=False), seed, usr_conf, observe=record)
-    summary = {k: final[k] for k in ("score", "win", "treasures", "treasures_missed", "steps", "flash_used",
-                                     "buff_used", "bumps")}
-    summary.update(map=env.game_map.name, seed=seed, treasure_ids=reset_info["treasure_ids"],
-                   usr_conf=reset_info["usr_conf"])
+    summary = {k: final[k] for k in (*_SUMMARY_KEYS, "bumps") if k in final}
+    summary.update(map=env.game_map.name, seed=seed)
+    if "treasure_ids" in reset_info:
+        summary["treasure_ids"] = reset_info["treasure_ids"]
+    summary["usr_conf"] = reset_info["usr_conf"]
     out.mkdir(parents=True, exist_ok=True)
     if gif:
         summary["gif"] = str(save_gif(frames, out / "episode.gif", fps=env.metadata["render_fps"]))

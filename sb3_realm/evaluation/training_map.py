@@ -1,11 +1,12 @@
 """The map a policy was trained on, against the map it is played on: one line of warning when they differ.
 
 A model learns the walls and positions of one map; played on another, its scores say how it does on a map it never
-saw. The training map is read from the run config the policy records (``env.map_path``, else the shipped map that
-``env.map_name`` names): in an SB3 checkpoint or the run's ``config.yaml`` beside it, or in a submission folder's
-manifest. Maps are compared by content (walls and the 16 positions), so a copy of the same file counts as the same
-map; a training map file that is not on this machine is compared by its file name.
-"""
+saw. A game with many maps (Gorge Chase) evaluates on named maps, and a checkpoint is refused on the maps its run
+trained on (:func:`check_training_maps`) unless asked. The training map is read from the run config the policy
+records (``env.map_path``, else the shipped map that ``env.map_name`` names): in an SB3 checkpoint or the run's
+``config.yaml`` beside it, or in a submission folder's manifest. Maps are compared by content (walls and the 16
+positions), so a copy of the same file counts as the same map; a training map file that is not on this machine is
+compared by its file name."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .. import games
 from ..agents.submission import read_manifest
 from ..models.saved import run_config
 
-__all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map"]
+__all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map", "training_maps",
+           "check_training_maps"]
 
 
 class TrainingMapWarning(UserWarning):
@@ -90,3 +92,36 @@ def warn_training_map(policy, played, stacklevel: int = 3, game: str | None = No
     message = training_map_mismatch(str(policy), played, game)
     if message is not None:
         warnings.warn(message, TrainingMapWarning, stacklevel=stacklevel)
+
+
+def training_maps(policy, game: str | None = None) -> list[str]:
+    """The names of the maps the run of ``policy`` (a path) trained on, as its recorded ``env`` section names them
+    (``map_names``, else ``map_path``, else ``map_name``; ``default`` is the game's default map, by its own name);
+    [] for a policy that records none."""
+    if not isinstance(policy, (str, Path)):
+        return []
+    env = recorded_env(str(policy))
+    if env is None:
+        return []
+    names = [str(n) for n in env.get("map_names") or ()] or [str(env[k]) for k in ("map_path",) if env.get(k)]
+    if not names:
+        names = [str(env.get("map_name") or "default")]
+    spec = games.get(game)
+    return [spec.builtin_maps["default"]().name if n == "default" and "default" in spec.builtin_maps else n
+            for n in names]
+
+
+def check_training_maps(policy, played: list[str], game: str | None = None) -> None:
+    """A ``ValueError`` when ``policy`` (a path; others pass) trained on one of the ``played`` maps: its scores there
+    say little about the maps it never saw, which decide the ranking. Maps are compared by name, a file by its name
+    without folder."""
+    def key(name: str) -> str:
+        return Path(name).name if name.endswith((".json", ".json.gz")) else name
+
+    trained = {key(n) for n in training_maps(policy, game)}
+    both = [m for m in played if key(m) in trained]
+    if both:
+        raise ValueError(f"{str(policy)!r} trained on {', '.join(both)}, which this protocol plays too: scores on its "
+                         "training maps say little about maps it never saw; evaluate it on maps it never trained on "
+                         "(another --protocol, or --protocol maps --maps ...), or pass --allow-overlap "
+                         "(allow_overlap=True) to score it there anyway")

@@ -345,6 +345,10 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                           "runs/NAME/upload")
     out = Path(out)
     game = _model_game(model_path)
+    if not game.layouts:
+        buildable = ", ".join(spec.title for spec in games.GAMES.values() if spec.layouts)
+        raise ExportError(f"{str(model_path)!r} is a {game.title} model, and build-submission cannot write a "
+                          f"{game.title} code package yet: it builds {buildable} models")
     if layout is None:
         layout = game.layouts[0]
     if layout not in LAYOUTS:

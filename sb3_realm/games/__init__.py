@@ -1,15 +1,16 @@
-"""The games of the toolkit, by name: each a folder (``realm/``) whose ``spec.py`` holds its
+"""The games of the toolkit, by name: each a folder (``realm/``, ``gorge/``) whose ``spec.py`` holds its
 :class:`~sb3_realm.games.spec.GameSpec`, the one thing the shared layers see of it (as
 :mod:`sb3_realm.models.algorithms` maps a name to an algorithm)."""
 
 from __future__ import annotations
 
+from .gorge.spec import SPEC as GORGE
 from .realm.spec import SPEC as REALM
 from .spec import ExpertOptions, GameEnv, GameSpec
 
 __all__ = ["GAMES", "DEFAULT_GAME", "GameSpec", "GameEnv", "ExpertOptions", "get", "register_envs"]
 
-GAMES: dict[str, GameSpec] = {spec.name: spec for spec in (REALM,)}
+GAMES: dict[str, GameSpec] = {spec.name: spec for spec in (REALM, GORGE)}
 #: the game of a config, checkpoint or package that names none (everything made before the toolkit had two games)
 DEFAULT_GAME = REALM.name
 

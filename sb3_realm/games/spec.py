@@ -129,8 +129,9 @@ class GameSpec:
     :param reward_terms: the names of the reward terms.
     :param reward_ranges: term -> ``(low, high, log)``: the range a reward tuning study samples its weight from.
     :param protocols: the evaluation protocols, the first the default.
-    :param protocol_configs: ``(protocol, seed=, treasures=, games=, custom=, max_step=) -> [usr_conf]``: the fixed
-        games of a protocol; ``ValueError`` naming the fix for a bad argument.
+    :param protocol_configs: ``(protocol, seed=, treasures=, games=, custom=, max_step=, maps=) -> [usr_conf]``: the
+        fixed games of a protocol (None: the game's default for any of them); ``ValueError`` naming the fix for a bad
+        argument. A game's ``usr_conf`` may name its map under ``map_name``; the env then plays that map for it.
     :param describe_protocol: ``(protocol, treasures) -> str``: what a protocol plays, for the CLI.
     :param check_eval_configs: ``(usr_confs) -> parsed``: games a training evaluation may play (``ValueError``).
     :param random_starts: ``(episode_config) -> [set_config kwargs]``: where a curriculum's random start may put
@@ -140,16 +141,25 @@ class GameSpec:
     :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
         ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
     :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
-    :param layouts: the platform layouts a submission of this game can take, the first the default.
+    :param layouts: the platform layouts a submission of this game can take, the first the default (none: the
+        package cannot build its submission yet).
     :param protocol_file: the path of the game's platform protocol module, loaded by file by the parity harness.
     :param competition_env: ``(map, rules, seed=, fault_rate=, fault_seed=)`` -> the platform's env as the submission
         sees it (observation and ``env_info`` frames), for the parity check.
     :param yardstick: the expert whose score every evaluation reports beside a policy's (``oracle_gap``).
     :param experts: shipped expert name -> ``(env, use_flash, use_buff) -> policy``.
-    :param expert_options: how imitation sets those experts up.
+    :param expert_options: how imitation sets those experts up (None: the game's experts do not label for imitation).
     :param directions: action ``k % 8`` -> ``(dx, dz)`` in cells of the game's own axes.
     :param plot_route: ``(episode, env, path, title) -> Path``: the PNG of a replayed episode's route.
     :param config_dir: the folder of the game's recipes, relative to the repository.
+    :param record_step: ``(episode, env) -> None``: what a replay records of the game after a reset and each step
+        (the hero's route, flashes, buffs, and whatever the game's :attr:`plot_route` draws).
+    :param result_details: ``(final info) -> dict``: a game's own per-game figures (``GameResult.details``).
+    :param summarize: ``(results) -> dict``: the game's own figures of an evaluation's games.
+    :param report_lines: ``(summary, yardstick) -> [str]``: the lines of a readable report between its first line
+        and the yardstick's.
+    :param worst_table: ``(results, worst, yardstick) -> [str]``: the table of the worst games, its header first.
+    :param config_runs: the config-driven commands (``train``, ``imitate``, the tuning scripts) run this game.
     """
 
     name: str
@@ -182,7 +192,19 @@ class GameSpec:
     competition_env: Callable[..., Any]
     yardstick: str
     experts: Mapping[str, Callable[..., Any]]
-    expert_options: ExpertOptions
+    expert_options: ExpertOptions | None
     directions: tuple[tuple[int, int], ...]
     plot_route: Callable[..., Path]
     config_dir: str
+    record_step: Callable[[Any, Any], None]
+    result_details: Callable[[dict], dict]
+    summarize: Callable[[Any], dict]
+    report_lines: Callable[[dict, str], list[str]]
+    worst_table: Callable[[Any, int, str], list[str]]
+    config_runs: bool = True
+
+    def expert_setup(self) -> ExpertOptions:
+        """:attr:`expert_options`, or a ``ValueError`` for a game whose experts do not label for imitation."""
+        if self.expert_options is None:
+            raise ValueError(f"{self.title}'s experts ({', '.join(self.experts)}) do not label games for imitation")
+        return self.expert_options

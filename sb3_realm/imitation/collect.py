@@ -97,13 +97,13 @@ def _env_and_expert(env_kwargs: dict, spec: ExpertSpec):
         env = _games.get(spec.game).make_env(**env_kwargs)
         _CACHE.update(key=key, env=env, expert=spec.build(env), learners={})
     expert = _CACHE["expert"]
-    _games.get(spec.game).expert_options.start_searches(expert, spec.searches)
+    _games.get(spec.game).expert_setup().start_searches(expert, spec.searches)
     return _CACHE["env"], expert
 
 
 def _new_searches(expert, spec: ExpertSpec) -> dict:
     """The first searches the refined expert made in this job (none for another expert)."""
-    return _games.get(spec.game).expert_options.new_searches(expert)
+    return _games.get(spec.game).expert_setup().new_searches(expert)
 
 
 def _learner(path: str) -> SB3Policy:

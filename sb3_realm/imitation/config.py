@@ -186,11 +186,11 @@ class ImitationConfig:
     def refine_settings(self, game: games.GameSpec | None = None) -> tuple:
         """The refined expert's settings (``refine_*``) as ``(name, value)`` pairs, in the order of ``game``'s
         :attr:`~sb3_realm.games.ExpertOptions.settings` (None: the default game)."""
-        return tuple((name, getattr(self, f"refine_{name}")) for name in (game or games.get()).expert_options.settings)
+        return tuple((name, getattr(self, f"refine_{name}")) for name in (game or games.get()).expert_setup().settings)
 
     def changed_refine_settings(self, game: games.GameSpec | None = None) -> dict:
         """The ``refine_*`` settings that differ from the refined expert's defaults (what names a run's expert)."""
-        options = (game or games.get()).expert_options
+        options = (game or games.get()).expert_setup()
         return options.changed(self.refine_settings(game))
 
     def validate(self, game: games.GameSpec | None = None) -> None:
@@ -227,7 +227,7 @@ class ImitationConfig:
         if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither {either} nor an existing SB3 checkpoint "
                              f"(.zip); the {game.yardstick} planner is the expert the package ships")
-        options = game.expert_options
+        options = game.expert_setup()
         if self.tie_break not in options.tie_breaks:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(options.tie_breaks)}")
         for name, value in self.refine_settings(game):

@@ -30,12 +30,12 @@ class ExpertSpec(PolicySpec):
 
     def build(self, env: GameEnv) -> Policy:
         policy = super().build(env)
-        games.get(self.game).expert_options.configure(policy, self.tie_break, self.refine)
+        games.get(self.game).expert_setup().configure(policy, self.tie_break, self.refine)
         return policy
 
     def changed_refine(self) -> dict:
         """The ``refine`` settings that differ from the refined expert's defaults."""
-        return games.get(self.game).expert_options.changed(self.refine)
+        return games.get(self.game).expert_setup().changed(self.refine)
 
     @property
     def label(self) -> str:

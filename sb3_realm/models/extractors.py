@@ -1,9 +1,11 @@
-"""SB3 features extractors for the Realm observation ``Dict(maps=(4, 51, 51) uint8, vector=(216,) float32)``.
+"""SB3 features extractors for the games' ``Dict(maps=(C, H, W) uint8, vector=(N,) float32)`` observations: the
+Realm's ``(4, 51, 51)`` and ``(216,)``, Gorge Chase's ``(7, 21, 21)`` and ``(80,)``.
 
 - :class:`RealmExtractor`: a small strided CNN over the maps fused with an MLP over the vector (one frame, or the
   frames stacked Atari-style as extra channels).
 - :class:`FoveaExtractor`: the 17 x 17 cells around the hero at full resolution plus the 3 x 3 block averages of
   the whole maps, one small CNN over both: the fastest on a CPU.
+- :class:`GorgeExtractor`: the RealmExtractor's CNN with 3 x 3 kernels for Gorge Chase's 21 x 21 view.
 - :class:`Conv3dExtractor` (in :mod:`.temporal`): Conv3d over the frames of a ``VecFrameStack`` observation, plus an
   MLP over the vector history.
 - :class:`TransformerExtractor` (in :mod:`.temporal`): one token per frame, causal self-attention over the frames, the
@@ -39,8 +41,8 @@ from .nets import ACTIVATIONS, NETS, activation_name
 from .observation_space import realm_spaces, split_frames
 from .temporal import Conv3dExtractor, TransformerCache, TransformerExtractor
 
-__all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "Conv3dExtractor", "TransformerExtractor",
-           "TransformerCache", "EXTRACTORS", "split_frames", "policy_kwargs_of"]
+__all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "GorgeExtractor", "Conv3dExtractor",
+           "TransformerExtractor", "TransformerCache", "EXTRACTORS", "split_frames", "policy_kwargs_of"]
 
 class NetExtractor(BaseFeaturesExtractor):
     """An SB3 extractor around a torch-only :mod:`sb3_realm.models.nets` module (``net``): what ``build-submission`` can
@@ -144,9 +146,36 @@ class FoveaExtractor(NetExtractor):
                          cell_offset=cell_offset)
 
 
+class GorgeExtractor(RealmExtractor):
+    """:class:`RealmExtractor` sized for Gorge Chase's ``Dict(maps=(7, 21, 21) uint8, vector=(80,) float32)``: 3 x 3
+    kernels with strides (2, 1, 1) shrink the 21 x 21 view 21 -> 10 -> 8 -> 6 (``32 * 6 * 6 = 1152`` flat), about
+    one million multiply-adds a state, fused with an MLP over the vector. (SB3's NatureCNN does not fit: its 8 x 8
+    stride-4 first layer leaves a 21 x 21 input too small for the rest.)
+
+    :param observation_space: ``Dict(maps=Box (C, H, W), vector=Box (N,))``.
+    :param features_dim: size of the output features.
+    :param cnn_channels: output channels of each conv layer.
+    :param mlp_hidden: width of the layer over the vector.
+    :param kernel_sizes: kernel size of every conv layer, or one per layer.
+    :param strides: stride of every conv layer, or one per layer.
+    :param activation_fn: activation after each layer.
+    :param maps_scale: see :class:`RealmExtractor`.
+    """
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 256,
+                 cnn_channels: Sequence[int] = (16, 32, 32), mlp_hidden: int = 128,
+                 kernel_sizes: int | Sequence[int] | None = 3,
+                 strides: int | Sequence[int] | None = (2, 1, 1),
+                 activation_fn: type[nn.Module] = nn.ReLU, maps_scale: float = 1.0) -> None:
+        super().__init__(observation_space, features_dim, cnn_channels=cnn_channels, mlp_hidden=mlp_hidden,
+                         kernel_sizes=kernel_sizes, strides=strides, activation_fn=activation_fn,
+                         maps_scale=maps_scale)
+
+
 EXTRACTORS: dict[str, type[NetExtractor] | type[Conv3dExtractor] | type[TransformerExtractor]] = {
     "realm": RealmExtractor,
     "fovea": FoveaExtractor,
+    "gorge": GorgeExtractor,
     "conv3d": Conv3dExtractor,
     "transformer": TransformerExtractor,
 }

@@ -11,18 +11,19 @@ from .. import games
 
 __all__ = ["realm_spaces", "check_stacked", "split_frames"]
 
-_EXPECTED = "Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as RealmEnv gives"
+_EXPECTED = ("Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as the games' envs (RealmEnv, "
+             "GorgeEnv) give")
 
 
 def realm_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spaces.Box]:
-    """The ``maps`` and ``vector`` Boxes of a Realm observation space, or a ValueError that shows the space."""
+    """The ``maps`` and ``vector`` Boxes of a game's observation space, or a ValueError that shows the space."""
     if isinstance(observation_space, spaces.Dict) and set(observation_space.spaces) == {"maps", "vector"}:
         maps, vector = observation_space["maps"], observation_space["vector"]
         if (isinstance(maps, spaces.Box) and len(maps.shape) == 3
                 and isinstance(vector, spaces.Box) and len(vector.shape) == 1):
             return maps, vector
     raise ValueError(f"{who} needs the observation space {_EXPECTED}; got {observation_space}. Use it with "
-                     "RealmEnv (optionally under VecFrameStack) and the 'MultiInputPolicy'.")
+                     "a game's env (RealmEnv, GorgeEnv; optionally under VecFrameStack) and the 'MultiInputPolicy'.")
 
 
 def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tuple[spaces.Box, spaces.Box]:

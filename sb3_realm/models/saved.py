@@ -73,16 +73,16 @@ def model_feature_version(path: str | Path) -> str:
     return str(version) if version else LEGACY_FEATURE_VERSION
 
 
-def feature_version_mismatch(path: str | Path) -> str | None:
-    """None when the checkpoint was trained on the current features, else a sentence saying what differs and to
-    retrain."""
+def feature_version_mismatch(path: str | Path, game: str | None = None) -> str | None:
+    """None when the checkpoint was trained on the current features of ``game`` (None: the game its run records),
+    else a sentence saying what differs and to retrain."""
     found = model_feature_version(path)
-    game = run_game(path)
-    features = game.features
+    spec = games.get(game) if game is not None else run_game(path)
+    features = spec.features
     if found == features.FEATURE_VERSION:
         return None
     return (f"{str(path)!r} was trained on features version {found}, and this sb3_realm computes version "
-            f"{features.FEATURE_VERSION} ({game.feature_version_note}); "
+            f"{features.FEATURE_VERSION} ({spec.feature_version_note}); "
             "the model sees inputs it was not trained on: retrain it (sb3-realm train) with this version. (A model "
             "that records no version counts as version 1; if you trained it on this version with your own SB3 code, "
             f"set model.feature_version = {features.__name__}.FEATURE_VERSION before model.save)")
@@ -92,8 +92,9 @@ class FeatureVersionWarning(UserWarning):
     """A model trained on another features version is being evaluated or resumed."""
 
 
-def warn_feature_version(path: str | Path) -> None:
-    """Warn (:class:`FeatureVersionWarning`) when the checkpoint's features version is not the current one."""
-    message = feature_version_mismatch(path)
+def warn_feature_version(path: str | Path, game: str | None = None) -> None:
+    """Warn (:class:`FeatureVersionWarning`) when the checkpoint's features version is not the current one of
+    ``game`` (None: the game its run records)."""
+    message = feature_version_mismatch(path, game)
     if message is not None:
         warnings.warn(message, FeatureVersionWarning, stacklevel=2)

@@ -83,8 +83,10 @@ class EnvConfig:
     def env_kwargs(self, usr_conf: bool = True) -> dict:
         """Keyword arguments of the game's env (without the episode configuration when
         ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
-        kwargs = {"map_path": self.map_path, "map_name": self.map_name, "reward_weights": dict(self.reward_weights),
-                  "rules": dict(self.rules), "mask_wall_moves": self.mask_wall_moves}
+        kwargs: dict = {"map_path": self.map_path, "map_name": self.map_name,
+                        "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
+        if self.mask_wall_moves:  # the Realm's option; a game whose env lacks it says so
+            kwargs["mask_wall_moves"] = True
         return {**kwargs, **self.usr_conf} if usr_conf else kwargs
 
 
@@ -284,6 +286,10 @@ class TrainConfig:
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         check_portable_path(self.out, "out")
+        if not self.spec.config_runs:
+            raise ValueError(f"game = {self.game!r}: the config-driven commands (train, imitate, the tuning scripts) "
+                             f"do not run {self.spec.title} yet; train it from Python with Stable-Baselines3 on its "
+                             "Gymnasium env (docs/gorge/getting-started.md), or set game: realm")
         self.env.validate(self.spec)
         self.algo.validate()
         self.finetune.validate(self.algo.name)

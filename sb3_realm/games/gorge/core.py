@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,106 @@ __all__ = ["Game", "StepEvents", "Treasure", "Buff", "Monster", "Cell", "RUNNING
 
 Cell = tuple[int, int]  # (x, z)
 RUNNING, FAILED, COMPLETED = "running", "failed", "completed"
+
+
+class _ScalarIntegers:
+    """``int(rng.integers(low, high + 1))`` called once per value, for the many draws of the items' placement: the
+    same values, and the generator left in the same state, at a fraction of numpy's per-call cost.
+
+    For a PCG64 generator (``np.random.default_rng``), numpy draws a bounded integer of a 32-bit range with Lemire's
+    method on the bit generator's 32-bit outputs, each 64-bit output giving two of them (the spare half is kept in the
+    generator's state). Here the 64-bit outputs are fetched in blocks, the method runs in Python, and :meth:`close`
+    sets the generator to the state the scalar calls would have left: the start state advanced by the outputs used,
+    with the spare half. Other bit generators, or a numpy whose draws differ (checked once at import), get the
+    plain calls.
+    """
+
+    BLOCK = 64  # 64-bit outputs fetched at a time
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.fast = _EXACT_PCG64 and type(rng.bit_generator) is np.random.PCG64
+        if self.fast:
+            self.start: dict[str, Any] = dict(rng.bit_generator.state)
+            self.spare_ready, self.spare = self.start["has_uint32"], self.start["uinteger"]
+            self.outputs: list[int] = []
+            self.next = 0
+            self.used = 0
+        else:
+            self.integer = self._plain  # type: ignore[method-assign]
+
+    def _plain(self, low: int, high: int) -> int:
+        return int(self.rng.integers(low, high + 1))
+
+    def integer(self, low: int, high: int) -> int:
+        """A uniform integer in ``low..high`` (inclusive), as ``rng.integers(low, high + 1)`` draws it."""
+        span = high - low
+        if span == 0:
+            return low
+        excl = span + 1
+        threshold = -1
+        while True:
+            if self.spare_ready:  # the bit generator's next 32-bit output, inlined: this is the hot loop
+                self.spare_ready = 0
+                m = self.spare * excl
+            else:
+                if self.next == len(self.outputs):
+                    self.outputs = self.rng.bit_generator.random_raw(self.BLOCK).tolist()
+                    self.next = 0
+                value = self.outputs[self.next]
+                self.next += 1
+                self.used += 1
+                self.spare_ready, self.spare = 1, value >> 32
+                m = (value & 0xFFFFFFFF) * excl
+            leftover = m & 0xFFFFFFFF
+            if leftover >= excl:
+                return low + (m >> 32)
+            if threshold < 0:
+                threshold = (0xFFFFFFFF - span) % excl
+            if leftover >= threshold:
+                return low + (m >> 32)
+
+    def close(self) -> None:
+        """Leave the generator where the scalar calls would have."""
+        if not self.fast or (not self.outputs and self.spare_ready == self.start["has_uint32"]):
+            return
+        bits: Any = self.rng.bit_generator  # a PCG64 (checked in __init__)
+        bits.state = self.start
+        if self.used:
+            bits.advance(self.used)
+        state = dict(bits.state)
+        state["has_uint32"], state["uinteger"] = self.spare_ready, self.spare
+        bits.state = state
+
+
+def _pcg64_draws_match() -> bool:
+    """Whether :class:`_ScalarIntegers` reproduces this numpy's ``Generator.integers`` (values and state)."""
+    plain, fast = np.random.default_rng(12345), np.random.default_rng(12345)
+    spans = [(5, 123), (0, 0), (11, 2000), (0, 1), (3, 7)] * 40
+    expected = [int(plain.integers(lo, hi + 1)) for lo, hi in spans]
+    draws = _ScalarIntegers.__new__(_ScalarIntegers)
+    draws.rng, draws.fast = fast, True
+    draws.start = dict(fast.bit_generator.state)
+    draws.spare_ready, draws.spare = draws.start["has_uint32"], draws.start["uinteger"]
+    draws.outputs, draws.next, draws.used = [], 0, 0
+    got = [draws.integer(lo, hi) for lo, hi in spans]
+    draws.close()
+    return got == expected and fast.bit_generator.state == plain.bit_generator.state and (
+        fast.integers(1 << 20) == plain.integers(1 << 20))
+
+
+_EXACT_PCG64 = False
+_EXACT_PCG64 = _pcg64_draws_match()
+
+
+_DEFAULT_CONFIG = GorgeConfig()
+_UNSEEDED = np.random.default_rng()  # a new Game's generator until its reset
+
+
+@lru_cache(maxsize=64)
+def _ring(radius: int) -> tuple[tuple[int, int], ...]:
+    """:func:`~sb3_realm.games.gorge.rules.spawn_ring_order`, built once per radius (every reset walks the rings)."""
+    return tuple(spawn_ring_order(radius))
 
 
 @dataclass
@@ -98,8 +200,9 @@ class Game:
 
     game_map: GorgeMap
     rules: Rules = field(default_factory=Rules)
-    config: GorgeConfig = field(default_factory=GorgeConfig, init=False)
-    rng: np.random.Generator = field(default_factory=np.random.default_rng, init=False, repr=False)
+    config: GorgeConfig = field(default_factory=lambda: _DEFAULT_CONFIG, init=False)  # frozen: one instance serves
+    # replaced by reset; a fresh generator would cost tens of microseconds of OS entropy per Game
+    rng: np.random.Generator = field(default_factory=lambda: _UNSEEDED, init=False, repr=False)
     step_no: int = field(default=0, init=False)
     status: str = field(default=RUNNING, init=False)
     hero: Cell = field(default=(0, 0), init=False)
@@ -138,7 +241,7 @@ class Game:
         if rng is not None and not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got "
                              f"{type(rng).__name__}")
-        self.config = config or GorgeConfig()
+        self.config = config or _DEFAULT_CONFIG
         self.rng = rng if rng is not None else np.random.default_rng()
         cfg = self.config
         self.monster_interval = cfg.monster_interval
@@ -175,33 +278,41 @@ class Game:
         """Cells of ``count`` items: up to ``spawn_attempts`` random cells per item with the distance test against
         the items placed before (treasures: farther than ``min_distance``; buffs: at least ``min_distance``), then
         up to ``fallback_attempts`` without it. An item that finds no road cell is left out."""
-        r, m = self.rules, self.game_map
+        r, is_road = self.rules, self.game_map.is_road
         limit = min_distance * min_distance
         placed: list[Cell] = []
-        for _ in range(count):
-            cell = None
-            for _ in range(r.spawn_attempts):
-                x = int(self.rng.integers(r.spawn_min, r.spawn_max + 1))
-                z = int(self.rng.integers(r.spawn_min, r.spawn_max + 1))
-                if not m.is_road(x, z):
-                    continue
-                d2 = [(x - px) ** 2 + (z - pz) ** 2 for px, pz in placed]
-                if all(d > limit for d in d2) if strictly_farther else all(d >= limit for d in d2):
-                    cell = (x, z)
-                    break
-            if cell is None:
-                for _ in range(r.fallback_attempts):
-                    x = int(self.rng.integers(r.spawn_min, r.spawn_max + 1))
-                    z = int(self.rng.integers(r.spawn_min, r.spawn_max + 1))
-                    if m.is_road(x, z):
+        draws = _ScalarIntegers(self.rng)  # rng.integers(lo, hi + 1), one value per call, without numpy's call cost
+        integer, lo, hi = draws.integer, r.spawn_min, r.spawn_max
+        try:
+            for _ in range(count):
+                cell = None
+                for _ in range(r.spawn_attempts):
+                    x = integer(lo, hi)
+                    z = integer(lo, hi)
+                    if not is_road(x, z):
+                        continue
+                    if strictly_farther:
+                        far = all((x - px) ** 2 + (z - pz) ** 2 > limit for px, pz in placed)
+                    else:
+                        far = all((x - px) ** 2 + (z - pz) ** 2 >= limit for px, pz in placed)
+                    if far:
                         cell = (x, z)
                         break
-            if cell is not None:
-                placed.append(cell)
+                if cell is None:
+                    for _ in range(r.fallback_attempts):
+                        x = integer(lo, hi)
+                        z = integer(lo, hi)
+                        if is_road(x, z):
+                            cell = (x, z)
+                            break
+                if cell is not None:
+                    placed.append(cell)
+        finally:
+            draws.close()
         return placed
 
     def _spawn_hero(self) -> Cell:
-        """A uniform road cell without a treasure or a buff (spec §8 Q15); the script draws twice and keeps the
+        """A uniform road cell without a treasure or a buff (assumption Q15); the script draws twice and keeps the
         second draw."""
         m = self.game_map
         free = np.ones(m.road_count + 1, dtype=bool)
@@ -219,9 +330,9 @@ class Game:
         """Monster 1 on a uniform road cell of the Chebyshev ring of radius ``monster_ring`` around the hero, or of the
         largest smaller ring with a road cell; none when no road cell lies within that radius."""
         hx, hz = self.hero
+        is_road = self.game_map.is_road
         for radius in range(self.rules.monster_ring, 0, -1):
-            ring = [(hx + dx, hz + dz) for dx, dz in spawn_ring_order(radius)
-                    if self.game_map.is_road(hx + dx, hz + dz)]
+            ring = [(hx + dx, hz + dz) for dx, dz in _ring(radius) if is_road(hx + dx, hz + dz)]
             if ring:
                 cell = ring[uniform_choice(self.rng, len(ring))]
                 speed = self.rules.monster_speed + self.rules.monster_speed_bonus + (1 if self.boosted else 0)
@@ -280,7 +391,7 @@ class Game:
         """Flash in ``direction``: land on the farthest road cell of the line (10 cells straight, 8 diagonal), walls
         in between ignored; returns the cells from the hero to the landing cell. No road cell: an in-place flash.
 
-        spec §8 Q14: a flash while cooling down does nothing (no move, cooldown and flash count unchanged); the step
+        assumption Q14: a flash while cooling down does nothing (no move, cooldown and flash count unchanged); the step
         goes on and the hero's own cell is checked for pickups.
         """
         if self.flash_cooldown > 0:
@@ -303,8 +414,8 @@ class Game:
 
     def _collect_treasures(self, cells: list[Cell], events: StepEvents) -> None:
         """Collect every remaining treasure on ``cells``, in path order."""
-        if not self.treasures:
-            return
+        if not self.treasures or all(t.cell not in cells for t in self.treasures):
+            return  # the usual step: nothing to collect
         got: list[int] = []
         for cell in cells:
             for t in [t for t in self.treasures if t.cell == cell]:
@@ -328,60 +439,74 @@ class Game:
     # ---------------------------------------------------------------------------------------------- monsters
     def _move_monsters(self) -> None:
         """Each monster in spawn order takes ``speed`` sub-steps to a 4-neighbour that minimises the BFS distance to
-        the hero plus the back-step and same-axis penalties; ties are drawn uniformly. One BFS from the hero serves
-        every monster and sub-step; it stops ``max speed`` levels past the farthest monster, which covers every cell a
-        sub-step can look at."""
+        the hero plus the back-step and same-axis penalties; ties are drawn uniformly. Every distance is read from the
+        map's cached BFS row of the hero's cell (:meth:`~sb3_realm.games.gorge.maps.GorgeMap.distance_row`)."""
         if not self.monsters:
             return
         m = self.game_map
-        reach = max(mon.speed for mon in self.monsters)
-        around = [(dx, dz) for dz in range(-reach - 1, reach + 2) for dx in range(-reach - 1, reach + 2)
-                  if abs(dx) + abs(dz) <= reach + 1]  # every cell a sub-step can look at
-        chasers = [mon.cell for mon in self.monsters if mon.cell != self.hero]
-        cells = sorted({(x + dx, z + dz) for x, z in chasers for dx, dz in around})
-        found = m.distances_to(*self.hero, cells, anchors=chasers, margin=reach)
-        dist = dict(zip(cells, found, strict=True))
+        hero = self.hero
+        source = m.road_id(*hero)
+        if source == m.road_count:
+            m.distances_to(*hero, ())  # raises the map's error for a hero off the road
+        if all(mon.cell == hero for mon in self.monsters):
+            return
+        row, unreachable = m.distance_view(source), m.row_unreachable
+        h, w = m.walkable.shape
+        index = m._index_flat
         occupied = {mon.cell: mon for mon in self.monsters}
         for mon in self.monsters:
-            if mon.cell == self.hero:
+            x, z = mon.cell
+            if mon.cell == hero:
                 continue
-            if dist[mon.cell] >= UNREACHABLE:
+            if not (0 <= x < w and 0 <= z < h) or row[index[z * w + x]] == unreachable:
                 self._greedy_step(mon, occupied)
-                continue
-            start, path, index = mon.cell, None, 1
-            for _ in range(mon.speed):
-                best: list[tuple[Cell, str]] = []
-                best_score = UNREACHABLE
-                x, z = mon.cell
-                for dx, dz in MONSTER_STEPS:
-                    cell = (x + dx, z + dz)
-                    d = dist.get(cell, UNREACHABLE)
-                    if d >= UNREACHABLE or occupied.get(cell, mon) is not mon:
-                        continue
-                    axis = "x" if dx else "z"
-                    score = 100 * d + (PREV_PENALTY if cell == mon.prev else 0) + (
-                        AXIS_PENALTY if axis == mon.last_axis else 0)
-                    if score < best_score:
-                        best, best_score = [(cell, axis)], score
-                    elif score == best_score:
-                        best.append((cell, axis))
-                if best:
-                    cell, axis = best[uniform_choice(self.rng, len(best))]
-                else:
-                    # every 4-neighbour is blocked or taken: the script falls back to the A* path's next cell; the
-                    # index advances with every sub-step, so this cell need not be adjacent
-                    if path is None:
-                        path = self._shortest_path(start)
-                    if index >= len(path):
-                        break
-                    cell = path[index]
-                    axis = "x" if cell[0] != x else ("z" if cell[1] != z else "none")
+            else:
+                self._chase(mon, row, occupied)
+
+    def _chase(self, mon: Monster, row: memoryview, occupied: dict[Cell, Monster]) -> None:
+        """The ``speed`` sub-steps of a monster with a path to the hero; ``row`` holds the BFS distances from the
+        hero's cell by road id."""
+        m = self.game_map
+        h, w = m.walkable.shape
+        index, nbr, none, unreachable = m._index_flat, m._nbr_flat, m.road_count, m.row_unreachable
+        start, path, step = mon.cell, None, 1
+        for _ in range(mon.speed):
+            best: list[tuple[Cell, str]] = []
+            best_score = UNREACHABLE
+            x, z = mon.cell
+            base = 4 * (index[z * w + x] if 0 <= x < w and 0 <= z < h else none)
+            for k in range(4):  # MONSTER_STEPS = STEPS_4, the order of the neighbour table
+                d = row[nbr[base + k]]
+                if d == unreachable:
+                    continue
+                dx, dz = MONSTER_STEPS[k]
+                cell = (x + dx, z + dz)
                 if occupied.get(cell, mon) is not mon:
+                    continue
+                axis = "x" if dx else "z"
+                score = 100 * d + (PREV_PENALTY if cell == mon.prev else 0) + (
+                    AXIS_PENALTY if axis == mon.last_axis else 0)
+                if score < best_score:
+                    best, best_score = [(cell, axis)], score
+                elif score == best_score:
+                    best.append((cell, axis))
+            if best:
+                cell, axis = best[uniform_choice(self.rng, len(best))]
+            else:
+                # every 4-neighbour is blocked or taken: the script falls back to the A* path's next cell; the index
+                # advances with every sub-step, so this cell need not be adjacent
+                if path is None:
+                    path = self._shortest_path(start)
+                if step >= len(path):
                     break
-                del occupied[mon.cell]
-                mon.prev, mon.last_axis, mon.cell = mon.cell, axis, cell
-                occupied[cell] = mon
-                index += 1
+                cell = path[step]
+                axis = "x" if cell[0] != x else ("z" if cell[1] != z else "none")
+            if occupied.get(cell, mon) is not mon:
+                break
+            del occupied[mon.cell]
+            mon.prev, mon.last_axis, mon.cell = mon.cell, axis, cell
+            occupied[cell] = mon
+            step += 1
 
     def _shortest_path(self, start: Cell) -> list[Cell]:
         """A 4-connected shortest path from ``start`` to the hero (both included), down the BFS distances, trying
@@ -453,7 +578,7 @@ class Game:
         """The first road cell passing ``accept`` on the rings of radius 1..spawn_search_radius around ``center``."""
         cx, cz = center
         for radius in range(1, self.rules.spawn_search_radius + 1):
-            for dx, dz in spawn_ring_order(radius):
+            for dx, dz in _ring(radius):
                 cell = (cx + dx, cz + dz)
                 if self.game_map.is_road(*cell) and accept(cell):
                     return cell
@@ -470,7 +595,7 @@ class Game:
     def _tick(self) -> None:
         """Count down the buff, the buffs' respawn counters and the flash cooldown.
 
-        spec §8 Q19: this runs in the step of the pickup or flash, so the state after it reads ``duration - 1`` and
+        assumption Q19: this runs in the step of the pickup or flash, so the state after it reads ``duration - 1`` and
         ``cooldown - 1``.
         """
         if self.buff_remaining > 0:

@@ -1,8 +1,10 @@
-"""The Gymnasium env of Gorge Chase: a thin adapter around :class:`~sb3_realm.games.gorge.core.Game` that feeds the
-platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`) to :func:`.features.encode`."""
+"""The Gymnasium env of Gorge Chase: a thin adapter around :class:`~sb3_realm.games.gorge.core.Game` whose observation
+is :func:`.features.encode` of the platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`),
+computed straight from the game's state by :mod:`.fast` (the same arrays, byte for byte, without building the dict)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import operator
 import os
@@ -17,18 +19,22 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import fast
 from .core import FAILED, Game
-from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, action_mask, encode
+from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, encode
 from .maps import GorgeMap, load_map, map_from_dict
 from .observation import env_obs
+from .protocols import SHIPPED_MAPS
+from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
 from .rules import GorgeConfig, Rules, choose_map_id
 
-__all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map"]
+__all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map", "free_neighbours"]
 
-#: the maps shipped in ``sb3_realm/games/gorge/data`` (``gorge_own_<k>.json``); "default" is the first
-SHIPPED_MAPS = ("own_1", "own_2", "own_3", "own_4", "own_5")
 _OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
+# the legal actions (observation.legal_action): the 8 moves always, the 8 flashes while the cooldown is 0
+_FLASH_READY = np.ones(N_ACTIONS, dtype=bool)
+_MOVES_ONLY = np.arange(N_ACTIONS) < 8
 
 
 def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
@@ -40,15 +46,19 @@ def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
     return observation, spaces.Discrete(N_ACTIONS)
 
 
-@lru_cache(maxsize=len(SHIPPED_MAPS))
 def shipped_map(name: str) -> GorgeMap:
-    """A shipped map by name: ``"own_1"`` .. ``"own_5"`` or ``"default"`` (= ``"own_1"``)."""
+    """A shipped map by name: ``"own_1"`` .. ``"own_10"`` or ``"default"`` (= ``"own_1"``, the same object)."""
     key = SHIPPED_MAPS[0] if name == "default" else name
     if key not in SHIPPED_MAPS:
         raise ValueError(f"map name {name!r} is not a shipped map; choose one of {['default', *SHIPPED_MAPS]} or pass "
                          "the path of a gorge_chase_map_<k>.json")
-    text = (resources.files("sb3_realm.games.gorge") / "data" / f"gorge_{key}.json").read_text(encoding="utf-8")
-    return map_from_dict(json.loads(text), name=key)
+    return _shipped(key)
+
+
+@lru_cache(maxsize=len(SHIPPED_MAPS))
+def _shipped(key: str) -> GorgeMap:
+    data = (resources.files("sb3_realm.games.gorge") / "data" / f"gorge_{key}.json.gz").read_bytes()
+    return map_from_dict(json.loads(gzip.decompress(data).decode("utf-8")), name=key)
 
 
 def _map_id(name: str) -> int:
@@ -65,14 +75,15 @@ class GorgeEnv(gym.Env):
     from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~.rewards.TERMS`.
 
     ``info["reward_terms"]`` holds every term of the step; at the end of an episode ``info`` also has the competition
-    ``score``, ``steps``, ``treasures``, ``flash_used``, ``buff_used``, ``caught``, ``caught_after_speedup`` and
-    ``map``.
+    ``score``, ``steps``, ``treasures``, ``flash_used``, ``buff_used``, ``caught``, ``caught_after_speedup``,
+    ``free_neighbours`` (the road 4-neighbours of the hero's last cell) and ``map``.
 
     Each episode plays one map, drawn with ``self.np_random`` from the configured list: ``map_path`` (one file),
-    else ``map_names``, else ``map_name``. A name is a shipped map (``"default"``, ``"own_1"`` .. ``"own_5"``), an
-    open map id ``"open_<k>"`` read from ``maps_dir`` as ``gorge_chase_map_<k>.json``, or a path to a map file. With
-    ``maps_dir`` and neither ``map_path`` nor ``map_names``, the open maps of ``usr_conf["map"]`` are played as the
-    platform chooses them (``map_random``).
+    else ``map_names``, else ``map_name``; ``reset(options={"map_name": name})`` plays ``name`` for that episode.
+    A name is a shipped map (``"default"``, ``"own_1"`` .. ``"own_10"``), an open map id ``"open_<k>"`` read from
+    ``maps_dir`` as ``gorge_chase_map_<k>.json``, or a path to a map file. With ``maps_dir`` and neither
+    ``map_path`` nor ``map_names``, the open maps of ``usr_conf["map"]`` are played as the platform chooses them
+    (``map_random``).
 
     :param map_path: one map file in the open maps' format.
     :param map_name: the map played when neither ``map_path``, ``map_names`` nor ``maps_dir`` is given.
@@ -97,13 +108,16 @@ class GorgeEnv(gym.Env):
         maps_dir: str | os.PathLike | None = None,
         reward_weights: RewardWeights | Mapping | None = None,
         render_mode: str | None = None,
-        rules: Rules | None = None,
+        rules: Rules | Mapping | None = None,
         **usr_conf: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode = {render_mode!r} is not supported; use None or 'rgb_array'")
+        if isinstance(rules, Mapping):
+            rules = Rules.from_dict(rules)  # a config's env.rules
         if rules is not None and not isinstance(rules, Rules):
-            raise ValueError(f"rules = {rules!r} is not a Rules; pass Rules(...) or leave it out")
+            raise ValueError(f"rules = {rules!r} is not a Rules; pass Rules(...), a dict of its fields, or leave it "
+                             "out")
         if isinstance(map_names, str) or (map_names is not None and (
                 not isinstance(map_names, Sequence) or not map_names)):
             raise ValueError(f"map_names = {map_names!r}; pass a non-empty list of map names or paths, e.g. "
@@ -132,7 +146,6 @@ class GorgeEnv(gym.Env):
         self.map_id = 0
         self.episodes = 0
         self.features = FeatureState()
-        self._obs: dict = {}
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
 
@@ -142,10 +155,11 @@ class GorgeEnv(gym.Env):
             return shipped_map(name)
         if name.startswith("open_") and name[5:].isdigit():
             if self.maps_dir is None:
-                raise ValueError(f"map {name!r} is an open map id; pass maps_dir=FOLDER holding "
-                                 f"gorge_chase_map_{name[5:]}.json")
+                raise ValueError(f"map {name!r} is an open map, read from the folder of the open maps: pass "
+                                 f"maps_dir=FOLDER holding gorge_chase_map_{name[5:]}.json (on the command line "
+                                 "--maps-dir FOLDER, or set SB3_REALM_GORGE_MAPS=FOLDER)")
             return load_map(self.maps_dir / f"gorge_chase_map_{int(name[5:])}.json")
-        if name.endswith(".json"):
+        if name.endswith((".json", ".json.gz")):
             return load_map(name)
         raise ValueError(f"map {name!r} is neither a shipped map ({['default', *SHIPPED_MAPS]}), an open map id "
                          "'open_<k>' (with maps_dir) nor a path to a .json map file")
@@ -164,10 +178,17 @@ class GorgeEnv(gym.Env):
     def reset(self, *, seed: int | None = None,
               options: Mapping | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         config = self.base_config
+        options = dict(options or {})
+        map_name = options.pop("map_name", None)
         if options:
-            config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **dict(options)})
+            config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **options})
         super().reset(seed=seed)
-        self.map, self.map_id, game_map = self._choose_map(config)
+        if map_name is not None:  # one episode on a named map (an evaluation protocol's game)
+            self.map, self.map_id, game_map = str(map_name), _map_id(str(map_name)), self._load(str(map_name))
+            if self.map.startswith("open_"):
+                self.map_id = int(self.map[5:])
+        else:
+            self.map, self.map_id, game_map = self._choose_map(config)
         self.episodes += 1
         self.game = Game(game_map, self.rules)
         self.game.reset(config, self.np_random)
@@ -214,15 +235,15 @@ class GorgeEnv(gym.Env):
         """Change the default episode configuration from the next reset on (for curricula via ``env_method``)."""
         self.base_config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **usr_conf})
 
-    def action_masks(self) -> np.ndarray:
-        """(16,) bool legal actions for MaskablePPO: the observation's ``legal_action``."""
-        self._game()
-        return action_mask(self._obs["observation"])
+    def action_masks(self, mask_walls: bool | None = None) -> np.ndarray:
+        """(16,) bool legal actions for MaskablePPO: the observation's ``legal_action``. ``mask_walls`` is the
+        Realm's option, taken for the shared players' sake and ignored: the platform's mask is the whole rule."""
+        del mask_walls
+        return (_FLASH_READY if self._game().flash_cooldown == 0 else _MOVES_ONLY).copy()
 
     def platform_obs(self) -> dict:
-        """The current state as the platform's ``env_obs`` dict (spec 6.2)."""
-        self._game()
-        return self._obs
+        """The current state as the platform's ``env_obs`` dict (docs/gorge/rules.md), built on demand."""
+        return env_obs(self._game(), "0", self.map_id)
 
     def episode_summary(self) -> dict:
         """Competition metrics of the current episode (complete once it is over)."""
@@ -236,9 +257,17 @@ class GorgeEnv(gym.Env):
             "buff_used": int(game.buff_pickups),
             "caught": caught,
             "caught_after_speedup": caught and game.boosted,
+            "free_neighbours": free_neighbours(game.game_map, game.hero),
             "map": self.map,
             "episode_reward_terms": dict(zip(TERMS, self._episode_terms, strict=True)),
         }
+
+    @property
+    def game_map(self) -> GorgeMap:
+        """The map of the current episode (before the first reset: the first configured map)."""
+        if self.game is not None:
+            return self.game.game_map
+        return self._load(self.map_names[0] if self.map_names else "open_1")
 
     def _game(self) -> Game:
         if self.game is None:
@@ -246,27 +275,18 @@ class GorgeEnv(gym.Env):
         return self.game
 
     def _observe(self) -> dict[str, np.ndarray]:
-        self._obs = env_obs(self._game(), "0", self.map_id)
-        maps, vector = encode(self._obs["observation"], self.features)
+        game = self._game()
+        if fast.supported(game):  # the arrays of encode(env_obs(...)), from the game's state without the dict
+            cache = self.__dict__.get("_fast_cache")
+            if cache is None:
+                cache = self._fast_cache = fast.FastCache()
+            maps, vector = fast.encode_state(game, self.features, cache)
+        else:
+            maps, vector = encode(env_obs(game, "0", self.map_id)["observation"], self.features)
         return {"maps": maps, "vector": vector}
 
 
-# ------------------------------------------------------------------------------------------------------ render
-_SCALE = 4
-_ROAD, _WALL = (200, 200, 190), (40, 40, 50)
-_HERO, _MONSTER, _TREASURE, _BUFF, _BUFF_WAITING = (40, 110, 240), (220, 40, 40), (240, 200, 30), (40, 190, 80), (
-    120, 160, 120)
-
-
-def render_frame(game: Game) -> np.ndarray:
-    """An RGB frame of the whole map, ``(4 * H, 4 * W, 3)`` uint8: walls, road, treasures, buffs, monsters, hero."""
-    walkable = game.game_map.walkable
-    frame = np.where(walkable[..., None], np.array(_ROAD, np.uint8), np.array(_WALL, np.uint8))  # (H, W, 3)
-    for t in game.treasures:
-        frame[t.cell[1], t.cell[0]] = _TREASURE
-    for b in game.buffs:
-        frame[b.cell[1], b.cell[0]] = _BUFF if b.visible else _BUFF_WAITING
-    for m in game.monsters:
-        frame[m.cell[1], m.cell[0]] = _MONSTER
-    frame[game.hero[1], game.hero[0]] = _HERO
-    return np.repeat(np.repeat(frame, _SCALE, axis=0), _SCALE, axis=1).astype(np.uint8)  # (4H, 4W, 3)
+def free_neighbours(game_map: GorgeMap, cell: tuple[int, int]) -> int:
+    """The road 4-neighbours of ``cell``: the ways out of it (a hero caught in a dead end has one)."""
+    x, z = cell
+    return sum(game_map.is_road(x + dx, z + dz) for dx, dz in ((1, 0), (-1, 0), (0, 1), (0, -1)))

@@ -1,7 +1,7 @@
 """Gorge Chase: the platform's observation -> model input, and the action mask. numpy only, self-contained.
 
 This module is copied verbatim into competition submissions, so it imports nothing from sb3_realm. Training and the
-submission run the same :func:`encode` on the same input: ``env_obs["observation"]`` (the rules spec, section 6).
+submission run the same :func:`encode` on the same input: ``env_obs["observation"]`` (docs/gorge/rules.md).
 Cells are ``(x, z)`` with x growing to the east and z to the south; ``map_info`` is indexed ``[z][x]`` with the hero at
 ``[10][10]``.
 
@@ -197,7 +197,7 @@ def encode(observation: dict, state: FeatureState) -> tuple[np.ndarray, np.ndarr
 
     Updates ``state`` (visits, seen cells, remembered treasures): call it once per observation, in order.
 
-    :param observation: ``env_obs["observation"]`` (spec 6.2).
+    :param observation: ``env_obs["observation"]`` (docs/gorge/rules.md).
     :param state: the episode's :class:`FeatureState`.
     """
     _check(observation)

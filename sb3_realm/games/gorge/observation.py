@@ -1,7 +1,7 @@
-"""The platform's observation of Gorge Chase built from the game's state (the rules spec, section 6), a facade with the
+"""The platform's observation of Gorge Chase built from the game's state (docs/gorge/rules.md), a facade with the
 platform's env interface, and the rebuild of a game from a logged platform frame.
 
-- :func:`env_obs` returns the ``env_obs`` dict of spec 6.2; its parts come from :func:`frame_state`,
+- :func:`env_obs` returns the ``env_obs`` dict of docs/gorge/rules.md; its parts come from :func:`frame_state`,
   :func:`env_info`, :func:`map_info` and :func:`legal_action`. Key names and codes are those of :mod:`.protocol`.
 - :class:`GorgeCompetitionEnv`: ``reset(usr_conf) -> env_obs`` and ``step(action) -> (env_reward, env_obs)``.
 - :func:`rebuild_from_frame`: a :class:`~sb3_realm.games.gorge.core.Game` in the state a frame logs, to play on.
@@ -71,6 +71,20 @@ def _seen(hero: Cell, cell: Cell) -> bool:
     return in_view(int(cell[0]) - int(hero[0]), int(cell[1]) - int(hero[1]))
 
 
+def _organ_items(game: Game, view: bool) -> list[tuple]:
+    """``(entity_id, sub_type, status, cell, dx, dz)`` of the organs in ``config_id`` order (in view only with
+    ``view``), their offsets from the hero computed once for both frame states."""
+    hx, hz = int(game.hero[0]), int(game.hero[1])
+    items = [(t.entity_id, SUB_TYPE_TREASURE, ORGAN_PRESENT, t.cell) for t in game.treasures]
+    items += [(b.entity_id, SUB_TYPE_BUFF, ORGAN_PRESENT if b.visible else ORGAN_WAITING, b.cell) for b in game.buffs]
+    out = []
+    for entity_id, sub_type, status, cell in sorted(items):
+        dx, dz = int(cell[0]) - hx, int(cell[1]) - hz
+        if not view or max(abs(dx), abs(dz)) <= VIEW_RANGE:
+            out.append((entity_id, sub_type, status, cell, dx, dz))
+    return out
+
+
 def _hero(game: Game) -> dict:
     return {
         "buff_remaining_time": int(game.buff_remaining),
@@ -91,22 +105,16 @@ def _monster(game: Game, monster: Monster, view: bool) -> dict:
         out["start_pos"] = _pos(monster.start)
     elif _seen(game.hero, monster.cell):
         out["is_in_view"] = IN_VIEW
-    else:  # out of view: position and speed hidden, bucket and direction kept (spec 6.4)
+    else:  # out of view: position and speed hidden, bucket and direction kept (docs/gorge/rules.md)
         out.update(pos=dict(OUT_OF_VIEW_POS), speed=OUT_OF_VIEW_SPEED, is_in_view=OUT_OF_VIEW)
     return out
 
 
 def _organs(game: Game, view: bool) -> list[dict]:
-    items = [(t.entity_id, SUB_TYPE_TREASURE, ORGAN_PRESENT, t.cell) for t in game.treasures]
-    items += [(b.entity_id, SUB_TYPE_BUFF, ORGAN_PRESENT if b.visible else ORGAN_WAITING, b.cell) for b in game.buffs]
-    out = []
-    for entity_id, sub_type, status, cell in sorted(items):
-        if view and not _seen(game.hero, cell):
-            continue
-        bucket, direction = _relative(game.hero, cell)
-        out.append({"config_id": int(entity_id), "hero_l2_distance": bucket, "hero_relative_direction": direction,
-                    "pos": _pos(cell), "status": status, "sub_type": sub_type})
-    return out
+    return [{"config_id": int(entity_id), "hero_l2_distance": distance_bucket(dx, dz),
+             "hero_relative_direction": relative_direction(dx, dz), "pos": {"x": int(cell[0]), "z": int(cell[1])},
+             "status": status, "sub_type": sub_type}
+            for entity_id, sub_type, status, cell, dx, dz in _organ_items(game, view)]
 
 
 def frame_state(game: Game, view: bool = True) -> dict:
@@ -123,7 +131,7 @@ def frame_state(game: Game, view: bool = True) -> dict:
 
 
 def env_info(game: Game) -> dict:
-    """``observation.env_info``: exactly the 17 keys of spec 6.5, in the platform's order."""
+    """``observation.env_info``: exactly the 17 keys of docs/gorge/rules.md, in the platform's order."""
     cfg = game.config
     info = {
         "buff_refresh_time": int(cfg.buff_cooldown),
@@ -171,7 +179,7 @@ def legal_action(game: Game) -> list[bool]:
 
 
 def env_obs(game: Game, env_id: str, map_id: int, *, result_message: str | None = None) -> dict:
-    """The ``env_obs`` dict of spec 6.2 for the game's current state.
+    """The ``env_obs`` dict of docs/gorge/rules.md for the game's current state.
 
     :param game: the game.
     :param env_id: the env instance's id (a string, e.g. ``"33926133"``).
@@ -256,7 +264,7 @@ def rebuild_from_frame(frame: Mapping, game_map: GorgeMap, rules: Rules | None =
         return _rebuild(frame, game_map, rules, rng)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"the frame lacks a field or has one of the wrong type ({type(exc).__name__}: {exc}); pass a "
-                         "whole logged env_obs dict of spec 6.2 as parsed from JSON") from exc
+                         "whole logged env_obs dict of docs/gorge/rules.md as parsed from JSON") from exc
 
 
 def _rebuild(frame: Mapping, game_map: GorgeMap, rules: Rules | None, rng: np.random.Generator | None) -> Game:
@@ -322,7 +330,7 @@ def _check_platform_conf(usr_conf: object) -> Mapping | None:
 
 
 class GorgeCompetitionEnv:
-    """The game behind the platform's env interface (spec 6.1), for playing the official workflow locally.
+    """The game behind the platform's env interface (docs/gorge/rules.md), for playing the official workflow locally.
 
     ``reset(usr_conf) -> env_obs`` takes ``{"env_conf": {...}}`` (None: the shipped defaults) and chooses the map from
     ``env_conf["map"]``: uniformly with the env's generator when ``map_random`` is true, else the next one in list

@@ -1,6 +1,6 @@
 """Gorge Chase's observation protocol as the platform and a submission share it: the key names of ``env_obs`` and its
-parts, the codes of ``map_info`` and the organs, and the distance bucket and relative direction of an entity (the
-rules spec, section 6).
+parts, the codes of ``map_info`` and the organs, and the distance bucket and relative direction of an entity
+(docs/gorge/rules.md).
 
 Self-contained (the standard library only, no package imports): the guarded process of a submission check loads this
 file by path, without importing sb3_realm.
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 # ------------------------------------------------------------------------------------------------------ key names
-#: ``env_obs``, as ``env.reset`` returns it and as the second item of ``env.step``'s result (spec 6.2)
+#: ``env_obs``, as ``env.reset`` returns it and as the second item of ``env.step``'s result (docs/gorge/rules.md)
 ENV_OBS_KEYS = ("env_id", "frame_no", "observation", "extra_info", "terminated", "truncated")
 #: ``env_obs["observation"]``: what the agent sees
 OBSERVATION_KEYS = ("step_no", "frame_state", "env_info", "map_info", "legal_action")
@@ -66,10 +66,10 @@ EXTRA_INFO_KEYS = ("frame_state", "map_id", "result_code", "result_message")
 VIEW_FRAME_STATE_KEYS = ("heroes", "monsters", "organs")
 #: ``extra_info.frame_state``: unfiltered
 EXTRA_FRAME_STATE_KEYS = ("frame_no", "heroes", "monsters", "organs")
-#: ``frame_state.heroes`` (one dict, not a list) (spec 6.3)
+#: ``frame_state.heroes`` (one dict, not a list) (docs/gorge/rules.md)
 HERO_KEYS = ("buff_remaining_time", "flash_cooldown", "hero_id", "pos", "step_score", "treasure_collected_count",
              "treasure_score")
-#: a monster of ``observation.frame_state.monsters`` (spec 6.4)
+#: a monster of ``observation.frame_state.monsters`` (docs/gorge/rules.md)
 VIEW_MONSTER_KEYS = ("hero_l2_distance", "hero_relative_direction", "monster_id", "monster_interval", "pos", "speed",
                      "is_in_view")
 #: a monster of ``extra_info.frame_state.monsters``: no ``is_in_view``, plus the spawn cell
@@ -77,12 +77,12 @@ EXTRA_MONSTER_KEYS = ("hero_l2_distance", "hero_relative_direction", "monster_id
                       "start_pos")
 #: an organ (treasure or buff) of either ``frame_state.organs``
 ORGAN_KEYS = ("config_id", "hero_l2_distance", "hero_relative_direction", "pos", "status", "sub_type")
-#: ``observation.env_info``: exactly these 17 keys, in the platform's order (spec 6.5)
+#: ``observation.env_info``: exactly these 17 keys, in the platform's order (docs/gorge/rules.md)
 ENV_INFO_KEYS = ("buff_refresh_time", "flash_cooldown_max", "flash_count", "max_step", "monster_init_speed",
                  "monster_interval", "monster_speed_boost_step", "pos", "step_no", "step_score", "total_buff",
                  "total_score", "total_treasure", "treasure_id", "treasure_score", "treasures_collected",
                  "collected_buff")
-#: the first item of ``env.step``'s result (spec 5)
+#: the first item of ``env.step``'s result (docs/gorge/rules.md)
 ENV_REWARD_KEYS = ("env_id", "frame_no", "reward")
 #: every ``pos`` and ``start_pos``
 POS_KEYS = ("x", "z")
@@ -105,7 +105,7 @@ DISTANCE_BUCKET_SIZE = 30  # hero_l2_distance = floor(euclidean distance / 30), 
 DISTANCE_BUCKET_MAX = 5
 DIRECTION_SAME_CELL = 0  # hero_relative_direction of an entity on the hero's cell; else 1..8 = E, NE, N, ..., SE
 RESULT_OK = 0
-#: extra_info.result_code values: the Lua script's and the adapter's (spec 6.2)
+#: extra_info.result_code values: the Lua script's and the adapter's (docs/gorge/rules.md)
 RESULT_CODES = {
     0: "success",
     -1: "invalid config (Lua) or exception in step (adapter)",
@@ -125,6 +125,8 @@ _DIRECTION_CODES = {(0, 0): 0, (1, 0): 1, (1, -1): 2, (0, -1): 3, (-1, -1): 4, (
 
 
 def _int(name: str, value: object) -> int:
+    if type(value) is int:  # the usual case, one test
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} = {value!r} is not an integer; pass cell offsets as ints (target minus hero)")
     return value

@@ -1,9 +1,11 @@
 """Rules of Gorge Chase: the player's episode configuration (``env_conf``), the engine values the player cannot set,
-and the assumptions the core makes where the sources are silent (the rules spec, sections 2 and 8).
+and the assumptions the core makes where the sources are silent (docs/gorge/rules.md: the configuration and what the
+simulator assumes).
 
-Each assumption of spec section 8 that the core relies on lives in one named place whose comment cites it: the
-constants and functions under "Assumptions" below (Q1-Q7, Q12, Q13), the profile bonuses of :class:`Rules` (Q8), and
-three phases of :class:`~sb3_realm.games.gorge.core.Game` (Q14 ``_flash``, Q15 ``_spawn_hero``, Q19 ``_tick``).
+Each assumption (Q1 .. Q20 on docs/gorge/rules.md) that the core relies on lives in one named place whose comment
+cites it: the constants and functions under "Assumptions" below (Q1-Q7, Q12, Q13), the profile bonuses of
+:class:`Rules` (Q8), and three phases of :class:`~sb3_realm.games.gorge.core.Game` (Q14 ``_flash``, Q15
+``_spawn_hero``, Q19 ``_tick``).
 """
 
 from __future__ import annotations
@@ -152,17 +154,17 @@ def _map_ids(value: object) -> tuple[int, ...]:
 # ------------------------------------------------------------------------------------------------- engine values
 @dataclass(frozen=True)
 class Rules:
-    """The engine values the player cannot set (spec 2.2), with the values in force.
+    """The engine values the player cannot set (docs/gorge/rules.md), with the values in force.
 
     :param player_speed: cells per move without the buff (engine clamp 0..4).
-    :param player_move_bonus: hero profile bonus added to the move length (clamp 0..3; spec §8 Q8 assumes 0).
+    :param player_move_bonus: hero profile bonus added to the move length (clamp 0..3; assumption Q8 assumes 0).
     :param buff_extra_speed: extra cells per move while buffed (1..10).
     :param buff_duration: steps of the buff after a pickup.
     :param flash_distance: flash range along an axis, in cells.
     :param flash_distance_diagonal: flash range along a diagonal, in cells.
     :param monster_count: monsters in an episode (0..2).
     :param monster_speed: cells per monster move (0..4; 0 means no monster ever spawns).
-    :param monster_speed_bonus: monster profile bonus added to its speed (clamp 0..3; spec §8 Q8 assumes 0).
+    :param monster_speed_bonus: monster profile bonus added to its speed (clamp 0..3; assumption Q8 assumes 0).
     :param treasure_value: score per collected treasure.
     :param step_score_multiplier: score per survived step.
     :param vision_range: the view is ``2 * vision_range + 1`` cells wide.
@@ -201,6 +203,17 @@ class Rules:
     history_length: int = 32
     spawn_search_radius: int = 10
 
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> Rules:
+        """Build from a plain dict (a config's ``env.rules``); unknown keys raise ``ValueError`` listing the valid
+        ones."""
+        data = dict(data or {})
+        valid = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown rules keys {unknown}; valid keys are {valid}")
+        return cls(**data)
+
     def __post_init__(self) -> None:
         ranges = {"player_speed": (0, 4), "player_move_bonus": (0, 3), "buff_extra_speed": (1, 10),
                   "monster_count": (0, 2), "monster_speed": (0, 4), "monster_speed_bonus": (0, 3)}
@@ -223,10 +236,10 @@ class Rules:
 
 
 # ---------------------------------------------------------------------------------------------------- assumptions
-# spec §8 Q1, Q2: monsters step to 4-neighbours only, in this order (E, W, S, N), and their distance to the hero is the
-# 4-connected BFS path length over road cells (maps.GorgeMap.road_distances), ignoring monsters, items and the hero.
+# assumption Q1, Q2: monsters step to 4-neighbours only, in this order (E, W, S, N), and their distance to the hero is
+# the 4-connected BFS path length over road cells (maps.GorgeMap.road_distances), ignoring monsters, items and the hero.
 MONSTER_STEPS = STEPS_4
-# spec §8 Q1: the neighbour order of the engine's A* path (only used when no 4-neighbour is free): z first, then x.
+# assumption Q1: the neighbour order of the engine's A* path (only used when no 4-neighbour is free): z first, then x.
 PATH_STEPS = ((0, 1), (0, -1), (1, 0), (-1, 0))
 # The greedy fallback of a monster with no path to the hero tries these 8 neighbours in this order (script order).
 FALLBACK_STEPS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
@@ -240,7 +253,7 @@ def diagonal_allowed(game_map: GorgeMap, x: int, z: int, dx: int, dz: int) -> bo
     """Whether a step from ``(x, z)`` by ``(dx, dz)`` passes the corner rule: the target must be road and, for a
     diagonal step, at least one of the two orthogonal cells between must be road.
 
-    spec §8 Q3: the engine's ``can_move_diagonally`` is not visible; this is the official text's rule.
+    assumption Q3: the engine's ``can_move_diagonally`` is not visible; this is the official text's rule.
     """
     if not game_map.is_road(x + dx, z + dz):
         return False
@@ -250,7 +263,7 @@ def diagonal_allowed(game_map: GorgeMap, x: int, z: int, dx: int, dz: int) -> bo
 def is_caught(monster: tuple[int, int], hero: tuple[int, int]) -> bool:
     """Whether a monster on cell ``monster`` catches the hero on cell ``hero``: Chebyshev distance <= 1.
 
-    spec §8 Q4 (the official 3 x 3 text, range 1) and Q5 (tested once per step at the end cells only, no swept test).
+    assumption Q4 (the official 3 x 3 text, range 1) and Q5 (tested once per step at the end cells only, no swept test).
     """
     return abs(monster[0] - hero[0]) <= 1 and abs(monster[1] - hero[1]) <= 1
 
@@ -258,7 +271,7 @@ def is_caught(monster: tuple[int, int], hero: tuple[int, int]) -> bool:
 def uniform_choice(rng: np.random.Generator, n: int) -> int:
     """Index of a uniform choice among ``n`` candidates (``n >= 1``); no draw when ``n == 1``.
 
-    spec §8 Q7: the engine's ``random_choice`` is taken as uniform; the Lua stream itself cannot be reproduced.
+    assumption Q7: the engine's ``random_choice`` is taken as uniform; the Lua stream itself cannot be reproduced.
     """
     return 0 if n == 1 else int(rng.integers(n))
 
@@ -266,7 +279,7 @@ def uniform_choice(rng: np.random.Generator, n: int) -> int:
 def spawn_ring_order(radius: int) -> list[tuple[int, int]]:
     """Offsets ``(dx, dz)`` of the Chebyshev ring of ``radius``, z ascending then x ascending.
 
-    Monster 1's candidate list is built in this order by the script. spec §8 Q6: the engine's ring iterator, which
+    Monster 1's candidate list is built in this order by the script. assumption Q6: the engine's ring iterator, which
     decides which free cell monster 2 takes when its spawn cell is blocked or taken, is assumed to visit a ring in the
     same order, first match winning.
     """
@@ -277,7 +290,7 @@ def spawn_ring_order(radius: int) -> list[tuple[int, int]]:
 def choose_map_id(config: GorgeConfig, episode: int, rng: np.random.Generator) -> int:
     """The map of episode number ``episode`` (0-based) of one env.
 
-    spec §8 Q12: ``map_random`` true draws uniformly from ``config.map`` with replacement; false cycles through it in
+    assumption Q12: ``map_random`` true draws uniformly from ``config.map`` with replacement; false cycles through it in
     list order from index 0. Call it before :meth:`Game.reset` with the same generator to keep the spec's draw order.
     """
     if config.map_random:
@@ -288,7 +301,7 @@ def choose_map_id(config: GorgeConfig, episode: int, rng: np.random.Generator) -
 def check_action(action: object) -> int:
     """The action as an int in 0..15.
 
-    spec §8 Q13: any other value raises ``ValueError`` (the script would ignore it without advancing the step).
+    assumption Q13: any other value raises ``ValueError`` (the script would ignore it without advancing the step).
     """
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
         raise ValueError(f"action must be an integer in 0..{N_ACTIONS - 1} (0..7 move, 8..15 flash), got {action!r}")

@@ -12,25 +12,42 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
 from .rules import LEADERBOARD_CONF, EpisodeConfig
 
-__all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "describe_protocol", "check_eval_configs", "random_starts"]
+__all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "describe_protocol", "check_eval_configs", "random_starts",
+           "result_details", "summarize", "report_lines", "worst_table"]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
 SLOTS = tuple(range(3, 16))  # treasure slots of the leaderboard (start 2, end 1)
 
 
-def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None, games: int = 30,
-                     custom: list[list[int]] | None = None, max_step: int = 2000) -> list[dict]:
-    """The ``usr_conf`` dicts of a protocol (all with fixed treasure ids, start 2, end 1)."""
+def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None, games: int | None = None,
+                     custom: list[list[int]] | None = None, max_step: int | None = None,
+                     maps: Sequence[str] | None = None) -> list[dict]:
+    """The ``usr_conf`` dicts of a protocol (all with fixed treasure ids, start 2, end 1); ``games`` (default 30) is
+    the leaderboard's alone, ``max_step`` defaults to 2000. The Realm has one map: ``maps`` is refused."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}")
+    if maps:
+        raise ValueError(f"--maps {','.join(map(str, maps))}: Back to the Realm plays one map; pass it with --map PATH "
+                         "and drop --maps")
     if custom and protocol != "custom":
         raise ValueError(f"treasure sets (--sets) are played only by the custom protocol, not by {protocol!r}: add "
                          "--protocol custom, or drop --sets")
+    if games is not None and protocol != "leaderboard":
+        raise ValueError(f"--games {games} is the number of games of the leaderboard protocol only; --protocol "
+                         f"{protocol} plays {describe_protocol(protocol, treasures)} and takes no --games: drop "
+                         f"--games, or use --protocol leaderboard --games {games}")
+    if treasures is not None and protocol == "custom":
+        raise ValueError(f"--treasures {treasures} is not used by --protocol custom, whose treasure sets (--sets) "
+                         "say how many treasures each game has: drop --treasures")
+    games = 30 if games is None else games
+    max_step = 2000 if max_step is None else max_step
     n = 9 if treasures is None else treasures
     if not isinstance(n, int) or not 0 <= n <= len(SLOTS):
         raise ValueError(f"--treasures {n!r} is out of range; allowed 0..{len(SLOTS)}")
@@ -82,3 +99,47 @@ def random_starts(config: EpisodeConfig) -> list[dict]:
     every position but the end and the fixed treasures."""
     fixed = () if config.treasure_random else config.treasure_id
     return [{"start": i, "end": config.end} for i in range(1, 16) if i != config.end and i not in fixed]
+
+
+# ------------------------------------------------------------------------------------------------ figures
+def result_details(info: dict) -> dict:
+    """A game's own figures beyond the shared ones: none (the treasure set and what it missed are shared fields)."""
+    del info
+    return {}
+
+
+def summarize(games: Sequence) -> dict:
+    """The Realm's figures of a report's games (each with ``won``, ``reached_end`` and ``missed``): ``wins`` and
+    ``win_rate`` count the games won, the end reached with every treasure of the set, the competition's clean win (a
+    game that ends with a treasure left forfeits 100 points for it); ``reached_end`` the games that reached the end
+    (the env's ``info["win"]``)."""
+    return {
+        "wins": int(sum(r.won for r in games)), "win_rate": float(np.mean([r.won for r in games])),
+        "reached_end": int(sum(r.reached_end for r in games)),
+        "games_with_missed_treasure": int(sum(bool(r.missed) for r in games)),
+        "missed_by_id": dict(sorted(Counter(i for r in games for i in r.missed).items())),
+    }
+
+
+def report_lines(s: dict, yardstick: str) -> list[str]:
+    """The lines of a readable report between its first and the yardstick's: score, wins, treasures, steps."""
+    del yardstick
+    return [
+        f"score mean {s['mean_score']:.2f}  min {s['min_score']:.2f}  max {s['max_score']:.2f}  | wins "
+        f"{s['wins']}/{s['games']} with every treasure, {s['reached_end']} reached the end  | treasures "
+        f"{s['mean_treasures']:.2f}  | steps {s['mean_steps']:.1f}",
+        f"games with a missed treasure: {s['games_with_missed_treasure']}  missed by id: {s['missed_by_id']}  | "
+        f"flash in {s['flash_games']} games, buff in {s['buff_games']}",
+    ]
+
+
+def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
+    """The ``worst`` lowest-scoring games, one line each, with their treasure sets and what they missed."""
+    lines = [f"{'game':>5} {'score':>8} {'won':>4} {'tr':>3} {'steps':>6} {'flash':>5} {'buff':>4} "
+             f"{yardstick:>8} {'gap':>7}  treasure ids / missed"]
+    for r in sorted(games, key=lambda r: (r.score, r.index))[:worst]:
+        oracle = f"{r.oracle_score:8.1f}" if r.oracle_score is not None else f"{'-':>8}"
+        gap = f"{r.gap:7.1f}" if r.gap is not None else f"{'-':>7}"
+        lines.append(f"{r.index:>5} {r.score:8.1f} {'yes' if r.won else 'no':>4} {r.treasures:>3} {r.steps:>6} "
+                     f"{r.flash_used:>5} {r.buff_used:>4} {oracle} {gap}  {list(r.treasure_ids)} / {list(r.missed)}")
+    return lines

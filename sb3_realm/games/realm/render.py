@@ -14,7 +14,7 @@ from ...atomic import atomic_write
 from .core import Game
 from .maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 
-__all__ = ["render_frame", "plot_route", "COLORS"]
+__all__ = ["render_frame", "record_step", "plot_route", "COLORS"]
 
 COLORS = {
     "wall": (40, 40, 48),
@@ -66,6 +66,18 @@ def render_frame(game: Game, scale: int = 4) -> np.ndarray:
 
 def _to_cells(x: float, z: float) -> tuple[float, float]:
     return (x - GRID_ORIGIN_X) / CELL_WIDTH, (z - GRID_ORIGIN_Z) / CELL_WIDTH
+
+
+def record_step(ep, env) -> None:
+    """Record ``env``'s game into a replay's episode after a reset or a step: flashes (step, landed), buff pickups
+    and the hero's world ``(x, z)``."""
+    g = env.game
+    if g.step_no > 0:
+        if g.events.flash:
+            ep.flashes.append((g.step_no, not g.events.flash_failed))
+        if g.events.buff:
+            ep.buff_steps.append(g.step_no)
+    ep.route.append((g.x, g.z))
 
 
 def plot_route(ep, env, path: str | os.PathLike, title: str = "") -> Path:

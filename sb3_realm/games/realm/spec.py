@@ -14,8 +14,19 @@ from .experts.expert import TIE_BREAKS
 from .experts.refine import REFINE_SETTINGS, RefinedOraclePolicy, check_setting
 from .maps import load_map, same_map
 from .observation import CompetitionEnv
-from .protocols import PROTOCOLS, SLOTS, check_eval_configs, describe_protocol, protocol_configs, random_starts
-from .render import plot_route
+from .protocols import (
+                        PROTOCOLS,
+                        SLOTS,
+                        check_eval_configs,
+                        describe_protocol,
+                        protocol_configs,
+                        random_starts,
+                        report_lines,
+                        result_details,
+                        summarize,
+                        worst_table,
+)
+from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
 from .rules import USR_CONF_KEYS, EpisodeConfig, Rules
 
@@ -66,4 +77,9 @@ SPEC = GameSpec(
     directions=tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS),
     plot_route=plot_route,
     config_dir="configs/realm",
+    record_step=record_step,
+    result_details=result_details,
+    summarize=summarize,
+    report_lines=report_lines,
+    worst_table=worst_table,
 )

@@ -1,0 +1,81 @@
+"""Gorge Chase (峡谷追猎, 2026) as the shared layers see it: its :class:`~sb3_realm.games.spec.GameSpec`."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from ..spec import GameSpec
+from . import features, protocol
+from .env import GorgeEnv, env_spaces, shipped_map
+from .experts.scripted import ScriptedPolicy
+from .maps import GorgeMap, load_map
+from .observation import GorgeCompetitionEnv
+from .protocols import (
+    PROTOCOLS,
+    SHIPPED_MAPS,
+    check_eval_configs,
+    describe_protocol,
+    protocol_configs,
+    random_starts,
+    report_lines,
+    result_details,
+    summarize,
+    worst_table,
+)
+from .render import plot_route, record_step
+from .rewards import REWARD_RANGES, TERMS, RewardWeights
+from .rules import DIRECTIONS, USR_CONF_KEYS, GorgeConfig, Rules
+
+__all__ = ["SPEC", "same_map"]
+
+
+def same_map(a: GorgeMap, b: GorgeMap) -> bool:
+    """Two maps have the same road cells (whatever their names)."""
+    return a.walkable.shape == b.walkable.shape and bool(np.array_equal(a.walkable, b.walkable))
+
+
+SPEC = GameSpec(
+    name="gorge",
+    title="Gorge Chase",
+    env_ids={"sb3_realm/GorgeChase-v0": {}},
+    env_entry_point="sb3_realm.games.gorge.env:GorgeEnv",
+    make_env=GorgeEnv,
+    spaces=env_spaces,
+    builtin_maps={name: partial(shipped_map, name) for name in ("default", *SHIPPED_MAPS)},
+    load_map=load_map,
+    same_map=same_map,
+    competition_map_file="gorge_chase_map_<k>.json",
+    episode_config=GorgeConfig,
+    usr_conf_keys=USR_CONF_KEYS,
+    rules=Rules,
+    reward_weights=RewardWeights,
+    reward_terms=TERMS,
+    reward_ranges=REWARD_RANGES,
+    protocols=PROTOCOLS,
+    protocol_configs=protocol_configs,
+    describe_protocol=describe_protocol,
+    check_eval_configs=check_eval_configs,
+    random_starts=random_starts,
+    parity_treasure_counts=(),
+    max_treasures=10,
+    features=features,
+    feature_version_note="version 1: the first Gorge Chase features",
+    layouts=(),
+    protocol_file=Path(protocol.__file__),
+    competition_env=GorgeCompetitionEnv,
+    yardstick="scripted",
+    experts={"scripted": ScriptedPolicy},
+    expert_options=None,
+    directions=DIRECTIONS,
+    plot_route=plot_route,
+    config_dir="configs/gorge",
+    record_step=record_step,
+    result_details=result_details,
+    summarize=summarize,
+    report_lines=report_lines,
+    worst_table=worst_table,
+    config_runs=False,  # its training configs, their evaluation and tuning come with its recipes
+)
