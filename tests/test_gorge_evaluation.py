@@ -165,3 +165,19 @@ def test_train_refuses_the_game_before_writing(tmp_path, capsys):
     assert main(["train", "--set", "game=gorge", "--out", str(out), "--total-steps", "64"]) == 2
     assert "do not run Gorge Chase yet" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_maskable_ppo_checkpoint_plays_the_protocol(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from sb3_realm.models.extractors import GorgeExtractor
+
+    model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu",
+                        policy_kwargs={"features_extractor_class": GorgeExtractor,
+                                       "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}})
+    model.learn(32)
+    model.save(tmp_path / "model.zip")
+    report = evaluate(str(tmp_path / "model.zip"), "maps", game="gorge", maps=["own_7"], games=2, oracle_gap=False,
+                      trust_pickle=True)
+    assert report.game == "gorge" and [g.map for g in report.games] == ["own_7", "own_7"]
+    assert all(g.steps >= 1 for g in report.games)
