@@ -1,12 +1,12 @@
 """GorgeEnv: the Gymnasium contract, determinism, pickling, the features module's independence, the mask, the reward
-terms, the episode-end score, throughput and a short MaskablePPO run."""
+terms, the episode-end score and a short MaskablePPO run
+(throughput is benchmarks/gorge_speed.py's)."""
 
 from __future__ import annotations
 
 import ast
 import gzip
 import pickle
-import time
 import warnings
 from pathlib import Path
 
@@ -183,22 +183,6 @@ def test_render_rgb_array():
     env.reset(seed=0)
     frame = env.render()
     assert frame.shape == (512, 512, 3) and frame.dtype == np.uint8
-
-
-def test_steps_per_second_reported(capsys):
-    env = GorgeEnv(map_name="own_1")
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    steps, start = 0, time.perf_counter()
-    while steps < 1000:
-        _, _, terminated, truncated, _ = env.step(int(rng.integers(8)))
-        steps += 1
-        if terminated or truncated:
-            env.reset()
-    rate = steps / (time.perf_counter() - start)
-    with capsys.disabled():
-        print(f"\nGorgeEnv: {rate:.0f} steps/s on own_1 (random moves)")
-    assert rate > 0
 
 
 def test_maskable_ppo_learns_256_steps():

@@ -55,6 +55,9 @@ for _k in range(BLOCK * BLOCK + 1):
     _grid[:BLOCK, :BLOCK] = (np.arange(BLOCK * BLOCK) < _k).reshape(BLOCK, BLOCK)
     _EXPLORED[_k] = np.round(_coarse(_grid) * 255).astype(np.uint8)[0, 0]
 del _k, _grid
+# the block (of the 21 x 21 blocks, row-major) of each cell of the padded seen grid, for counting newly seen cells
+_BLOCK_ID = (np.arange(_BLOCKS)[:, None] // BLOCK * VIEW_SIZE + np.arange(_BLOCKS)[None, :] // BLOCK).astype(np.intp)
+_N_BLOCKS = VIEW_SIZE * VIEW_SIZE
 
 
 @dataclass(eq=False)
@@ -114,6 +117,7 @@ class FastCache:
     visits: np.ndarray = field(default_factory=lambda: np.zeros((_PADDED, _PADDED), dtype=np.uint8))  # channel 4
     seen: np.ndarray = field(default_factory=lambda: np.zeros((_BLOCKS, _BLOCKS), dtype=bool))
     explored: np.ndarray = field(default_factory=lambda: np.zeros((VIEW_SIZE, VIEW_SIZE), dtype=np.uint8))  # ch. 5
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(_N_BLOCKS, dtype=np.intp))  # seen cells per block
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "tables": None}  # the map's tables are rebuilt, not pickled
@@ -128,21 +132,25 @@ class FastCache:
             self.visits[hz + _R, hx + _R] = 51
             self.seen.fill(False)
             self.explored.fill(0)
+            self.counts.fill(0)
             self.mark_seen(hx, hz)
             return
         self.visits[_R:_R + WORLD_SIZE, _R:_R + WORLD_SIZE] = np.minimum(state.visits, 5) * 51
         self.seen[:WORLD_SIZE, :WORLD_SIZE] = state.seen
-        self.explored[:] = _EXPLORED[self.seen.reshape(VIEW_SIZE, BLOCK, VIEW_SIZE, BLOCK).sum(axis=(1, 3))]
+        self.counts[:] = self.seen.reshape(VIEW_SIZE, BLOCK, VIEW_SIZE, BLOCK).sum(axis=(1, 3)).reshape(-1)
+        self.explored[:] = _EXPLORED[self.counts].reshape(VIEW_SIZE, VIEW_SIZE)
 
     def mark_seen(self, hx: int, hz: int) -> None:
         """Mark the view around ``(hx, hz)`` seen and recount the blocks it touches."""
         z0, x0 = max(hz - _R, 0), max(hx - _R, 0)
         z1, x1 = min(hz + _R + 1, WORLD_SIZE), min(hx + _R + 1, WORLD_SIZE)
-        self.seen[z0:z1, x0:x1] = True
-        b0, b1, c0, c1 = z0 // BLOCK, (z1 - 1) // BLOCK + 1, x0 // BLOCK, (x1 - 1) // BLOCK + 1
-        counts = np.add.reduce(self.seen[b0 * BLOCK:b1 * BLOCK, c0 * BLOCK:c1 * BLOCK].reshape(
-            b1 - b0, BLOCK, c1 - c0, BLOCK), axis=(1, 3))
-        self.explored[b0:b1, c0:c1] = _EXPLORED[counts]
+        window = self.seen[z0:z1, x0:x1]
+        new = _BLOCK_ID[z0:z1, x0:x1][~window]  # the blocks of the cells seen for the first time
+        if new.size:
+            window.fill(True)
+            counts = self.counts
+            counts += np.bincount(new, minlength=_N_BLOCKS)
+            self.explored.reshape(-1)[:] = _EXPLORED[counts]
 
 
 def encode_state(game: Game, state: FeatureState, cache: FastCache) -> tuple[np.ndarray, np.ndarray]:

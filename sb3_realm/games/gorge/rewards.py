@@ -42,15 +42,26 @@ class RewardWeights(TermWeights):
 def monster_distance(game: Game, cap: int = DISTANCE_CAP) -> int:
     """Cells from the hero to the nearest monster, capped at ``cap``: the 4-connected path length (the search stops
     at ``cap``), or the Chebyshev distance for a monster with no path; ``cap`` when there is no monster."""
-    if not game.monsters:
+    monsters = game.monsters
+    if not monsters:
         return cap
     hx, hz = game.hero
-    cells = [m.cell for m in game.monsters]
-    chebyshev = min(max(abs(x - hx), abs(z - hz)) for x, z in cells)
-    if chebyshev >= cap or not game.game_map.is_road(hx, hz):
+    cells = [m.cell for m in monsters]
+    chebyshev = min([max(abs(x - hx), abs(z - hz)) for x, z in cells])
+    game_map = game.game_map
+    if chebyshev >= cap or not game_map.is_road(hx, hz):
         return min(chebyshev, cap)
-    paths = game.game_map.distances_to(hx, hz, cells, anchors=[(hx, hz)], margin=cap)
-    path = min(paths)
+    # GorgeMap.distances_to(hero, cells, anchors=[hero], margin=cap), inlined: the hero's own distance is 0, so the
+    # search stops at ``cap`` and a monster farther than that (or with no path) reads UNREACHABLE
+    row = game_map.distance_view(game_map.road_id(hx, hz))
+    unreachable = game_map.row_unreachable
+    index, w, h = game_map._index_flat, game_map._w, game_map._h  # noqa: SLF001 - the map's flat lookup tables
+    path = UNREACHABLE
+    for x, z in cells:
+        if 0 <= x < w and 0 <= z < h:
+            d = row[index[z * w + x]]
+            if d <= cap and d != unreachable and d < path:
+                path = d
     return min(path if path < UNREACHABLE else chebyshev, cap)
 
 
