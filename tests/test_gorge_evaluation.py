@@ -181,3 +181,12 @@ def test_a_maskable_ppo_checkpoint_plays_the_protocol(tmp_path):
                       trust_pickle=True)
     assert report.game == "gorge" and [g.map for g in report.games] == ["own_7", "own_7"]
     assert all(g.steps >= 1 for g in report.games)
+    from sb3_realm.evaluation import evaluate_batched
+
+    configs = protocol_configs("maps", game="gorge", maps=["own_7"], games=2)
+    batched = evaluate_batched(model.policy, configs, seed=0, env_kwargs={}, masked=True, game="gorge",
+                               protocol="maps")
+    assert batched.game == "gorge" and batched.map == "own_7"
+    assert [(g.score, g.steps, g.map, g.details) for g in batched.games] == [
+        (g.score, g.steps, g.map, g.details) for g in report.games]  # the same games, actions and figures
+    assert batched.summary()["per_map"] == report.summary()["per_map"]

@@ -47,7 +47,8 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
     if batch < 1:
         raise ValueError(f"batch = {batch!r} must be >= 1")
     policy.set_training_mode(False)
-    make_env = _games.get(game).make_env
+    spec = _games.get(game)
+    make_env = spec.make_env
     envs = [make_env(**env_kwargs) for _ in range(min(batch, len(games)))]
     results: list[GameResult | None] = [None] * len(games)
     slots: list[tuple[int, dict] | None] = [None] * len(envs)  # (game index, current obs) per env
@@ -87,9 +88,12 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
             obs, _, terminated, truncated, info = env.step(int(action))
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
             if terminated or truncated or cut:
-                results[index] = GameResult.from_summary(env.episode_summary(), index=index,
-                                                         treasure_ids=env.game.treasure_ids,
-                                                         seed=int(games[index][0]), cut=cut)
+                summary = env.episode_summary()
+                results[index] = GameResult.from_summary(summary, index=index,
+                                                         treasure_ids=getattr(env.game, "treasure_ids", ()),
+                                                         seed=int(games[index][0]), cut=cut,
+                                                         map=games[index][1].get("map_name") if games[index][1]
+                                                         else None, details=spec.result_details(summary))
                 start(i)
                 if recurrent:
                     first[i] = True
@@ -108,11 +112,15 @@ def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: 
     ``seed``), played by :func:`play_games`: the same games, actions and figures, without worker processes."""
     games = [(game_seed(seed, i), conf) for i, conf in enumerate(configs)]
     played = play_games(policy, env_kwargs, games, masked=masked, game=game)
-    where = map_name or env_kwargs.get("map_path") or env_kwargs.get("map_name", "default")
-    return played_report(played, seed=seed, name=name, protocol=protocol, map_name=str(where))
+    named = list(dict.fromkeys(conf["map_name"] for conf in configs if "map_name" in conf))
+    where = map_name or (", ".join(named) if named else None) or env_kwargs.get("map_path") or env_kwargs.get(
+        "map_name", "default")
+    return played_report(played, seed=seed, name=name, protocol=protocol, map_name=str(where), game=game)
 
 
-def played_report(played: list[GameResult], *, seed: int, name: str, protocol: str, map_name: str) -> EvalReport:
+def played_report(played: list[GameResult], *, seed: int, name: str, protocol: str, map_name: str,
+                  game: str | None = None) -> EvalReport:
     """The :class:`EvalReport` of games ``played`` by :func:`play_games` (game ``i`` from env seed
-    ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them)."""
-    return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=list(played))
+    ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them) of ``game`` (None: the default game)."""
+    return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=list(played),
+                      game=_games.get(game).name)
