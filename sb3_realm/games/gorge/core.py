@@ -9,7 +9,7 @@ direction vectors are those of :data:`~sb3_realm.games.gorge.rules.DIRECTIONS` (
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -100,9 +100,43 @@ class _ScalarIntegers:
             if leftover >= threshold:
                 return low + (m >> 32)
 
+    def stream(self, low: int, high: int) -> Generator[int, None, None]:
+        """The values of successive :meth:`integer` calls with the same ``low`` and ``high``, drawn a block of
+        outputs at a time with numpy (the same values, and :meth:`close` leaves the same state). Use either this or
+        :meth:`integer` on one instance, not both."""
+        span = high - low
+        if not self.fast or span == 0:
+            while True:
+                yield self.integer(low, high)
+        excl = span + 1
+        threshold = (0xFFFFFFFF - span) % excl  # Lemire: a 32-bit draw is kept when its low product word is >= this
+        if self.spare_ready:
+            self.spare_ready = 0
+            m = self.spare * excl
+            if m & 0xFFFFFFFF >= threshold:
+                yield low + (m >> 32)
+        block = self.BLOCK
+        halves = np.empty(2 * block, dtype=np.uint64)
+        while True:
+            raw = self.rng.bit_generator.random_raw(block)
+            high_words = raw >> np.uint64(32)
+            halves[0::2] = raw & np.uint64(0xFFFFFFFF)  # each output gives its low half first, then its high half
+            halves[1::2] = high_words
+            products = halves * np.uint64(excl)
+            kept = np.flatnonzero(products & np.uint64(0xFFFFFFFF) >= np.uint64(threshold)).tolist()
+            values = (products >> np.uint64(32)).tolist()
+            spares = high_words.tolist()
+            used = self.used
+            for j in kept:
+                k = j >> 1
+                self.used = used + k + 1
+                self.spare_ready, self.spare = 1 - (j & 1), spares[k]  # numpy keeps the high half even once used
+                yield low + values[j]
+            self.used, self.spare_ready, self.spare = used + block, 0, spares[-1]
+
     def close(self) -> None:
         """Leave the generator where the scalar calls would have."""
-        if not self.fast or (not self.outputs and self.spare_ready == self.start["has_uint32"]):
+        if not self.fast or (not self.outputs and not self.used and self.spare_ready == self.start["has_uint32"]):
             return
         bits: Any = self.rng.bit_generator  # a PCG64 (checked in __init__)
         bits.state = self.start
@@ -278,18 +312,19 @@ class Game:
         """Cells of ``count`` items: up to ``spawn_attempts`` random cells per item with the distance test against
         the items placed before (treasures: farther than ``min_distance``; buffs: at least ``min_distance``), then
         up to ``fallback_attempts`` without it. An item that finds no road cell is left out."""
-        r, is_road = self.rules, self.game_map.is_road
+        r, game_map = self.rules, self.game_map
+        walk, w, h = game_map._walk_flat, game_map._w, game_map._h  # is_road, inlined: this loop draws ~100 times
         limit = min_distance * min_distance
         placed: list[Cell] = []
         draws = _ScalarIntegers(self.rng)  # rng.integers(lo, hi + 1), one value per call, without numpy's call cost
-        integer, lo, hi = draws.integer, r.spawn_min, r.spawn_max
+        values = draws.stream(r.spawn_min, r.spawn_max)
         try:
             for _ in range(count):
                 cell = None
                 for _ in range(r.spawn_attempts):
-                    x = integer(lo, hi)
-                    z = integer(lo, hi)
-                    if not is_road(x, z):
+                    x = next(values)
+                    z = next(values)
+                    if not (0 <= x < w and 0 <= z < h and walk[z * w + x]):
                         continue
                     if strictly_farther:
                         far = all((x - px) ** 2 + (z - pz) ** 2 > limit for px, pz in placed)
@@ -300,14 +335,15 @@ class Game:
                         break
                 if cell is None:
                     for _ in range(r.fallback_attempts):
-                        x = integer(lo, hi)
-                        z = integer(lo, hi)
-                        if is_road(x, z):
+                        x = next(values)
+                        z = next(values)
+                        if 0 <= x < w and 0 <= z < h and walk[z * w + x]:
                             cell = (x, z)
                             break
                 if cell is not None:
                     placed.append(cell)
         finally:
+            values.close()
             draws.close()
         return placed
 
