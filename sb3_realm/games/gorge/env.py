@@ -62,7 +62,10 @@ def _shipped(key: str) -> GorgeMap:
 
 
 def _map_id(name: str) -> int:
-    """The platform's map id of an open map file (``gorge_chase_map_<k>.json``), else 0."""
+    """The platform's map id of a map name: ``k`` for an open map ``open_<k>`` or a file
+    ``gorge_chase_map_<k>.json``, else 0."""
+    if name.startswith("open_") and name[5:].isdigit():
+        return int(name[5:])
     found = _OPEN_MAP.search(name)
     return int(found.group(1)) if found else 0
 
@@ -171,8 +174,7 @@ class GorgeEnv(gym.Env):
             return name, map_id, self._load(name)
         names = self.map_names
         name = names[0] if len(names) == 1 else names[int(self.np_random.integers(len(names)))]
-        map_id = int(name[5:]) if name.startswith("open_") else _map_id(name)
-        return name, map_id, self._load(name)
+        return name, _map_id(name), self._load(name)
 
     # ------------------------------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None,
@@ -184,9 +186,8 @@ class GorgeEnv(gym.Env):
             config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **options})
         super().reset(seed=seed)
         if map_name is not None:  # one episode on a named map (an evaluation protocol's game)
-            self.map, self.map_id, game_map = str(map_name), _map_id(str(map_name)), self._load(str(map_name))
-            if self.map.startswith("open_"):
-                self.map_id = int(self.map[5:])
+            self.map = str(map_name)
+            self.map_id, game_map = _map_id(self.map), self._load(self.map)
         else:
             self.map, self.map_id, game_map = self._choose_map(config)
         self.episodes += 1
