@@ -137,10 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="your official code package (the folder the Kaiwu client gives you): --out becomes a "
                          "complete copy of it, ready to upload, with only the needed lines of conf/ edited; without "
                          "it, --out holds the algorithm folder, ckpt/ and the lines to merge into your conf")
-    bs.add_argument("--layout", default=None, help="platform layout (default: the first of the model's game, "
-                                                   "kaiwu2024 for the Realm)")
-    bs.add_argument("--algo-dir", default="diy", help="the algorithm folder, one the platform registers: diy "
-                                                      "(default), dqn or target_dqn")
+    bs.add_argument("--layout", default=None, help="platform layout (default: the model's game's: kaiwu2024 for the "
+                                                   "Realm, gorge15 for Gorge Chase)")
+    bs.add_argument("--game", default=None, help="the game the model plays (realm, gorge); default: the one its run "
+                                                 "config records (needed for a model saved outside sb3-realm train)")
+    bs.add_argument("--algo-dir", default=None, help="the algorithm folder, one the platform registers: diy "
+                                                     "(default), dqn or target_dqn for the Realm; agent_diy "
+                                                     "(default) or agent_ppo for Gorge Chase")
     bs.add_argument("--ckpt-id", default=None, help="integer id of ckpt/model.ckpt-<id>.pkl, the preload and eval "
                                                     "model id (default: the model's timesteps)")
     bs.add_argument("--workflow", default="keep", choices=["keep", "finetune"],
@@ -158,9 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="map JSON of the --check's games; default: the map the model was trained on, as its run "
                          "config records it (env.map_path, a file that must be there, else the shipped map that "
                          "env.map_name names, e.g. the shipped default map)")
-    bs.add_argument("--check-games", type=int, default=30, help="leaderboard games of the check")
+    bs.add_argument("--maps-dir", default=None, metavar="DIR",
+                    help="Gorge Chase: the open maps (gorge_chase_map_<k>.json) for the --check's training task; "
+                         "default: the environment variable SB3_REALM_GORGE_MAPS, else the package's own ten maps")
+    bs.add_argument("--check-games", type=int, default=None,
+                    help="games of the check (default: the Realm's 30 leaderboard games; 10 Gorge Chase games)")
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
-    bs.add_argument("--check-max-step", type=int, default=2000, help="max_step of the check's games")
+    bs.add_argument("--check-max-step", type=int, default=None,
+                    help="max_step of the check's games (default: 2000 for the Realm, the game's own for Gorge Chase)")
     bs.add_argument("--check-seed", type=seed_int, default=0, help="seed of the check's leaderboard draw")
     for command in (ev, tr, im, rp, bs):  # the commands that read SB3 checkpoints
         command.add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)
@@ -244,13 +252,17 @@ def _cmd_build_submission(args) -> int:
 
     if args.check:  # the check's options, before anything is built
         for flag, value in (("--check-games", args.check_games), ("--check-max-step", args.check_max_step)):
-            if value < 1:
+            if value is not None and value < 1:
                 raise ValueError(f"{flag} {value} must be >= 1; nothing was built")
         if args.check_states < 0:
             raise ValueError(f"--check-states {args.check_states} must be >= 0; nothing was built")
+    maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
+    if args.check and maps_dir is not None and not os.path.isdir(maps_dir):
+        raise ValueError(f"--maps-dir {maps_dir!r} is not a folder; give the folder of gorge_chase_map_<k>.json, or "
+                         "leave it out to use the package's own maps; nothing was built")
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
                                 ckpt_id=args.ckpt_id, code_package=args.code_package, workflow=args.workflow,
-                                make_zip=args.zip, force=args.force)
+                                make_zip=args.zip, force=args.force, game=args.game)
     result = {"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
               "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())}
     if args.zip:
@@ -259,7 +271,7 @@ def _cmd_build_submission(args) -> int:
     if args.check:
         report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
                                   seed=args.check_seed, max_step=args.check_max_step, min_states=args.check_states,
-                                  progress=sys.stderr.isatty())
+                                  progress=sys.stderr.isatty(), maps_dir=maps_dir)
         report.pop("imported_top_level_modules", None)
         result["check"] = report
         status = 0 if report["ok"] else 1

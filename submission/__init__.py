@@ -18,6 +18,7 @@ _FILES = Path(str(resources.files(__name__)))
 LAYOUTS = {path.parent.name: path.parent for path in sorted(_FILES.glob("*/layout.toml"))}
 PLATFORM_STUB = _FILES / "platform_stub"
 HARNESS = _FILES / "harness.py"
+COMMON = _FILES / "common"  # files every layout's algorithm folder shares (layout.toml's common)
 BLOCKED_MODULES = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym")
 
 
@@ -26,4 +27,4 @@ def layout_spec(name):
     return tomllib.loads((LAYOUTS[name] / "layout.toml").read_text(encoding="utf-8"))
 
 
-__all__ = ["LAYOUTS", "PLATFORM_STUB", "HARNESS", "BLOCKED_MODULES", "layout_spec"]
+__all__ = ["LAYOUTS", "PLATFORM_STUB", "HARNESS", "COMMON", "BLOCKED_MODULES", "layout_spec"]

@@ -197,3 +197,66 @@ def tree_digest(root: str | Path) -> dict[str, bytes]:
     """Every file of a folder with its bytes (to show that a folder was left unchanged)."""
     root = Path(root)
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+#: a user's training games in their own agent_diy/conf/train_env_conf.toml (build-submission keeps the file)
+GORGE_USER_TRAIN_CONF = """# my training games
+[env_conf]
+map = [1, 2, 3]
+map_random = true
+treasure_count = 10
+buff_count = 2
+buff_cooldown = 200
+talent_cooldown = 100
+monster_interval = 300
+monster_speedup = 500
+max_step = 1000
+"""
+
+
+def make_gorge_code_package(root: str | Path, *, version: str = "15.0.1-comp-normal-lite.26comp",
+                            project: str = "gorge_chase") -> Path:
+    """A 15.0.1 Gorge Chase code package with the layout and settings the platform's docs describe (written here
+    from that description, with comments of its own): ``kaiwu.json``, ``conf/`` with the three registration files,
+    and ``agent_ppo/`` and ``agent_diy/`` holding placeholder agents, the user's training games and a monitor
+    panel."""
+    root = Path(root)
+    files = {
+        "kaiwu.json": json.dumps({"version": version, "project_code": project}, indent=2) + "\n",
+        "train_test.py": "# the platform's smoke test (runs only in the Kaiwu client's container)\n",
+        "conf/__init__.py": "",
+        "conf/.gitignore": "kaiwudrl/\n",
+        "conf/algo_conf_gorge_chase.toml": "".join(
+            f'[{algo}]\nactor_agent = "agent_{algo}.agent.Agent"\nlearner_agent = "agent_{algo}.agent.Agent"\n'
+            f'aisrv_agent = "agent_{algo}.agent.Agent"\n'
+            f'train_workflow = "agent_{algo}.workflow.train_workflow.workflow"\n'
+            'eval_workflow = "tools.eval.workflow.eval_workflow.workflow"\n'
+            'exam_workflow = "tools.eval.workflow.exam_workflow.workflow"\n\n' for algo in ("ppo", "diy")),
+        "conf/app_conf_gorge_chase.toml": (
+            '[gorge_chase]\nrl_helper = "kaiwudrl.server.aisrv.kaiwu_rl_helper_standard.KaiWuRLStandardHelper"\n\n'
+            '[gorge_chase.policies.train_one]\npolicy_builder = "kaiwudrl.server.aisrv.async_policy.AsyncBuilder"\n'
+            '# which algorithm folder trains\nalgo = "ppo"\n'),
+        "conf/configure_app.toml": (
+            "[app]\n\n# sample pool\nreplay_buffer_capacity = 10000\npreload_ratio = 1.0\n"
+            'reverb_remover = "reverb.selectors.Fifo"\nreverb_sampler = "reverb.selectors.Uniform"\n'
+            'reverb_rate_limiter = "MinSize"\nreverb_samples_per_insert = 5\nreverb_error_buffer = 5\n'
+            "train_batch_size = 2048\ndump_model_freq = 100\nmodel_file_sync_per_minutes = 1\n"
+            "modelpool_max_save_model_count = 1\n\n# continue from a model of the package\npreload_model = false\n"
+            'preload_model_dir = "{agent_name}/ckpt"\npreload_model_id = 1000\n'),
+        "agent_diy/conf/train_env_conf.toml": GORGE_USER_TRAIN_CONF,
+        "agent_diy/conf/monitor_builder.py": (
+            "from kaiwudrl.common.monitor.monitor_config_builder import MonitorConfigBuilder\n\n\n"
+            "def build_monitor():\n    return MonitorConfigBuilder().title('gorge').add_group(group_name='algo')"
+            ".end_group().build()\n"),
+    }
+    for algo in ("ppo", "diy"):
+        files[f"agent_{algo}/__init__.py"] = ""
+        files[f"agent_{algo}/agent.py"] = (
+            "from kaiwudrl.interface.agent import BaseAgent\n\n\nclass Agent(BaseAgent):\n"
+            "    pass  # the user's own agent goes here\n")
+        files.setdefault(f"agent_{algo}/conf/train_env_conf.toml", "[env_conf]\nmax_step = 1000\n")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root

@@ -502,10 +502,13 @@ def test_wheel_ships_the_templates_and_harness(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
                           str(wheel)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    probe = ("import sb3_realm.submission as s; print(s.__file__); print(sorted(s.LAYOUTS) == ['kaiwu2024'] and "
-             "all((p / 'algo' / 'algorithm' / 'agent.py').is_file() for p in s.LAYOUTS.values()) and "
-             "s.layout_spec('kaiwu2024')['template'] == 'algo' and s.HARNESS.is_file() and "
-             "(s.PLATFORM_STUB / 'framework.py').is_file())")
+    probe = ("import sb3_realm.submission as s; print(s.__file__); print(sorted(s.LAYOUTS) == ['gorge15', 'kaiwu2024'] "
+             "and all((p / s.layout_spec(n)['template'] / 'agent.py').is_file() or "
+             "(p / s.layout_spec(n)['template'] / 'algorithm' / 'agent.py').is_file() for n, p in s.LAYOUTS.items()) "
+             "and all((s.COMMON / f).is_file() for n in s.LAYOUTS for f in s.layout_spec(n)['common']) and "
+             "s.HARNESS.is_file() and (s.PLATFORM_STUB / 'framework.py').is_file() and "
+             "(s.LAYOUTS['gorge15'] / 'platform' / 'framework.py').is_file() and "
+             "(s.LAYOUTS['gorge15'] / 'agent_diy' / 'conf' / 'train_env_conf.toml').is_file())")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(site)})
     assert out.returncode == 0, out.stderr

@@ -33,9 +33,9 @@ import numpy as np
 from .. import games
 from ..atomic import sha256_file
 from ..games import GameEnv
-from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB
+from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB, layout_spec
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "platform_obs", "read_manifest",
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "PlatformProcess", "platform_obs", "read_manifest",
            "env_kwargs_of", "manifest_game", "folder_game", "MAP_KEYS", "package_differences", "verify_package",
            "platform_framework"]
 
@@ -62,21 +62,40 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     if not folder.is_dir():
         raise ValueError(f"{str(folder)!r} is not a built submission: it is not a folder (build one with sb3-realm "
                          "build-submission MODEL.zip --out DIR)")
-    conf = folder / "conf" / "configure_app.toml"
     candidates = sorted(folder.glob("*/manifest.json"))
-    if conf.is_file():
-        try:
-            algo = str(tomllib.loads(conf.read_text(encoding="utf-8")).get("app", {}).get("algo", ""))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ValueError(f"{str(folder)!r}: {conf} does not parse ({exc}); rebuild the folder with sb3-realm "
-                             "build-submission") from None
-        candidates = [folder / algo / "manifest.json"] if algo else []
+    selected = _selected_folders(folder)
+    if selected is not None:
+        candidates = [folder / name / "manifest.json" for name in selected]
     found = [m for m in (_manifest_at(path) for path in candidates) if m is not None]
     if len(found) != 1:
         where = f"in {', '.join(str(c) for c in candidates)}" if candidates else "in any of its folders"
         raise ValueError(f"{str(folder)!r} is not a built submission: no manifest of sb3-realm build-submission "
                          f"{where} (build one with sb3-realm build-submission MODEL.zip --out DIR)")
     return found[0]
+
+
+def _selected_folders(folder: Path) -> list[str] | None:
+    """The algorithm folders a code package's conf selects for training (one per layout whose conf is there:
+    ``[app] algo`` of the 2024 package, ``agent_<algo>`` of a 15.0.1 one's policy table); None when no conf selects
+    one. A ValueError when a conf does not parse."""
+    selected = []
+    for name in LAYOUTS:
+        layout = layout_spec(name)
+        conf_file = folder / layout.get("policy_conf", layout["app_conf"])
+        table = layout.get("policy_table", layout["app_table"])
+        if not conf_file.is_file():
+            continue
+        try:
+            data = tomllib.loads(conf_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"{str(folder)!r}: {conf_file} does not parse ({exc}); rebuild the folder with "
+                             "sb3-realm build-submission") from None
+        for part in table.split("."):
+            data = data.get(part, {}) if isinstance(data, dict) else {}
+        algo = str(data.get("algo", "")) if isinstance(data, dict) else ""
+        if algo:
+            selected.append(layout.get("folder_prefix", "") + algo)
+    return selected or None
 
 
 def _bytecode(rel: Path) -> bool:
@@ -130,11 +149,11 @@ def _obs_message(obs) -> tuple[dict, bytes]:
 class _HarnessProcess:
     """``harness.py`` in a fresh guarded process (see the module docstring); use as a context manager."""
 
-    def __init__(self, args: list[str], folder: Path) -> None:
+    def __init__(self, args: list[str], folder: Path, harness: Path = HARNESS) -> None:
         self.folder = folder
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
-        self.proc = subprocess.Popen([sys.executable, "-I", "-B", str(HARNESS), *args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-I", "-B", str(harness), *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         # its three pipes: never None with PIPE, and binary buffered streams (the default bufsize=-1)
         self._stdin = cast(io.BufferedWriter, self.proc.stdin)
@@ -282,10 +301,55 @@ class TrainingTaskProcess(_HarnessProcess):
                 raise RuntimeError(f"the training task sent an unknown request {message!r}")
 
 
+def _plain_json(value):
+    """numpy scalars in the platform's dicts -> Python numbers (``json.dumps``'s ``default``)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+class PlatformProcess(_HarnessProcess):
+    """A built 15.0.1 code package on its layout's stand-in (``submission/gorge15/harness.py``) in a guarded process:
+    ``mode`` ``"train"`` runs a training task of the package ``folder`` (``args``: the task's folder and options),
+    ``"eval-model"`` the platform's evaluation loop on ``folder``, a model the task saved. The environment is this
+    process's: :meth:`serve` answers the process's ``reset`` and ``step`` requests until it is done."""
+
+    def __init__(self, layout: str, mode: str, folder: str | os.PathLike, *args: str) -> None:
+        folder = Path(folder).resolve()
+        layout_dir = LAYOUTS[layout]
+        super().__init__([mode, str(layout_dir), str(folder), *args], folder, harness=layout_dir / "harness.py")
+
+    def _send_json(self, obj: dict) -> None:
+        data = json.dumps(obj, default=_plain_json).encode()
+        self._stdin.write(struct.pack(">I", len(data)) + data)
+        self._stdin.flush()
+
+    def serve(self, reset, step, sent=None) -> dict:
+        """Answer the process with ``reset(usr_conf) -> env_obs`` and ``step(act) -> (env_reward, env_obs)`` until
+        it is done; returns its last message (``report``, or ``platform_error``, and ``modules``). ``sent()``, when
+        given, runs after each answer, while the process works on it."""
+        while True:
+            message = self._recv_or_fail("crashed")
+            op = message.get("op")
+            if op == "done":
+                return message
+            if op == "reset":
+                self._send_json({"env_obs": reset(message.get("usr_conf"))})
+            elif op == "step":
+                env_reward, env_obs = step(int(message["act"]))
+                self._send_json({"env_reward": env_reward, "env_obs": env_obs})
+            else:
+                raise RuntimeError(f"the platform stand-in sent an unknown request {message!r}")
+            if sent is not None:
+                sent()
+
+
 def manifest_game(manifest: dict) -> games.GameSpec:
-    """The game a built submission plays: the ``game`` of the training config its manifest records (the default
-    game when it names none)."""
-    return games.get((manifest.get("training_config") or {}).get("game"))
+    """The game a built submission plays: the ``game`` its manifest records, else that of the training config it
+    records (the default game when neither names one)."""
+    return games.get(manifest.get("game") or (manifest.get("training_config") or {}).get("game"))
 
 
 def folder_game(folder: str | os.PathLike) -> games.GameSpec:

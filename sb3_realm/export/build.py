@@ -24,6 +24,7 @@ import platform
 import re
 import shutil
 import tempfile
+import tomllib
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -38,12 +39,13 @@ from ..atomic import FolderInUse, check_writable_folder, hold_folder, not_a_file
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config, run_game
-from ..submission import LAYOUTS, layout_spec
+from ..submission import COMMON, LAYOUTS, layout_spec
 from ..version import __version__
 from .code_package import (
     MERGE_FILE,
     CodePackageError,
     edit_settings,
+    ensure_table,
     ensure_registration,
     merge_text,
     package_settings,
@@ -69,6 +71,7 @@ class ExportedPolicy:
     state_dict: dict[str, torch.Tensor]
     num_timesteps: int
     run_config: dict | None
+    game: str | None = None  # the game named by the build (None: the run config's)
 
 
 def _pi_layers(policy) -> list[int]:
@@ -82,7 +85,8 @@ def _pi_layers(policy) -> list[int]:
     return sizes
 
 
-def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) -> ExportedPolicy:
+def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None,
+               game: games.GameSpec | None = None) -> ExportedPolicy:
     """Load an SB3 checkpoint (nothing unpickled unless ``trust_pickle``: :mod:`sb3_realm.agents.checkpoint`) and
     translate it into the submission's model spec and state dict.
 
@@ -96,8 +100,8 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) 
                           "(e.g. runs/ppo/best_model.zip or runs/ppo/final_model.zip)")
     try:
         algo = detect_algorithm(path)
-        mismatch = feature_version_mismatch(path)
-        features = run_game(path).features
+        mismatch = feature_version_mismatch(path, None if game is None else game.name)
+        features = (game or run_game(path)).features
     except ValueError as exc:
         raise ExportError(str(exc)) from exc
     if mismatch is not None:
@@ -152,7 +156,7 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None) 
     if int(env_cfg.get("frame_stack", 1) or 1) != 1:
         raise ExportError(f"the run of {str(path)!r} stacks {env_cfg['frame_stack']} frames; the exporter supports "
                           "single-frame policies (env.frame_stack: 1)")
-    return ExportedPolicy(algo, spec, state, int(model.num_timesteps), config)
+    return ExportedPolicy(algo, spec, state, int(model.num_timesteps), config, None if game is None else game.name)
 
 
 def state_dict_bytes(state: dict[str, torch.Tensor]) -> bytes:
@@ -163,63 +167,112 @@ def state_dict_bytes(state: dict[str, torch.Tensor]) -> bytes:
     return buffer.getvalue()
 
 
+def _rename_imports(path: Path, package: str, algo_dir: str) -> None:
+    """The absolute imports of ``package`` in the file ``path`` renamed to the algorithm folder ``algo_dir``."""
+    if package == algo_dir:
+        return
+    pattern = re.compile(rf"^(\s*)(from|import)(\s+){re.escape(package)}\.", re.MULTILINE)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(pattern.sub(rf"\1\2\3{algo_dir}.", text), encoding="utf-8")
+
+
 def _copy_template(layout: dict, layout_dir: Path, algo_root: Path, algo_dir: str) -> None:
-    """The layout's templates into ``algo_root``, their absolute imports of the template package renamed."""
+    """The layout's templates into ``algo_root``, then the files all layouts share (``common`` of its
+    ``layout.toml``, from ``submission/common/``, written for the package ``diy``), their absolute imports of the
+    template package renamed."""
     shutil.copytree(layout_dir / layout["template"], algo_root,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if algo_dir == layout["template_package"]:
-        return
-    pattern = re.compile(rf"^(\s*)(from|import)(\s+){re.escape(layout['template_package'])}\.", re.MULTILINE)
     for path in algo_root.rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        path.write_text(pattern.sub(rf"\1\2\3{algo_dir}.", text), encoding="utf-8")
+        _rename_imports(path, layout["template_package"], algo_dir)
+    for rel in layout.get("common", []):
+        target = algo_root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(COMMON / rel, target)
+        _rename_imports(target, "diy", algo_dir)
 
 
 def _game_of(exported: ExportedPolicy) -> games.GameSpec:
-    """The game the exported model was trained on (its run config's ``game``; the default game when it names
-    none)."""
-    return games.get((exported.run_config or {}).get("game"))
+    """The game the exported model plays: ``game`` of the build, else its run config's (the default game when it
+    names none)."""
+    return games.get(exported.game or (exported.run_config or {}).get("game"))
+
+
+def _write_file(path: Path, text: str) -> None:
+    """A conf file of the package, with its line endings as given (the user's own are kept)."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
+def _conf_edits_2024(root: Path, layout: dict, algo_dir: str, ckpt_id: int, sample_dim: int, package) -> dict | None:
+    """The 2024 package's conf: the [app] settings and the registry entry (or, without a code package, the lines
+    to merge); returns the edits made."""
+    settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
+    if package is None:
+        (root / MERGE_FILE).write_text(merge_text(layout, algo_dir, ckpt_id, sample_dim), encoding="utf-8")
+        return None
+    copy_dir = [part.strip() for part in str(package.app.get("copy_dir", "")).split(",") if part.strip()]
+    if algo_dir not in copy_dir:
+        settings["copy_dir"] = ",".join([*copy_dir, algo_dir])
+    _write_file(root / layout["app_conf"], edit_settings(package.app_conf, layout["app_table"], settings, last))
+    entry = {key: value.format(algo=algo_dir) for key, value in layout["registration"].items()}
+    _write_file(root / layout["algo_conf"], ensure_registration(package.registry, algo_dir, entry))
+    return {"settings": {**settings, **last}, "registration": algo_dir}
+
+
+def _conf_edits_gorge15(root: Path, layout: dict, algo_dir: str, ckpt_id: int, package) -> dict:
+    """The 15.0.1 package's conf, key for key as the user's with only these edited: the algorithm that trains
+    (``app_conf_gorge_chase.toml``), the preload keys (``configure_app.toml``) and, when it is missing or differs, the
+    algorithm's table of ``algo_conf_gorge_chase.toml``."""
+    algo = algo_dir[len(layout["folder_prefix"]):]
+    policy = {"algo": algo}
+    _write_file(root / layout["policy_conf"], edit_settings(package.policy, layout["policy_table"], policy, {}))
+    preload = {"preload_model": True, "preload_model_dir": layout["preload_model_dir"], "preload_model_id": ckpt_id}
+    _write_file(root / layout["app_conf"], edit_settings(package.app_conf, layout["app_table"], preload, {}))
+    entry = {key: value.format(folder=algo_dir, algo=algo) for key, value in layout["registration"].items()}
+    registry = package.registry or ""
+    if tomllib.loads(registry).get(algo) != entry:
+        _write_file(root / layout["algo_conf"], ensure_table(registry, algo, entry))
+    return {"settings": {**policy, **preload}, "registration": algo}
 
 
 def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir: str, ckpt_id: int,
                 model_path: Path, workflow: str, package) -> dict:
     layout, layout_dir = layout_spec(layout_name), LAYOUTS[layout_name]
+    gorge15 = layout.get("kind") == "gorge15"
+    kept: dict[str, bytes] = {}
     if package is not None:
         shutil.copytree(package.root, root, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for rel in layout.get("keep_user_files", []):  # the user's own settings in the folder we replace
+            if (root / algo_dir / rel).is_file():
+                kept[rel] = (root / algo_dir / rel).read_bytes()
         if (root / algo_dir).exists():
             shutil.rmtree(root / algo_dir)  # the user's folder of that name, in the copy: ours replaces it
     algo_root = root / algo_dir
     _copy_template(layout, layout_dir, algo_root, algo_dir)
+    for rel, data in kept.items():
+        (algo_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (algo_root / rel).write_bytes(data)
     features = _game_of(exported).features
-    shutil.copyfile(str(features.__file__), algo_root / "feature" / "features.py")
-    shutil.copyfile(nets.__file__, algo_root / "model" / "nets.py")
+    shutil.copyfile(str(features.__file__), algo_root / layout.get("features_file", "feature/features.py"))
+    shutil.copyfile(nets.__file__, algo_root / layout.get("nets_file", "model/nets.py"))
+    spec_path = algo_root / layout.get("spec_file", "model/spec.json")
     spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
-    with writing(algo_root / "model" / "spec.json"):
-        (algo_root / "model" / "spec.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
-    weights = root / "ckpt" / f"model.ckpt-{ckpt_id}.pkl"
+    with writing(spec_path):
+        spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+    weights = (algo_root if gorge15 else root) / "ckpt" / f"model.ckpt-{ckpt_id}.pkl"
     weights.parent.mkdir(exist_ok=True)
     with writing(weights):
         weights.write_bytes(state_dict_bytes(exported.state_dict))
     sample_dim = sample_size(exported.spec)
-    settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
-    edits = None
-    if package is None:
-        (root / MERGE_FILE).write_text(merge_text(layout, algo_dir, ckpt_id, sample_dim), encoding="utf-8")
+    if gorge15:
+        edits = _conf_edits_gorge15(root, layout, algo_dir, ckpt_id, package)
     else:
-        copy_dir = [part.strip() for part in str(package.app.get("copy_dir", "")).split(",") if part.strip()]
-        if algo_dir not in copy_dir:
-            settings["copy_dir"] = ",".join([*copy_dir, algo_dir])
-        edited = edit_settings(package.app_conf, layout["app_table"], settings, last)
-        with open(root / layout["app_conf"], "w", encoding="utf-8", newline="") as fh:
-            fh.write(edited)
-        entry = {key: value.format(algo=algo_dir) for key, value in layout["registration"].items()}
-        with open(root / layout["algo_conf"], "w", encoding="utf-8", newline="") as fh:
-            fh.write(ensure_registration(package.registry, algo_dir, entry))
-        edits = {"settings": {**settings, **last}, "registration": algo_dir}
+        edits = _conf_edits_2024(root, layout, algo_dir, ckpt_id, sample_dim, package)
     files = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
     manifest = {
         "format": "sb3-realm submission", "layout": layout_name, "algo_dir": algo_dir,
+        "game": _game_of(exported).name,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
         "source_model": {"path": model_path.resolve().as_posix(), "sha256": sha256_file(model_path),
@@ -309,6 +362,14 @@ def _model_game(model_path: str | os.PathLike) -> games.GameSpec:
         return games.get()
 
 
+def _records_game(model_path: str | os.PathLike) -> bool:
+    """Whether the model's run config names its game."""
+    try:
+        return bool((run_config(Path(model_path)) or {}).get("game"))
+    except (ValueError, OSError):
+        return False
+
+
 def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
     if ckpt_id is None:
         return max(1, int(num_timesteps))
@@ -320,14 +381,15 @@ def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
 
 
 def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
-                     algo_dir: str = "diy", ckpt_id: str | int | None = None,
+                     algo_dir: str | None = None, ckpt_id: str | int | None = None,
                      code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
-                     force: bool = False, trust_pickle: bool | None = None) -> dict:
+                     force: bool = False, trust_pickle: bool | None = None, game: str | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
-    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024``); None: the first
-        of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
-    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``).
+    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024`` for the Realm,
+        ``gorge15`` for Gorge Chase); None: the first of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
+    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``;
+        ``agent_diy``, ``agent_ppo``); None: the layout's default (``diy``, ``agent_diy``).
     :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
         timestep count (at least 1).
     :param code_package: the user's official code package; ``out`` becomes a complete copy of it, ready to upload.
@@ -335,31 +397,49 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     :param workflow: ``keep`` (a platform training task keeps the exported weights) or ``finetune`` (it takes
         REINFORCE steps on them; not for recurrent policies).
     :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
-        recipe's upload); needs ``code_package``.
+        recipe's upload; for ``gorge15`` the whole code package); needs ``code_package``.
     :param force: replace an existing ``out`` that build-submission wrote.
     :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
         are rebuilt from plain data).
+    :param game: the game the model plays (``realm``, ``gorge``); None: the one its run config records. Needed for
+        a model saved outside a training run of the package (no ``config.yaml`` beside it).
     """
     if not str(out).strip():
         raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
                           "runs/NAME/upload")
     out = Path(out)
-    game = _model_game(model_path)
-    if not game.layouts:
-        buildable = ", ".join(spec.title for spec in games.GAMES.values() if spec.layouts)
-        raise ExportError(f"{str(model_path)!r} is a {game.title} model, and build-submission cannot write a "
-                          f"{game.title} code package yet: it builds {buildable} models")
+    recorded = _model_game(model_path)
+    try:
+        spec_game = recorded if game is None else games.get(game)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    if game is not None and recorded.name != spec_game.name and _records_game(model_path):
+        raise ExportError(f"--game {game!r}: {str(model_path)!r} was trained on {recorded.title} (its run config); "
+                          "leave out --game")
+    game_spec = spec_game
+    if not game_spec.layouts:
+        buildable = ", ".join(g.title for g in games.GAMES.values() if g.layouts)
+        raise ExportError(f"{str(model_path)!r} is a {game_spec.title} model, and build-submission cannot write a "
+                          f"{game_spec.title} code package yet: it builds {buildable} models")
     if layout is None:
-        layout = game.layouts[0]
+        layout = game_spec.layouts[0]
     if layout not in LAYOUTS:
         raise ExportError(f"--layout {layout!r} is unknown; choose one of {sorted(LAYOUTS)}")
-    if layout not in game.layouts:
-        raise ExportError(f"--layout {layout!r} is a layout of another game; a {game.title} model goes into "
-                          f"{', '.join(game.layouts)}: leave out --layout, or give one of them")
+    if layout not in game_spec.layouts:
+        raise ExportError(f"--layout {layout!r} is a layout of another game; a {game_spec.title} model goes into "
+                          f"{', '.join(game_spec.layouts)}: leave out --layout, or give one of them (or --game if the "
+                          "model is of another game than its run config says)")
     spec = layout_spec(layout)
+    if algo_dir is None:
+        algo_dir = spec.get("default_algo_dir", "diy")
     if algo_dir not in spec["algo_dirs"]:
         raise ExportError(f"--algo-dir {algo_dir!r}: the platform registers the algorithm folders "
-                          f"{', '.join(spec['algo_dirs'])} only (its evaluation workflows exist for those); use diy")
+                          f"{', '.join(spec['algo_dirs'])} only (its evaluation workflows exist for those); use "
+                          f"{spec.get('default_algo_dir', 'diy')}")
+    if spec.get("kind") == "gorge15" and code_package is None:
+        raise ExportError(f"--layout {layout} needs --code-package: the package is built into a copy of your own "
+                          "15.0.1 code package (the folder your Kaiwu client gives you, with kaiwu.json, conf/ and "
+                          "agent_diy/), never one written from nothing")
     if workflow not in WORKFLOWS:
         raise ExportError(f"--workflow {workflow!r} is unknown; choose keep (the platform's training keeps the "
                           "exported weights) or finetune")
@@ -386,7 +466,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     try:
         with hold_folder(out, "--out"):  # one command at a time on an upload folder (its lock is beside it)
             return _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip,
-                               force, trust_pickle)
+                               force, trust_pickle, None if game is None else game_spec)
     except FolderInUse as exc:
         raise ExportError(str(exc)) from None
 
@@ -419,7 +499,7 @@ def recover_interrupted_build(out: str | os.PathLike) -> str | None:
 
 
 def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip, force,
-                trust_pickle) -> dict:
+                trust_pickle, game=None) -> dict:
     recovered = recover_interrupted_build(out)
     if recovered:
         warnings.warn(f"--out {str(out)!r}: {recovered}", RecoveredBuildWarning, stacklevel=3)
@@ -430,7 +510,7 @@ def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_pat
     zip_path = out.with_name(out.name + ".zip")
     if make_zip and zip_path.exists():
         _check_zip_replaceable(zip_path, force)
-    exported = read_model(model_path, trust_pickle)
+    exported = read_model(model_path, trust_pickle, game)
     if workflow == "finetune" and exported.spec["lstm"]:
         raise ExportError(f"--workflow finetune: {str(model_path)!r} is a recurrent policy, and the platform's learner "
                           "draws steps from its replay buffer out of order, which an LSTM cannot learn from; build it "
@@ -454,8 +534,10 @@ def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_pat
             shutil.rmtree(tmp, ignore_errors=True)
         if old.exists():
             shutil.rmtree(old, ignore_errors=True)
-    if make_zip:  # the three folders of the 2024 recipe's upload
-        _zip_folder(out, zip_path, ["ckpt", "conf", algo_dir])
+    if make_zip:  # the three folders of the 2024 recipe's upload; the whole code package of a 15.0.1 one
+        names = sorted(p.name for p in out.iterdir()) if layout_spec(layout).get("kind") == "gorge15" else \
+            ["ckpt", "conf", algo_dir]
+        _zip_folder(out, zip_path, names)
     return manifest
 
 

@@ -17,6 +17,7 @@ or gymnasium:
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 
 from ..agents import SB3Policy, play_episode
 from ..agents.submission import (
+    PlatformProcess,
     SubmissionProcess,
     TrainingTaskProcess,
     env_kwargs_of,
@@ -35,9 +37,9 @@ from ..agents.submission import (
     read_manifest,
 )
 from ..evaluation import game_seed, protocol_configs
-from ..submission import BLOCKED_MODULES
+from ..submission import BLOCKED_MODULES, layout_spec
 
-__all__ = ["check_submission", "run_platform_task", "same_weights"]
+__all__ = ["check_submission", "check_submission15", "run_platform_task", "run_platform_task15", "same_weights"]
 
 # the stand-in's training task: small batches and frequent model dumps, as the official train_test.py sets them, so
 # that the learner trains and the actors sync to the model pool within a few games
@@ -77,16 +79,25 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
 
 
 def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
-                     games: int = 30, seed: int = 0, treasures: int = 9, max_step: int = 2000,
+                     games: int | None = None, seed: int = 0, treasures: int = 9, max_step: int | None = None,
                      min_states: int = 10_000, task_episodes: int = 3, task_max_step: int = 300,
-                     progress: bool = False, trust_pickle: bool | None = None) -> dict:
+                     progress: bool = False, trust_pickle: bool | None = None, maps_dir: str | None = None) -> dict:
     """Prove that the upload ``folder`` survives a platform training task with the exported weights and that the
     model it saves acts exactly like the SB3 model ``model_path`` (module docstring).
+
+    A 15.0.1 code package (``--layout gorge15``) goes through :func:`check_submission15` (``maps_dir``: the open
+    maps for its training task; ``games`` and ``max_step`` None: 10 games and the game's own max_step).
 
     :return: a report; ``ok`` is True when the task passed, kept the weights, and every action and every
         leaderboard score is identical.
     """
     manifest = read_manifest(folder)
+    if layout_spec(manifest["layout"]).get("kind") == "gorge15":
+        return check_submission15(folder, model_path, maps_dir=maps_dir, games=games or 10, seed=seed,
+                                  max_step=max_step, min_states=min_states, task_episodes=task_episodes,
+                                  task_max_step=task_max_step, progress=progress, trust_pickle=trust_pickle)
+    games = 30 if games is None else games
+    max_step = 2000 if max_step is None else max_step
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # batch-1 inference; more threads only wait on each other (and on the submission)
     try:
@@ -164,3 +175,175 @@ def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step
             "identical_scores": sub_scores == sb3_scores, "submission_scores": sub_scores, "sb3_scores": sb3_scores,
             "mean_score": float(np.mean(sub_scores)), "torch_threads": sub.hello.get("torch_threads", 1),
             "imported_top_level_modules": sub.hello["modules"], "map": env.game_map.name, "algo": reference.algo}
+
+
+# ------------------------------------------------------------------------------------------ the 15.0.1 package
+class _TaskEnv:
+    """The platform's env of a training task on the 15.0.1 stand-in: the game's competition env over ``maps`` (id ->
+    map), each game at most ``max_step`` steps, with the platform's failures injected (``env.reset`` returning None,
+    ``env_reward`` None) at ``fault_rate``."""
+
+    def __init__(self, game, maps, seed: int, max_step: int, fault_rate: float) -> None:
+        self.env = game.competition_env(maps, seed=seed)
+        self.max_step, self.fault_rate = max_step, fault_rate
+        self.rng = np.random.default_rng(seed + 1)
+        self.faults = 0
+
+    def _fault(self) -> bool:
+        hit = bool(self.rng.random() < self.fault_rate)
+        self.faults += hit
+        return hit
+
+    def reset(self, usr_conf):
+        if self._fault():
+            return None
+        if isinstance(usr_conf, dict) and isinstance(usr_conf.get("env_conf"), dict):
+            inner = dict(usr_conf["env_conf"])
+            inner["max_step"] = min(int(inner.get("max_step", self.max_step)), self.max_step)
+            usr_conf = {"env_conf": inner}
+        return self.env.reset(usr_conf)
+
+    def step(self, act):
+        env_reward, env_obs = self.env.step(act)
+        return (None if self._fault() else env_reward), env_obs
+
+
+def _open_maps(game, maps_dir: str | None) -> dict:
+    """Map id -> map for the competition env: the open maps of ``maps_dir``, else the package's own ten (ids 1..10
+    stand for own_1..own_10, so that a task runs without Tencent's files)."""
+    if maps_dir is not None:
+        return {k: game.load_map(os.path.join(maps_dir, game.competition_map_file.replace("<k>", str(k))))
+                for k in range(1, 11)}
+    return {k: game.builtin_maps[f"own_{k}"]() for k in range(1, 11)}
+
+
+def run_platform_task15(folder: str | os.PathLike, task_dir: str | os.PathLike, *, maps_dir: str | None = None,
+                        seed: int = 0, episodes: int = 3, max_step: int = 300, fault_rate: float = 0.02) -> dict:
+    """A training task of the 15.0.1 code package ``folder`` on its stand-in (its preload keys, its workflow, its
+    saves), in ``task_dir``; returns the task's report with ``exported_weights_kept`` (every save holds the exported
+    weights, tensor for tensor) and ``ok``."""
+    manifest = read_manifest(folder)
+    game = manifest_game(manifest)
+    env = _TaskEnv(game, _open_maps(game, maps_dir), seed, max_step, fault_rate)
+    # the workflow saves after its first game, then every 30 minutes of the task's (simulated) clock: games enough
+    # for two saves even when each lasts a few steps
+    options = {"episodes": episodes, "saves": 2, "max_episodes": max(400, 10 * episodes), "step_seconds": 1.0,
+               "overrides": TASK_OVERRIDES}
+    with PlatformProcess(manifest["layout"], "train", folder, str(Path(task_dir).resolve()),
+                         json.dumps(options)) as task:
+        done = task.serve(env.reset, env.step)
+    if "platform_error" in done:
+        return {"platform_error": done["platform_error"], "ok": False, "saves": [], "exported_weights_kept": False,
+                "errors": [], "crashed": None}
+    report = done["report"]
+    report["faults_injected"] = env.faults
+    exported = Path(folder) / manifest["weights"]["file"]
+    for save in report["saves"]:
+        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
+        save["exported_weights"] = saved.is_file() and same_weights(saved, exported)
+    report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
+    report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
+                    and len(report["saves"]) >= 2 and report["exported_weights_kept"]
+                    and not set(report["modules"]) & set(BLOCKED_MODULES))
+    return report
+
+
+class _ParityServer:
+    """The evaluation loop's environment for the parity check: the game's Gym env playing ``configs`` (then more
+    games of the same maps until ``min_states`` states), each state's ``env_obs`` to the submission and its action
+    compared with the SB3 model's on the same state."""
+
+    def __init__(self, env, reference, configs: list[dict], seed: int, min_states: int, bar) -> None:
+        self.env, self.reference, self.configs, self.seed = env, reference, configs, seed
+        self.min_states, self.bar = min_states, bar
+        self.index, self.states, self.n_mismatch, self.mismatches, self.scores = -1, 0, 0, [], []
+        self.obs, self.score, self.expected, self.done = None, 0.0, None, True
+
+    def config(self, index: int) -> dict:
+        return self.configs[index % len(self.configs)]
+
+    def reset(self, usr_conf):
+        if self.index + 1 >= len(self.configs) and self.states >= self.min_states:
+            return None  # the end of the evaluation
+        self.index += 1
+        self.obs, _ = self.env.reset(seed=game_seed(self.seed, self.index), options=self.config(self.index))
+        self.reference.reset(self.env)
+        self.score, self.expected, self.done = 0.0, None, False
+        return self.env.platform_obs()
+
+    def sent(self) -> None:
+        """The SB3 model's action on the state just sent, while the submission works on it."""
+        self.expected = None if self.done else self.reference.act(self.env, self.obs)
+
+    def step(self, act: int):
+        expected = self.reference.act(self.env, self.obs) if self.expected is None else self.expected
+        if act != expected:
+            self.n_mismatch += 1
+            if len(self.mismatches) < 20:
+                self.mismatches.append({"game": self.index, "step": int(self.env.game.step_no), "submission": act,
+                                        "sb3": int(expected)})
+        self.states += 1
+        if self.bar is not None:
+            self.bar.update()
+        self.obs, _, terminated, truncated, _ = self.env.step(act)
+        score = float(self.env.game.total_score)  # the competition's score, shown to the workflow as env_reward
+        reward, self.score = score - self.score, score
+        self.expected, self.done = None, bool(terminated or truncated)
+        if (terminated or truncated) and self.index < len(self.configs):
+            self.scores.append(self.score)
+        env_obs = self.env.platform_obs()
+        return {"env_id": env_obs["env_id"], "frame_no": env_obs["frame_no"], "reward": reward}, env_obs
+
+
+def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike, *, maps_dir: str | None = None,
+                       games: int = 10, seed: int = 0, max_step: int | None = None, min_states: int = 10_000,
+                       task_episodes: int = 3, task_max_step: int = 300, progress: bool = False,
+                       trust_pickle: bool | None = None) -> dict:
+    """The proof for a 15.0.1 code package: its training task with the preload keys saves the exported weights
+    unchanged, and the platform's evaluation loop on the first saved model plays the SB3 model's action on every
+    state (``games`` games of the game's default protocol, then more until ``min_states`` states), with identical
+    scores on those games (the SB3 model then plays them alone)."""
+    manifest = read_manifest(folder)
+    game = manifest_game(manifest)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sb3-realm-platform-") as task_dir:
+            task = run_platform_task15(folder, task_dir, maps_dir=maps_dir, seed=seed, episodes=task_episodes,
+                                       max_step=task_max_step)
+            summary = {k: v for k, v in task.items() if k not in ("log", "modules")}
+            summary["saves"] = [{"id": s["id"], "exported_weights": s["exported_weights"]} for s in task["saves"]]
+            if not task["saves"]:
+                return {"ok": False, "platform_task": summary, "states": 0, "identical_actions": False,
+                        "identical_scores": False}
+            first = task["saves"][0]
+            protocol = next(iter(game.protocols))
+            configs = protocol_configs(protocol, seed=seed, max_step=max_step, game=game.name)
+            configs = [configs[(i * len(configs)) // games] for i in range(games)] if games < len(configs) else configs
+            env = game.make_env()
+            reference = SB3Policy(model_path, trust_pickle=trust_pickle)
+            bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
+            server = _ParityServer(env, reference, configs, seed, min_states, bar)
+            with PlatformProcess(manifest["layout"], "eval-model", first["model_dir"]) as evaluation:
+                done = evaluation.serve(server.reset, server.step, server.sent)
+            if bar is not None:
+                bar.close()
+    finally:
+        torch.set_num_threads(threads)
+    if "platform_error" in done:
+        return {"ok": False, "platform_task": summary, "evaluated_model_id": first["id"],
+                "evaluation_error": done["platform_error"], "states": server.states, "identical_actions": False,
+                "identical_scores": False}
+    sb3_scores = [float(play_episode(env, reference, game_seed(seed, i), conf)["score"])
+                  for i, conf in enumerate(configs)]
+    leaked = sorted(set(done["report"]["modules"]) & set(BLOCKED_MODULES))
+    identical = server.n_mismatch == 0 and server.scores == sb3_scores
+    return {"ok": identical and task["ok"] and not leaked and not done["report"]["errors"],
+            "states": server.states, "games": server.index + 1, "protocol_games": len(configs),
+            "protocol": protocol, "identical_actions": server.n_mismatch == 0,
+            "mismatched_states": server.n_mismatch, "first_mismatches": server.mismatches,
+            "identical_scores": server.scores == sb3_scores, "submission_scores": server.scores,
+            "sb3_scores": sb3_scores, "mean_score": float(np.mean(server.scores)) if server.scores else 0.0,
+            "evaluation_errors": done["report"]["errors"], "imported_top_level_modules": done["report"]["modules"],
+            "leaked_modules": leaked, "maps": sorted({c["map_name"] for c in configs}), "algo": reference.algo,
+            "evaluated_model_id": first["id"], "platform_task": summary}

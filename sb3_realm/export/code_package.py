@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 __all__ = ["CodePackage", "CodePackageError", "read_code_package", "edit_settings", "ensure_registration",
-           "package_settings", "merge_text", "toml_value", "MERGE_FILE", "EVAL_KEYS"]
+           "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE", "EVAL_KEYS"]
 
 MERGE_FILE = "merge_into_configure_app.toml"
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -41,6 +41,7 @@ class CodePackage:
     app_conf: str
     app: dict
     registry: str | None
+    policy: str | None = None  # the conf that selects the training algorithm, where the layout has one
 
 
 def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodePackage:
@@ -77,7 +78,13 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
                                "restore it from your Kaiwu client's code package") from None
     registry_path = root / layout["algo_conf"]
     registry = registry_path.read_text(encoding="utf-8") if registry_path.is_file() else None
-    if registry is not None:
+    if registry is not None and registry_path.suffix == ".toml":
+        try:
+            tomllib.loads(registry)
+        except tomllib.TOMLDecodeError as exc:
+            raise CodePackageError(f"{registry_path} does not parse as TOML ({exc}); restore it from your Kaiwu "
+                                   "client's code package") from None
+    elif registry is not None:
         try:
             parsed = yaml.safe_load(registry)
         except yaml.YAMLError as exc:
@@ -86,7 +93,21 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
         if parsed is not None and not isinstance(parsed, dict):
             raise CodePackageError(f"{registry_path} is not a mapping of algorithm names; restore it from your "
                                    "Kaiwu client's code package")
-    return CodePackage(root, kaiwu, conf, app, registry)
+    policy = None
+    if "policy_conf" in layout:
+        policy_path = root / layout["policy_conf"]
+        try:
+            policy = policy_path.read_text(encoding="utf-8")
+            found = _table_of(tomllib.loads(policy), layout["policy_table"])
+        except FileNotFoundError:
+            raise CodePackageError(f"--code-package {str(root)!r} has no {layout['policy_conf']}; {hint}") from None
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise CodePackageError(f"{policy_path} does not parse as TOML ({exc}); restore it from your Kaiwu "
+                                   "client's code package") from None
+        if "algo" not in found:
+            raise CodePackageError(f"{policy_path} has no [{layout['policy_table']}] table with algo; restore it "
+                                   "from your Kaiwu client's code package")
+    return CodePackage(root, kaiwu, conf, app, registry, policy)
 
 
 def toml_value(value) -> str:
@@ -183,11 +204,42 @@ def edit_settings(text: str, table: str, settings: dict, last: dict) -> str:
         out.extend(added)
     result = newline.join(out) + newline
     before, after = tomllib.loads(text), tomllib.loads(result)
-    want = {**before, table: {**before[table], **settings, **last}}
-    if after != want or list(after[table])[-len(last):] != list(last):
+    want = _with_table(before, table, {**_table_of(before, table), **settings, **last})
+    order = list(_table_of(after, table))
+    if after != want or (last and order[-len(last):] != list(last)):
         wanted = ", ".join(f"{k} = {toml_value(v)}" for k, v in {**settings, **last}.items())
         raise CodePackageError(f"editing the [{table}] table line by line did not give the expected settings; set "
                                f"these lines by hand: {wanted}")
+    return result
+
+
+def _table_of(data: dict, table: str) -> dict:
+    """The table ``table`` (a dotted name: ``gorge_chase.policies.train_one``) of parsed TOML, or {}."""
+    for part in table.split("."):
+        data = data.get(part, {}) if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def _with_table(data: dict, table: str, value: dict) -> dict:
+    """A copy of parsed TOML with the (dotted) table ``table`` replaced by ``value``."""
+    head, _, rest = table.partition(".")
+    inner = data.get(head, {}) if isinstance(data.get(head), dict) else {}
+    return {**data, head: _with_table(inner, rest, value) if rest else value}
+
+
+def ensure_table(text: str, table: str, entry: dict) -> str:
+    """A TOML file's text with the settings of ``entry`` in its ``[table]`` (the table added at the end when it is
+    missing); every other line kept as it was, the result checked by parsing it."""
+    lines = text.splitlines()
+    if any(line.split("#")[0].strip() == f"[{table}]" for line in lines):
+        return edit_settings(text, table, entry, {})
+    newline = "\r\n" if "\r\n" in text else "\n"
+    while lines and not lines[-1].strip():
+        lines.pop()
+    lines += ([""] if lines else []) + [f"[{table}]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
+    result = newline.join(lines) + newline
+    if _table_of(tomllib.loads(result), table) != entry:
+        raise CodePackageError(f"adding the [{table}] table did not give the expected settings; add it by hand")
     return result
 
 

@@ -16,12 +16,7 @@ games batched into one ``predict`` call cannot each keep a state, so such a batc
 game, with one log line saying so (``predict_batch_size = 1`` in ``conf/configure_app.toml`` avoids it).
 """
 
-import hashlib
-import io
-import json
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -40,29 +35,7 @@ from kaiwu_agent.utils.common_func import attached
 from diy.config import SPEC, Config
 from diy.feature.definition import ActData
 from diy.model.model import Model, Trunk
-
-
-def _sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def _state_bytes(state):
-    """``torch.save`` into memory: the archive's inner folder is always ``archive``, so the bytes depend on the
-    tensors only, never on a file name."""
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    return buffer.getvalue()
-
-
-def _write_atomically(target, data):
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+from diy.model.weights import read_state, save_state, weights_file
 
 
 @attached
@@ -191,40 +164,17 @@ class Agent(BaseAgent):
     # ------------------------------------------------------------------------------------------ weights
     @staticmethod
     def _file(path, id):
-        return Path(path if path is not None else Config.CKPT_DIR) / f"model.ckpt-{id}.pkl"
+        return weights_file(path if path is not None else Config.CKPT_DIR, id)
 
     @save_model_wrapper
     def save_model(self, path=None, id="1"):
         """Write ``<path>/model.ckpt-<id>.pkl`` (CPU state dict) and its ``.sha256``, each atomically."""
-        target = self._file(path, id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = _state_bytes({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
-        _write_atomically(target, data)
-        _write_atomically(target.with_name(target.name + ".sha256"), (_sha256(data) + "\n").encode("utf-8"))
+        target = save_state(self.model, self._file(path, id))
         self._log("info", f"save model {target} successfully")
-        return str(target)
-
-    def _expected_sha256(self, target):
-        """The checksum ``target`` must have: its ``.sha256``, else, for the exported file beside this folder, the
-        manifest's, else None (a file saved elsewhere without one)."""
-        side = target.with_name(target.name + ".sha256")
-        if side.is_file():
-            return side.read_text(encoding="utf-8").strip()
-        if Config.MANIFEST.is_file() and target.parent.resolve() == Config.CKPT_DIR.resolve():
-            weights = json.loads(Config.MANIFEST.read_text(encoding="utf-8"))["weights"]
-            if Path(weights["file"]).name == target.name:
-                return weights["sha256"]
-        return None
+        return target
 
     def _load_file(self, target):
-        data = target.read_bytes()
-        expected = self._expected_sha256(target)
-        if expected is None:
-            self._log("info", f"load_model: {target} has no checksum (no .sha256 beside it); loading its tensors")
-        elif _sha256(data) != expected:
-            raise RuntimeError(f"load_model: checksum mismatch for {target}: sha256 {_sha256(data)} but expected "
-                               f"{expected}; the weights file is corrupt or not the one this package was built with")
-        state = torch.load(io.BytesIO(data), map_location=self.torch_device, weights_only=True)
+        state = read_state(target, Config.CKPT_DIR, Config.MANIFEST, self.torch_device, self._log)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
         self.lstm_state = None
@@ -236,15 +186,4 @@ class Agent(BaseAgent):
     def load_model(self, path=None, id="1"):
         """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch); ``id`` may
         be ``"latest"``: the highest id there."""
-        folder = Path(path if path is not None else Config.CKPT_DIR)
-        if str(id) == "latest":
-            ids = sorted(int(p.name[len("model.ckpt-"):-len(".pkl")]) for p in folder.glob("model.ckpt-*.pkl")
-                         if p.name[len("model.ckpt-"):-len(".pkl")].isdigit()) if folder.is_dir() else []
-            if not ids:
-                raise FileNotFoundError(f"load_model: no model.ckpt-<id>.pkl in {folder}")
-            id = ids[-1]
-        target = self._file(folder, id)
-        if not target.is_file():
-            found = sorted(p.name for p in folder.glob("model.ckpt-*.pkl")) if folder.is_dir() else []
-            raise FileNotFoundError(f"load_model: no weights file {target}; found {found or 'none'} there")
-        self._load_file(target)
+        self._load_file(self._file(path, id))

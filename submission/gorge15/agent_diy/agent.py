@@ -1,0 +1,171 @@
+"""The platform's Agent for a Gorge Chase policy exported by ``sb3-realm build-submission``.
+
+``exploit(env_obs)`` is what the platform's evaluation calls once per step with the raw ``env_obs``: the features
+(``feature/features.py``, the module the policy trained on, copied verbatim) -> the greedy action, exactly as
+``model.predict(obs, deterministic=True)`` chose it in training. ``predict`` samples from the same distribution
+(exploration in a training task). The features remember the map seen so far: one Agent plays one game at a time, and
+its memory restarts at ``reset(env_obs)`` and at every observation of step 0.
+
+The exported weights (``ckpt/model.ckpt-<CKPT_ID>.pkl`` in this folder, the preload folder ``{agent_name}/ckpt``)
+are loaded when the Agent is made; ``load_model(path, id)`` loads any saved id (``"latest"``: the highest there).
+``learn`` keeps the weights unless the package was built for fine-tuning (``algorithm/algorithm.py``).
+``save_model`` writes a plain CPU state dict whose bytes depend on the weights only, and its ``.sha256``;
+``load_model`` checks a file against its ``.sha256``, or against the manifest for the exported file itself.
+"""
+
+import sys
+import warnings
+
+import numpy as np
+import torch
+from kaiwudrl.interface.agent import BaseAgent
+
+from agent_diy.algorithm.algorithm import Algorithm
+from agent_diy.conf.conf import SPEC, Config
+from agent_diy.feature.definition import ActData, ObsData
+from agent_diy.feature.features import FeatureState, action_mask, encode
+from agent_diy.model.model import Model, Trunk
+from agent_diy.model.weights import read_state, save_state, weights_file
+
+
+class Agent(BaseAgent):
+    def __init__(self, agent_type="player", device=None, logger=None, monitor=None):
+        self.logger = logger
+        self.monitor = monitor
+        self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
+        self.model = Model(SPEC).to(self.torch_device)
+        self.model.eval()
+        self.algorithm = Algorithm(self.model, self.torch_device, logger)
+        self.memory = FeatureState()  # what the features remember of this game
+        self.lstm_state = None
+        self.traced = None  # torch.jit.trace of the stateless trunk, for batch-1 inference
+        self.last_action = -1
+        self.loaded = None  # the file of the weights in use
+        self.generator = torch.Generator().manual_seed(Config.SEED)
+        super().__init__(agent_type, device, logger, monitor)
+        exported = weights_file(Config.CKPT_DIR, Config.CKPT_ID)
+        if exported.is_file():
+            self._load_file(exported)
+        else:
+            self._log("info", f"Agent: no exported weights at {exported}; waiting for load_model")
+
+    def _log(self, level, message):
+        if self.logger is not None:
+            getattr(self.logger, level)(message)
+        elif level in ("warning", "error"):
+            print(f"{level.upper()} {message}", file=sys.stderr)
+
+    # ------------------------------------------------------------------------------------------ an episode
+    def reset(self, env_obs=None):
+        """A new game: the features' memory, the LSTM state and the last action restart."""
+        self.memory.reset()
+        self.lstm_state = None
+        self.last_action = -1
+
+    def observation_process(self, env_obs):
+        """Raw ``env_obs`` -> ``(ObsData, remain_info)``: the model input (maps uint8 (7, 21, 21), vector float32
+        (80,)), the legal actions and whether the game starts here; ``remain_info`` holds the step number. Call it
+        once per observation, in order (the features remember what they saw)."""
+        observation = env_obs["observation"]
+        start = int(observation["step_no"]) == 0
+        if start:
+            self.memory.reset()
+        maps, vector = encode(observation, self.memory)
+        obs_data = ObsData(maps=maps, vector=vector, legal_action=action_mask(observation), episode_start=start)
+        return obs_data, {"step_no": int(observation["step_no"])}
+
+    # ------------------------------------------------------------------------------------------ acting
+    def _probs(self, list_obs_data):
+        if self.loaded is None:
+            raise RuntimeError(f"Agent: no weights loaded: ckpt/model.ckpt-{Config.CKPT_ID}.pkl is not in the "
+                               "algorithm folder and load_model(path, id) was not called")
+        if len(list_obs_data) == 1:  # the platform's case: one game, views of the arrays
+            o = list_obs_data[0]
+            maps, vector, mask = (torch.from_numpy(np.ascontiguousarray(a)[None])
+                                  for a in (o.maps, o.vector, o.legal_action))
+        else:
+            maps, vector, mask = (torch.from_numpy(np.stack([getattr(o, k) for o in list_obs_data]))
+                                  for k in ("maps", "vector", "legal_action"))
+        maps, vector, mask = maps.to(self.torch_device), vector.to(self.torch_device), mask.to(self.torch_device)
+        start = bool(list_obs_data[0].episode_start)
+        with torch.no_grad():
+            if len(list_obs_data) != 1:  # several games: a fresh LSTM state for each, the carried one left alone
+                logits, _ = self.model(maps, vector, None, True)
+            elif self.torch_device.type == "cpu":
+                args = (maps, vector)
+                if self.model.lstm is not None:  # the state restarts from zeros at a game's start
+                    args += self.model.initial_state(1) if self.lstm_state is None or start else self.lstm_state
+                if self.traced is None:
+                    self.traced = self._trace(args)
+                out = self.traced(*args)
+                if self.model.lstm is None:
+                    logits = out
+                else:
+                    logits, self.lstm_state = out[0], (out[1], out[2])
+            else:
+                logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
+            return self.model.probs(logits, mask).cpu()
+
+    def _trace(self, example):
+        """The batch-1 model traced by TorchScript (same kernels as eager, without the Python overhead); the eager
+        module where tracing is missing or fails."""
+        trunk = Trunk(self.model)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", torch.jit.TracerWarning)
+                return torch.jit.trace(trunk, example, check_trace=False)
+        except Exception:  # noqa: BLE001 - any tracing failure: run eagerly
+            return trunk
+
+    def predict(self, list_obs_data):
+        """One ActData per observation: ``action`` sampled (exploration), ``d_action`` greedy, ``prob``."""
+        probs = self._probs(list_obs_data)
+        sampled = torch.multinomial(probs, 1, generator=self.generator)[:, 0].tolist()
+        greedy = torch.argmax(probs, dim=1).tolist()  # SB3's Categorical.mode: argmax of the probabilities
+        return [ActData(action=[a], d_action=[g], prob=p.tolist(), value=[0.0])
+                for a, g, p in zip(sampled, greedy, probs.numpy(), strict=True)]
+
+    def exploit(self, env_obs):
+        """The evaluation's call, once per step with the raw ``env_obs``: the greedy action (an int 0..15)."""
+        obs_data, _ = self.observation_process(env_obs)
+        act_data = self.predict([obs_data])[0]
+        return self.action_process(act_data, is_stochastic=False)
+
+    def action_process(self, act_data, is_stochastic=True):
+        """ActData -> the env's action (0..7 move, 8..15 flash): the sampled one, or the greedy one."""
+        action = int((act_data.action if is_stochastic else act_data.d_action)[0])
+        if not 0 <= action < Config.N_ACTIONS:
+            raise ValueError(f"action {action} is not an action 0..{Config.N_ACTIONS - 1}")
+        self.last_action = action
+        return action
+
+    # ------------------------------------------------------------------------------------------ learning
+    def learn(self, list_sample_data):
+        """Keep the weights (the default), or, built for fine-tuning, one REINFORCE step (algorithm/algorithm.py)."""
+        loss = self.algorithm.learn(list_sample_data)
+        if loss is not None:
+            self.lstm_state = None
+            self.traced = None
+        return loss
+
+    # ------------------------------------------------------------------------------------------ weights
+    def save_model(self, path=None, id="1"):
+        """Write ``<path>/model.ckpt-<id>.pkl`` (CPU state dict) and its ``.sha256``, each atomically."""
+        target = save_state(self.model, weights_file(path if path is not None else Config.CKPT_DIR, id))
+        self._log("info", f"save model {target} successfully")
+        return target
+
+    def _load_file(self, target):
+        state = read_state(target, Config.CKPT_DIR, Config.MANIFEST, self.torch_device, self._log)
+        self.model.load_state_dict(state, strict=True)
+        self.model.eval()
+        self.lstm_state = None
+        self.traced = None
+        self.loaded = str(target)
+        self._log("info", f"load model {target} successfully")
+
+    def load_model(self, path=None, id="1"):
+        """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch); ``id`` may
+        be ``"latest"``: the highest id there."""
+        self._load_file(weights_file(path if path is not None else Config.CKPT_DIR, id))

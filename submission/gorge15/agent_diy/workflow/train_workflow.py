@@ -1,0 +1,104 @@
+"""The platform's training workflow for the exported policy: play games with the exploring policy (``predict``),
+send their samples to the learner, save on a timer.
+
+By default the package keeps its weights (``learn`` changes nothing), so every model a training task saves is the
+exported policy, whatever id the platform gives it; the games feed the platform's monitoring. A package built for
+fine-tuning takes REINFORCE steps on these samples instead.
+
+Saves: the first after the first game, then one every ``Config.SAVE_INTERVAL_S`` seconds (the official workflow's
+interval), ``Config.MAX_SAVES`` at most; the platform names each save by its learner's step.
+
+The platform's returns are handled as the official workflow handles them: ``read_usr_conf`` returning None ends the
+workflow with an error line; an ``env_obs`` that ``handle_disaster_recovery`` calls abnormal (None, or an error code)
+skips the game after ``env.reset`` and abandons it after ``env.step`` (``Config.MAX_FAILED_EPISODES`` such games in a
+row end the workflow with an error line); ``env_reward`` None counts as no reward; ``predict`` returning nothing
+abandons the game.
+
+Reward of a step: the competition score it added (1.5 a step survived, 100 a treasure) times ``Config.REWARD_SCALE``.
+"""
+
+import os
+import time
+
+from common_python.utils.workflow_disaster_recovery import handle_disaster_recovery
+from tools.train_env_conf_validate import read_usr_conf
+
+from agent_diy.conf.conf import Config
+from agent_diy.feature.definition import sample_process
+
+
+def _log(logger, level, message):
+    if logger is not None:
+        getattr(logger, level)(message)
+
+
+def _reward(env_reward):
+    if not isinstance(env_reward, dict):
+        return 0.0
+    try:
+        return float(env_reward.get("reward") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def run_episode(env, agent, env_obs, logger=None):
+    """One game from the ``env_obs`` of ``env.reset``; returns ``(frames, score)``, or ``(None, None)`` when the
+    platform failed mid-game."""
+    agent.reset(env_obs)
+    agent.load_model(id="latest")  # on the platform: the model pool's newest model (the same weights, kept)
+    obs_data, _ = agent.observation_process(env_obs)
+    frames, score = [], 0.0
+    while True:
+        acts = agent.predict(list_obs_data=[obs_data])
+        if not acts:
+            _log(logger, "info", "agent.predict returned nothing; the game is abandoned")
+            return None, None
+        act_data = acts[0]
+        env_reward, env_obs = env.step(agent.action_process(act_data))
+        if handle_disaster_recovery(env_obs, logger):
+            return None, None
+        gained = _reward(env_reward)
+        score += gained
+        done = bool(env_obs["terminated"] or env_obs["truncated"])
+        frames.append((obs_data, act_data, Config.REWARD_SCALE * gained, done))
+        if done:
+            return frames, score
+        obs_data, _ = agent.observation_process(env_obs)
+
+
+def workflow(envs, agents, logger=None, monitor=None, *args, **kwargs):
+    """The platform's entry point: game after game until the platform stops the task (``episodes=N``: N games);
+    returns the number of games played to their end."""
+    env, agent = envs[0], agents[0]
+    usr_conf = read_usr_conf(Config.TRAIN_ENV_CONF, logger)
+    if usr_conf is None:
+        _log(logger, "error", f"usr_conf is None, please check {Config.TRAIN_ENV_CONF}")
+        return 0
+    episodes = kwargs.get("episodes")
+    played, failures, saves, last_save, last_report = 0, 0, 0, None, None
+    while episodes is None or played < episodes:
+        env_obs = env.reset(usr_conf)
+        frames = None
+        if not handle_disaster_recovery(env_obs, logger):
+            frames, score = run_episode(env, agent, env_obs, logger)
+        if frames is None:
+            failures += 1
+            if failures >= Config.MAX_FAILED_EPISODES:
+                _log(logger, "error", f"the environment failed {failures} games in a row; the workflow stops. Check "
+                                      f"{Config.TRAIN_ENV_CONF} and the environment's health")
+                return played
+            continue
+        failures = 0
+        agent.send_sample_data(sample_process(frames))
+        played += 1
+        _log(logger, "info", f"game {played}: score {score:.1f}, steps {len(frames)}")
+        now = time.monotonic()
+        if monitor is not None and (last_report is None or now - last_report >= 60):
+            monitor.put_data({os.getpid(): {"score": round(score, 1), "episode_steps": len(frames),
+                                            "episode_cnt": played}})
+            last_report = now
+        if saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
+            agent.save_model()
+            saves += 1
+            last_save = now
+    return played

@@ -1,0 +1,47 @@
+"""Stand-in for ``tools.train_env_conf_validate``: read and check the training task's ``train_env_conf.toml``."""
+
+import tomllib
+from pathlib import Path
+
+__all__ = ["read_usr_conf", "RANGES"]
+
+# the platform's ranges (its docs): key -> (low, high, extra allowed values)
+RANGES = {"treasure_count": (0, 10, ()), "buff_count": (0, 2, ()), "buff_cooldown": (1, 500, ()),
+          "talent_cooldown": (50, 2000, ()), "monster_interval": (11, 2000, (-1,)),
+          "monster_speedup": (1, 2000, (-1,)), "max_step": (1, 2000, ())}
+MAPS = range(1, 11)
+
+
+def _problem(conf):
+    if not isinstance(conf, dict):
+        return "no [env_conf] table"
+    unknown = sorted(set(conf) - set(RANGES) - {"map", "map_random"})
+    if unknown:
+        return f"unknown keys {unknown}"
+    maps = conf.get("map", list(MAPS))
+    if not isinstance(maps, list) or not maps or any(isinstance(m, bool) or m not in MAPS for m in maps):
+        return f"map = {maps!r} must be a non-empty list of map ids 1..10"
+    if not isinstance(conf.get("map_random", False), bool):
+        return f"map_random = {conf['map_random']!r} must be true or false"
+    for key, (low, high, extra) in RANGES.items():
+        value = conf.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not (low <= value <= high or value in extra)):
+            return f"{key} = {value!r} is outside {low}..{high}"
+    return None
+
+
+def read_usr_conf(path, logger=None):
+    """``{"env_conf": {...}}`` from the TOML file at ``path`` (relative to the code package, the working folder of
+    the platform's processes), or None with an error line when it is missing or invalid."""
+    try:
+        conf = tomllib.loads(Path(path).read_text(encoding="utf-8")).get("env_conf")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problem = f"cannot be read ({exc})"
+    else:
+        problem = _problem(conf)
+    if problem:
+        if logger is not None:
+            logger.error(f"read_usr_conf: {path}: {problem}")
+        return None
+    return {"env_conf": conf}
