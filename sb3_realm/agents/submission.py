@@ -16,6 +16,7 @@ import collections
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import io
 import json
 import os
@@ -26,7 +27,7 @@ import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,7 +36,8 @@ from ..atomic import sha256_file
 from ..games import GameEnv
 from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB, layout_spec
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "PlatformProcess", "platform_obs", "read_manifest",
+__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "PlatformProcess", "platform_obs",
+           "read_manifest",
            "env_kwargs_of", "manifest_game", "folder_game", "MAP_KEYS", "package_differences", "verify_package",
            "platform_framework"]
 
@@ -376,8 +378,10 @@ def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
         map_name = env_cfg.get("map_name") or "default"
     else:
         map_name = "default"
-    return {"map_path": map_path, "map_name": map_name, "rules": env_cfg.get("rules") or {},
-            "mask_wall_moves": bool(manifest["spec"]["mask_wall_moves"])}
+    kwargs = {"map_path": map_path, "map_name": map_name, "rules": env_cfg.get("rules") or {}}
+    if "mask_wall_moves" in inspect.signature(manifest_game(manifest).make_env).parameters:
+        kwargs["mask_wall_moves"] = bool(manifest["spec"]["mask_wall_moves"])
+    return kwargs
 
 
 def _load_by_path(name: str, init: Path, package: bool) -> object:
@@ -408,29 +412,62 @@ def platform_framework():
     return sys.modules.get(name) or _load_by_path(name, PLATFORM_STUB / "framework.py", package=False)
 
 
+def _stand_in_modules(layout: str) -> None:
+    """The 15.0.1 stand-in's top-level packages (``kaiwudrl``, ``common_python``, ``tools``) in ``sys.modules``,
+    loaded by file location, so the caller's ``sys.path`` is never edited."""
+    root = LAYOUTS[layout] / layout_spec(layout)["stand_in"]
+    for name in ("kaiwudrl", "common_python", "tools"):
+        loaded = sys.modules.get(name)
+        if loaded is None:
+            _load_by_path(name, root / name / "__init__.py", package=True)
+        elif not Path(getattr(loaded, "__file__", "") or "").resolve().is_relative_to(root.resolve()):
+            raise RuntimeError(f"another {name} ({loaded.__file__}) is imported in this process; a submission runs "
+                               "here on sb3-realm's stand-in of the platform only")
+
+
 class SubmissionPolicy:
-    """A built submission folder playing in this process, on the stand-in of the platform's ``kaiwu_agent``: its
-    Agent, with the exported weights, then observation_process -> exploit -> action_process on the env's
-    competition observation. The folder is first verified against its manifest."""
+    """A built submission folder playing in this process, on the stand-in of the platform's modules: its Agent, with
+    the exported weights. A 2024 package plays observation_process -> exploit -> action_process on the env's
+    competition observation; a 15.0.1 package plays ``exploit(env_obs)`` once per step, ``reset(env_obs)`` at each
+    game's start. The folder is first verified against its manifest."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder).resolve()
         self.manifest = read_manifest(self.folder)
         verify_package(self.folder, self.manifest)
-        framework = platform_framework()
         algo = self.manifest["algo_dir"]
-        with framework.imported_package(self.folder, {algo, "conf"}):
-            self.definition = importlib.import_module(f"{algo}.feature.definition")
-            agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
-        self.agent = agent_cls(agent_type="player", device="cpu")
-        weights = self.folder / self.manifest["weights"]["file"]
-        self.agent.load_model(path=str(weights.parent), id=self.manifest["weights"]["ckpt_id"])
+        self.gorge15 = layout_spec(self.manifest["layout"]).get("kind") == "gorge15"
+        if self.gorge15:
+            _stand_in_modules(self.manifest["layout"])
+            saved_path = list(sys.path)
+            sys.path.insert(0, str(self.folder))
+            try:
+                agent_cls = importlib.import_module(f"{algo}.agent").Agent
+            finally:
+                sys.path[:] = saved_path
+                for key in [k for k in sys.modules if k.split(".")[0] == algo]:
+                    del sys.modules[key]  # another package's folder of the same name can be imported later
+            self.agent = agent_cls(agent_type="player", device="cpu")
+            self.agent.load_model(path=str((self.folder / self.manifest["weights"]["file"]).parent),
+                                  id=self.manifest["weights"]["ckpt_id"])
+        else:
+            framework = platform_framework()
+            with framework.imported_package(self.folder, {algo, "conf"}):
+                self.definition = importlib.import_module(f"{algo}.feature.definition")
+                agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
+            self.agent = agent_cls(agent_type="player", device="cpu")
+            weights = self.folder / self.manifest["weights"]["file"]
+            self.agent.load_model(path=str(weights.parent), id=self.manifest["weights"]["ckpt_id"])
         self.name = self.folder.name
         self.env_kwargs = env_kwargs_of(self.manifest, None)
 
     def reset(self, env: GameEnv) -> None:
-        pass  # the agent restarts its state from the observation (episode start)
+        if self.gorge15:
+            self.agent.reset(cast(Any, env).platform_obs())
+        # a 2024 agent restarts its state from the observation (episode start)
 
     def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
+        if self.gorge15:
+            return int(self.agent.exploit(cast(Any, env).platform_obs()))
         obs_data = self.definition.observation_process(*platform_obs(env))
         return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))

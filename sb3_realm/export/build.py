@@ -45,8 +45,8 @@ from .code_package import (
     MERGE_FILE,
     CodePackageError,
     edit_settings,
-    ensure_table,
     ensure_registration,
+    ensure_table,
     merge_text,
     package_settings,
     read_code_package,
@@ -265,6 +265,7 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
     with writing(weights):
         weights.write_bytes(state_dict_bytes(exported.state_dict))
     sample_dim = sample_size(exported.spec)
+    edits: dict | None
     if gorge15:
         edits = _conf_edits_gorge15(root, layout, algo_dir, ckpt_id, package)
     else:
@@ -380,34 +381,10 @@ def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
     return int(text)
 
 
-def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
-                     algo_dir: str | None = None, ckpt_id: str | int | None = None,
-                     code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
-                     force: bool = False, trust_pickle: bool | None = None, game: str | None = None) -> dict:
-    """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
-
-    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024`` for the Realm,
-        ``gorge15`` for Gorge Chase); None: the first of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
-    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``;
-        ``agent_diy``, ``agent_ppo``); None: the layout's default (``diy``, ``agent_diy``).
-    :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
-        timestep count (at least 1).
-    :param code_package: the user's official code package; ``out`` becomes a complete copy of it, ready to upload.
-        Without it, ``out`` holds the algorithm folder, ``ckpt/`` and the lines to merge into the user's conf.
-    :param workflow: ``keep`` (a platform training task keeps the exported weights) or ``finetune`` (it takes
-        REINFORCE steps on them; not for recurrent policies).
-    :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
-        recipe's upload; for ``gorge15`` the whole code package); needs ``code_package``.
-    :param force: replace an existing ``out`` that build-submission wrote.
-    :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
-        are rebuilt from plain data).
-    :param game: the game the model plays (``realm``, ``gorge``); None: the one its run config records. Needed for
-        a model saved outside a training run of the package (no ``config.yaml`` beside it).
-    """
-    if not str(out).strip():
-        raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
-                          "runs/NAME/upload")
-    out = Path(out)
+def _target(model_path, game: str | None, layout: str | None, algo_dir: str | None,
+            code_package) -> tuple[games.GameSpec, str, str]:
+    """The game, layout and algorithm folder of a build (the defaults filled in), or an :class:`ExportError` saying
+    which of them cannot be."""
     recorded = _model_game(model_path)
     try:
         spec_game = recorded if game is None else games.get(game)
@@ -440,6 +417,39 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(f"--layout {layout} needs --code-package: the package is built into a copy of your own "
                           "15.0.1 code package (the folder your Kaiwu client gives you, with kaiwu.json, conf/ and "
                           "agent_diy/), never one written from nothing")
+    return game_spec, layout, algo_dir
+
+
+def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
+                     algo_dir: str | None = None, ckpt_id: str | int | None = None,
+                     code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
+                     force: bool = False, trust_pickle: bool | None = None, game: str | None = None) -> dict:
+    """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
+
+    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024`` for the Realm,
+        ``gorge15`` for Gorge Chase); None: the first of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
+    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``;
+        ``agent_diy``, ``agent_ppo``); None: the layout's default (``diy``, ``agent_diy``).
+    :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
+        timestep count (at least 1).
+    :param code_package: the user's official code package; ``out`` becomes a complete copy of it, ready to upload.
+        Without it, ``out`` holds the algorithm folder, ``ckpt/`` and the lines to merge into the user's conf.
+    :param workflow: ``keep`` (a platform training task keeps the exported weights) or ``finetune`` (it takes
+        REINFORCE steps on them; not for recurrent policies).
+    :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
+        recipe's upload; for ``gorge15`` the whole code package); needs ``code_package``.
+    :param force: replace an existing ``out`` that build-submission wrote.
+    :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
+        are rebuilt from plain data).
+    :param game: the game the model plays (``realm``, ``gorge``); None: the one its run config records. Needed for
+        a model saved outside a training run of the package (no ``config.yaml`` beside it).
+    """
+    if not str(out).strip():
+        raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
+                          "runs/NAME/upload")
+    out = Path(out)
+    game_spec, layout, algo_dir = _target(model_path, game, layout, algo_dir, code_package)
+    spec = layout_spec(layout)
     if workflow not in WORKFLOWS:
         raise ExportError(f"--workflow {workflow!r} is unknown; choose keep (the platform's training keeps the "
                           "exported weights) or finetune")
@@ -549,6 +559,8 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
     """What to do with the folder ``out`` that build-submission wrote, in the platform's own terms."""
     out, algo, ckpt = Path(out), manifest["algo_dir"], manifest["weights"]["ckpt_id"]
     layout = layout_spec(manifest["layout"])
+    if layout.get("kind") == "gorge15":
+        return _next_steps15(manifest, out, layout)
     keep = manifest.get("platform_training", "keep") == "keep"
     if manifest.get("code_package"):
         steps = [f"{out} is a copy of your code package (代码包) with the policy in {algo}/ and ckpt/, ready to "
@@ -575,4 +587,28 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
               "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) "
               "with it, or submit it to the leaderboard. Only the platform can sign a model: the model to evaluate "
               "is one its training task saved."]
+    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))
+
+
+def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
+    """:func:`next_steps` of a 15.0.1 code package."""
+    folder, ckpt = manifest["algo_dir"], manifest["weights"]["ckpt_id"]
+    algo = folder[len(layout["folder_prefix"]):]
+    keep = manifest.get("platform_training", "keep") == "keep"
+    steps = [
+        f"{out} is a copy of your code package (代码包) with the policy in {folder}/ (weights "
+        f"{manifest['weights']['file']}); your own folder is unchanged. Its conf selects algo = \"{algo}\" "
+        f"({layout['policy_conf']}) and preloads the weights ({layout['app_conf']}: preload_model = true, "
+        f"preload_model_dir = \"{layout['preload_model_dir']}\", preload_model_id = {ckpt}).",
+        f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
+        f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).",
+        f"In the Kaiwu client (开悟客户端), upload {out} as your code package.",
+        "Start a training task (训练任务) on it: it starts from the preloaded weights. " +
+        ("Its training keeps them, so every model the task saves is your policy: the first save comes after the "
+         "first game; stop the task once one is listed." if keep else
+         "Its training fine-tunes them (--workflow finetune); each save is a newer policy (one every 30 minutes)."),
+        "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) with it, "
+        "or submit it to the leaderboard. The platform's evaluation calls the Agent's exploit(env_obs) once per "
+        "step: the greedy action of your policy.",
+    ]
     return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))

@@ -256,7 +256,9 @@ class _ParityServer:
     def __init__(self, env, reference, configs: list[dict], seed: int, min_states: int, bar) -> None:
         self.env, self.reference, self.configs, self.seed = env, reference, configs, seed
         self.min_states, self.bar = min_states, bar
-        self.index, self.states, self.n_mismatch, self.mismatches, self.scores = -1, 0, 0, [], []
+        self.index, self.states, self.n_mismatch = -1, 0, 0
+        self.mismatches: list[dict] = []
+        self.scores: list[float] = []
         self.obs, self.score, self.expected, self.done = None, 0.0, None, True
 
     def config(self, index: int) -> dict:

@@ -78,21 +78,8 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
                                "restore it from your Kaiwu client's code package") from None
     registry_path = root / layout["algo_conf"]
     registry = registry_path.read_text(encoding="utf-8") if registry_path.is_file() else None
-    if registry is not None and registry_path.suffix == ".toml":
-        try:
-            tomllib.loads(registry)
-        except tomllib.TOMLDecodeError as exc:
-            raise CodePackageError(f"{registry_path} does not parse as TOML ({exc}); restore it from your Kaiwu "
-                                   "client's code package") from None
-    elif registry is not None:
-        try:
-            parsed = yaml.safe_load(registry)
-        except yaml.YAMLError as exc:
-            raise CodePackageError(f"{registry_path} does not parse as YAML ({exc}); restore it from your Kaiwu "
-                                   "client's code package") from None
-        if parsed is not None and not isinstance(parsed, dict):
-            raise CodePackageError(f"{registry_path} is not a mapping of algorithm names; restore it from your "
-                                   "Kaiwu client's code package")
+    if registry is not None:
+        _check_registry(registry_path, registry)
     policy = None
     if "policy_conf" in layout:
         policy_path = root / layout["policy_conf"]
@@ -108,6 +95,25 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
             raise CodePackageError(f"{policy_path} has no [{layout['policy_table']}] table with algo; restore it "
                                    "from your Kaiwu client's code package")
     return CodePackage(root, kaiwu, conf, app, registry, policy)
+
+
+def _check_registry(path: Path, text: str) -> None:
+    """The algorithm registry parses (TOML or YAML, by its name) as a mapping of algorithm names."""
+    if path.suffix == ".toml":
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CodePackageError(f"{path} does not parse as TOML ({exc}); restore it from your Kaiwu client's code "
+                                   "package") from None
+        return
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CodePackageError(f"{path} does not parse as YAML ({exc}); restore it from your Kaiwu client's code "
+                               "package") from None
+    if parsed is not None and not isinstance(parsed, dict):
+        raise CodePackageError(f"{path} is not a mapping of algorithm names; restore it from your Kaiwu client's "
+                               "code package")
 
 
 def toml_value(value) -> str:

@@ -7,8 +7,9 @@ the official ``train_test.py`` aborts on one) where an upload breaks a contract:
 
 - the registrations: ``kaiwu.json`` is the project ``gorge_chase`` version 15.0.x; ``conf/app_conf_gorge_chase.toml``
   selects the algorithm (``[gorge_chase.policies.train_one] algo``); ``conf/algo_conf_gorge_chase.toml`` has its
-  table, naming ``agent_<algo>.agent.Agent`` for the three servers and ``agent_<algo>.workflow.train_workflow.workflow``,
-  and the platform's own eval workflow; the folder ``agent_<algo>/`` exists;
+  table, naming ``agent_<algo>.agent.Agent`` for the three servers and
+  ``agent_<algo>.workflow.train_workflow.workflow``, and the platform's own eval workflow; the folder
+  ``agent_<algo>/`` exists;
 - the preload route (``conf/configure_app.toml [app]``): with ``preload_model = true``, ``preload_model_dir``
   (``{agent_name}`` is the algorithm folder, the path relative to the package) must hold
   ``model.ckpt-<preload_model_id>.pkl`` with an integer id, else "preload model file failed ... not valid"; the
@@ -414,7 +415,8 @@ class TrainingTask:
                 self.log.exception(f"the workflow raised {type(exc).__name__}: {exc}")
         report.update({"episodes": self.env.ended if hasattr(self, "env") else 0, "saves": self.saves,
                        "train_count": self.train_count, "samples": self.samples, "bad_samples": self.bad_samples,
-                       "errors": self.log.errors, "log": [f"{level} {message}" for level, message in self.log.lines[-200:]],
+                       "errors": self.log.errors,
+                       "log": [f"{level} {message}" for level, message in self.log.lines[-200:]],
                        "clock_s": self.clock.monotonic(), "actor_synced_to": self.actor_model,
                        "monitor_reports": len(self.monitor.data)})
         return report

@@ -18,7 +18,6 @@ game, with one log line saying so (``predict_batch_size = 1`` in ``conf/configur
 
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
