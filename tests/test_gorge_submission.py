@@ -166,18 +166,6 @@ def _task(folder: Path, tmp_path: Path, **kwargs) -> dict:
     return run_platform_task15(folder, tmp_path / "task", **kwargs)
 
 
-def test_a_training_task_keeps_the_exported_weights(setup, tmp_path):
-    report = _task(setup["out"], tmp_path)
-    assert report["ok"], report.get("errors")
-    assert [s["exported_weights"] for s in report["saves"]] == [True] * len(report["saves"])
-    assert report["saves"][0]["id"] == 64 and len(report["saves"]) >= 2  # the step count starts at the preload id
-    assert report["samples"] > 0 and report["train_count"] > 64 and report["faults_injected"] > 0
-    assert report["monitor_reports"] > 0 and not {"sb3_realm", "gymnasium"} & set(report["modules"])
-    saved = Path(report["saves"][0]["model_dir"])  # a saved model: the code folders and ckpt/
-    assert (saved / "agent_diy/agent.py").is_file() and (saved / "conf/configure_app.toml").is_file()
-    assert json.loads((saved / "ckpt/kaiwu.json").read_text(encoding="utf-8"))["train_step"] == 64
-
-
 @pytest.mark.parametrize(("edits", "message"), [
     ({"conf/algo_conf_gorge_chase.toml": ('actor_agent = "agent_diy.agent.Agent"', 'actor_agent = "x.Agent"')},
      r"\[diy\].*actor_agent = 'x.Agent'"),
@@ -210,6 +198,15 @@ def test_saves_over_the_platforms_limits_are_errors(setup, tmp_path):
         "agent_diy/conf/conf.py": ("    SAVE_INTERVAL_S = 1800", "    SAVE_INTERVAL_S = 0")})
     report = _task(folder, tmp_path)
     assert not report["ok"] and any("saves within a minute" in e for e in report["errors"])
+
+
+def test_a_saved_model_holds_the_code_and_the_weights(setup, tmp_path):
+    report = _task(setup["out"], tmp_path, episodes=1)
+    saved = Path(report["saves"][0]["model_dir"])  # a saved model: the code folders and ckpt/
+    assert (saved / "agent_diy/agent.py").is_file() and (saved / "conf/configure_app.toml").is_file()
+    assert json.loads((saved / "ckpt/kaiwu.json").read_text(encoding="utf-8"))["train_step"] == 64
+    assert same_weights(saved / "ckpt/model.ckpt-64.pkl", setup["out"] / "agent_diy/ckpt/model.ckpt-64.pkl")
+    assert not {"sb3_realm", "gymnasium", "stable_baselines3"} & set(report["modules"])
 
 
 def test_without_preload_saves_count_from_the_learners_steps(setup, tmp_path):
@@ -305,6 +302,11 @@ def test_the_evaluation_loop_takes_only_an_action(answer, message):
 def test_check_plays_the_models_actions_on_10k_states(setup):
     report = check_submission(setup["out"], setup["model"], trust_pickle=True)
     assert report["ok"], {k: report[k] for k in ("first_mismatches", "platform_task", "evaluation_errors")}
+    task = report["platform_task"]  # the training task kept the exported weights in every save
+    assert [s["exported_weights"] for s in task["saves"]] == [True] * len(task["saves"])
+    assert task["saves"][0]["id"] == 64  # the learner's step count starts at the preload id
+    assert task["samples"] > 0 and task["train_count"] > 64 and task["faults_injected"] > 0
+    assert task["monitor_reports"] > 0 and not task["errors"] and task["crashed"] is None
     assert report["states"] >= 10_000 and report["identical_actions"] and report["identical_scores"]
     assert report["protocol"] == "hidden" and report["protocol_games"] == 10
     assert len(report["submission_scores"]) == 10 and report["leaked_modules"] == []
@@ -321,8 +323,8 @@ def test_check_of_a_recurrent_policy(setup, tmp_path):
     model = _model(tmp_path / "recurrent.zip", algo="recurrent")
     out = tmp_path / "upload"
     build_submission(model, out, code_package=setup["package"], game="gorge", trust_pickle=True)
-    report = check_submission15(out, model, games=5, min_states=1500, trust_pickle=True)
-    assert report["ok"] and report["algo"] == "recurrent_ppo" and report["states"] >= 1500
+    report = check_submission15(out, model, games=3, min_states=600, trust_pickle=True)
+    assert report["ok"] and report["algo"] == "recurrent_ppo" and report["states"] >= 600
 
 
 def test_cli_builds_and_the_folder_plays_as_the_model(setup, tmp_path, capsys):
