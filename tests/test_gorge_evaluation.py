@@ -160,10 +160,10 @@ def test_every_protocol_is_known_to_the_cli():
     assert set(PROTOCOLS) <= set(ALL)
 
 
-def test_train_refuses_the_game_before_writing(tmp_path, capsys):
-    out = tmp_path / "run"
+def test_train_refuses_a_network_that_does_not_fit_the_game_before_writing(tmp_path, capsys):
+    out = tmp_path / "run"  # the default config's extractor is the Realm's, sized for its 51 x 51 maps
     assert main(["train", "--set", "game=gorge", "--out", str(out), "--total-steps", "64"]) == 2
-    assert "do not run Gorge Chase yet" in capsys.readouterr().err
+    assert "RealmNet: the conv layers do not fit maps of shape (7, 21, 21)" in capsys.readouterr().err
     assert not out.exists()
 
 

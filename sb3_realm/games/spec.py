@@ -136,7 +136,8 @@ class GameSpec:
     :param check_eval_configs: ``(usr_confs) -> parsed``: games a training evaluation may play (``ValueError``).
     :param random_starts: ``(episode_config) -> [set_config kwargs]``: where a curriculum's random start may put
         the hero, each as the env's ``set_config`` arguments.
-    :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through.
+    :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through
+        (empty: the check plays more games of its protocol's maps).
     :param max_treasures: the most treasures an episode can hold (``imitation.treasure_counts`` range).
     :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
         ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
@@ -159,7 +160,13 @@ class GameSpec:
     :param report_lines: ``(summary, yardstick) -> [str]``: the lines of a readable report between its first line
         and the yardstick's.
     :param worst_table: ``(results, worst, yardstick) -> [str]``: the table of the worst games, its header first.
-    :param config_runs: the config-driven commands (``train``, ``imitate``, the tuning scripts) run this game.
+    :param episode_metrics: ``(final info) -> {name: value}``: what a training run logs of each finished episode
+        (``train_episodes/<name>``, averaged).
+    :param success_metrics: a curriculum's success metrics: name -> ``(final info) -> value``, the first the
+        default.
+    :param held_out_configs: ``(usr_conf, games, seed, maps) -> [usr_conf]``: a training run's (and a study's)
+        held-out games from its episode configuration, ``eval_games``, ``eval_seed`` and ``eval_maps``.
+    :param config_runs: ``sb3-realm train`` runs this game from a config.
     """
 
     name: str
@@ -201,6 +208,9 @@ class GameSpec:
     summarize: Callable[[Any], dict]
     report_lines: Callable[[dict, str], list[str]]
     worst_table: Callable[[Any, int, str], list[str]]
+    episode_metrics: Callable[[dict], dict[str, float]]
+    success_metrics: Mapping[str, Callable[[dict], float]]
+    held_out_configs: Callable[..., list[dict]]
     config_runs: bool = True
 
     def expert_setup(self) -> ExpertOptions:

@@ -34,16 +34,12 @@ __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallbac
            "SUCCESS_METRICS", "StopAtTimesteps"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
-SUCCESS_METRICS: dict[str, Callable[[dict], float]] = {
-    "win_rate": lambda info: float(info["win"]),
-    # fraction of the episode's treasures collected (1.0 when it had none)
-    "treasure_rate": lambda info: info["treasures"] / max(1, info["treasures"] + len(info["treasures_missed"])),
-    "score": lambda info: float(info["score"]),
-}
+#: the default game's curriculum success metrics (each game's are its spec's ``success_metrics``)
+SUCCESS_METRICS: Mapping[str, Callable[[dict], float]] = games.get().success_metrics
 
 
 def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
-    """``(env index, info)`` of every Realm episode that ended on this step."""
+    """``(env index, info)`` of every episode that ended on this step (its final ``info`` holds the score)."""
     for i, (info, done) in enumerate(zip(locals_["infos"], locals_["dones"], strict=True)):
         if done and "score" in info:
             yield i, info
@@ -68,32 +64,26 @@ class StopAtTimesteps(BaseCallback):
 
 class RealmMetricsCallback(BaseCallback):
     """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not
-    the held-out ``eval/*`` games), averaged over the last ``window`` finished episodes, at the end of every rollout:
-    ``train_episodes/score``, ``train_episodes/win_rate``, ``train_episodes/treasures``, ``train_episodes/steps``,
-    ``train_episodes/flash_rate`` and ``train_episodes/buff_rate`` (fraction of episodes that used the flash / took
-    the buff at least once), ``train_episodes/bumps`` and ``train_episodes/reward_by_term/<term>`` (each reward
-    term's contribution to the episode's return: its weight times the term, summed over the episode; together they
-    add up to the return).
+    the held-out ``eval/*`` games), averaged over the last ``window`` finished episodes, at the end of every rollout,
+    as ``train_episodes/<name>``: the game's :attr:`~sb3_realm.games.GameSpec.episode_metrics`. The Realm's:
+    ``score``, ``win_rate``, ``treasures``, ``steps``, ``flash_rate`` and ``buff_rate`` (fraction of episodes that
+    used the flash / took the buff at least once), ``bumps`` and ``reward_by_term/<term>`` (each reward term's
+    contribution to the episode's return). Gorge Chase's: ``score``, ``steps``, ``treasures``, ``survival_rate``,
+    ``caught_before_speedup``, ``caught_after_speedup``, ``cornered``, ``flashes``, ``flash_rate``, ``buff_rate`` and
+    ``reward_terms/<term>``.
 
     :param window: episodes in the moving averages.
     :param verbose: verbosity level.
+    :param game: the game of the training envs (None: the default game).
     """
 
-    def __init__(self, window: int = 100, verbose: int = 0) -> None:
+    def __init__(self, window: int = 100, verbose: int = 0, game: str | None = None) -> None:
         super().__init__(verbose)
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window = {window!r} must be an integer >= 1 (episodes in the moving average)")
         self.window = window
+        self.episode_metrics = games.get(game).episode_metrics
         self.episodes: deque[dict[str, float]] = deque(maxlen=window)
-
-    @staticmethod
-    def episode_metrics(info: dict) -> dict[str, float]:
-        """The logged values of one finished episode, from its final ``info``."""
-        out = {"score": float(info["score"]), "win_rate": float(info["win"]), "treasures": float(info["treasures"]),
-               "steps": float(info["steps"]), "flash_rate": float(info["flash_used"] > 0),
-               "buff_rate": float(info["buff_used"] > 0), "bumps": float(info["bumps"])}
-        out.update({f"reward_by_term/{k}": float(v) for k, v in info.get("episode_reward_by_term", {}).items()})
-        return out
 
     def _on_step(self) -> bool:
         for _, info in _finished(self.locals):
@@ -143,7 +133,8 @@ class CompetitionEvalCallback(BaseCallback):
     ``EvalCallback``), play the held-out games ``configs`` deterministically with
     :func:`~sb3_realm.evaluation.evaluate` and keep the model with the best mean competition score (not shaped reward).
 
-    Logs ``eval/score``, ``eval/win_rate``, ``eval/treasures``, ``eval/steps`` and ``eval/best_score``; every
+    Logs ``eval/score``, ``eval/treasures``, ``eval/steps``, ``eval/best_score`` and the game's own rate
+    (``eval/win_rate`` for the Realm, ``eval/survival_share`` for Gorge Chase); every
     ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
     model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
     normalises observations with its current statistics (see :class:`~sb3_realm.agents.ModelPolicy`) and saves them
@@ -152,8 +143,10 @@ class CompetitionEvalCallback(BaseCallback):
 
     :param eval_freq: evaluate every ``eval_freq`` callback calls (that many calls' worth of env steps, counted on the
         model's total timesteps, so that a resumed run evaluates at the same steps).
-    :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs`: start 2,
-        end 1, fixed ``treasure_id`` and one ``max_step`` (evaluation runs the ``custom`` protocol on their sets).
+    :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs` (a
+        game's :attr:`~sb3_realm.games.GameSpec.held_out_configs`): the Realm's with start 2, end 1, fixed
+        ``treasure_id`` and one ``max_step`` (played as the ``custom`` protocol on their sets); Gorge Chase's with
+        their map under ``map_name``, the same number of games on each map (played as the ``maps`` protocol).
     :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
     :param map_path: map JSON of the evaluation env; None = a built-in map (``env_kwargs["map_name"]``).
     :param env_kwargs: other arguments of the game's env, as in training (``map_name``, ``rules``,
@@ -186,11 +179,13 @@ class CompetitionEvalCallback(BaseCallback):
             raise ValueError("configs is empty; pass usr_conf dicts, e.g. protocol_configs('leaderboard', seed=..., "
                              "games=...)")
         parsed = games.get(self.game).check_eval_configs(list(configs))
+        self.map_names = [c["map_name"] for c in configs if "map_name" in c]
         self.env_kwargs = dict(env_kwargs or {})
         if "map_path" in self.env_kwargs:
             raise ValueError("env_kwargs has 'map_path'; pass it as map_path= instead")
         self.eval_freq, self.replay_every, self.seed = eval_freq, replay_every, seed
-        self.configs = [c.to_usr_conf() for c in parsed]
+        self.configs = [{**c.to_usr_conf(), **({"map_name": m} if self.map_names else {})}
+                        for c, m in zip(parsed, self.map_names or [None] * len(parsed), strict=True)]
         self.map_path = None if map_path is None else str(map_path)
         path = Path(best_model_path)
         self.best_model_path = path if path.suffix else path.with_suffix(".zip")
@@ -263,7 +258,13 @@ class CompetitionEvalCallback(BaseCallback):
         if self._plays_batched():
             report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
                                       env_kwargs={**self.env_kwargs, "map_path": self.map_path},
-                                      masked=algorithm_of(self.model).maskable, game=self.game)
+                                      masked=algorithm_of(self.model).maskable, game=self.game,
+                                      protocol="maps" if self.map_names else "custom")
+        elif self.map_names:  # the same games as the batched play: games per map, map by map
+            maps = list(dict.fromkeys(self.map_names))
+            report = evaluate(policy, "maps", maps=maps, games=len(self.configs) // len(maps),
+                              max_step=self.configs[0]["max_step"], seed=self.seed, workers=1, oracle_gap=False,
+                              env_kwargs=self.env_kwargs, game=self.game, allow_overlap=True)
         else:
             report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
                               max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed,
@@ -280,15 +281,18 @@ class CompetitionEvalCallback(BaseCallback):
         self.history.append(entry)
         self.last_summary = entry
         self._write_history()
-        for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("treasures", "mean_treasures"),
-                          ("steps", "mean_steps"), ("best_score", "best_score")):
-            self.logger.record(f"eval/{key}", float(entry[name]))
+        for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("survival_share", "survival_share"),
+                          ("treasures", "mean_treasures"), ("steps", "mean_steps"), ("best_score", "best_score")):
+            if name in entry:  # the game's own rate: a win (the Realm) or surviving to max_step (Gorge Chase)
+                self.logger.record(f"eval/{key}", float(entry[name]))
         if self.replay_every and self.n_evals % self.replay_every == 0:
             self.logger.record("eval/route", Image(self.route_image(policy), "HWC"),
                                exclude=("stdout", "log", "json", "csv"))
         if self.verbose:
-            print(f"eval {self.n_evals} at {self.num_timesteps} steps: score {summary['mean_score']:.2f} win "
-                  f"{summary['win_rate']:.2f}{' (new best)' if improved else ''}")
+            rate = (f" win {summary['win_rate']:.2f}" if "win_rate" in summary else
+                    f" survived {summary['survival_share']:.2f}" if "survival_share" in summary else "")
+            print(f"eval {self.n_evals} at {self.num_timesteps} steps: score {summary['mean_score']:.2f}{rate}"
+                  f"{' (new best)' if improved else ''}")
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
         return entry
@@ -344,19 +348,23 @@ class CurriculumCallback(BaseCallback):
 
     :param phases: the phases, e.g. ``[{"usr_conf": {"treasure_num": 1, "max_step": 500}, "until_step": 100_000},
         {"usr_conf": {"treasure_num": 9, "max_step": 2000}, "until_success": 0.8, "random_start": True}, {...}]``.
-    :param metric: success metric: ``win_rate``, ``treasure_rate`` (fraction of treasures collected) or ``score``.
+    :param metric: success metric, one of the game's ``success_metrics`` (None: its first). The Realm's:
+        ``win_rate``, ``treasure_rate`` (fraction of treasures collected) or ``score``; Gorge Chase's:
+        ``survival_rate``, ``score`` or ``steps``.
     :param window: episodes in the success average (it must be full before a phase can advance).
     :param seed: seed of the random starts.
     :param verbose: 1 prints each phase change.
     :param game: the game of the training envs (None: the default game).
     """
 
-    def __init__(self, phases: Sequence[Mapping], metric: str = "win_rate", window: int = 50, seed: int | None = None,
-                 verbose: int = 0, game: str | None = None) -> None:
+    def __init__(self, phases: Sequence[Mapping], metric: str | None = None, window: int = 50,
+                 seed: int | None = None, verbose: int = 0, game: str | None = None) -> None:
         super().__init__(verbose)
         self.spec = games.get(game)
-        if metric not in SUCCESS_METRICS:
-            raise ValueError(f"metric = {metric!r}; choose one of {list(SUCCESS_METRICS)}")
+        metric = next(iter(self.spec.success_metrics)) if metric is None else metric
+        if metric not in self.spec.success_metrics:
+            raise ValueError(f"metric = {metric!r}; choose one of {list(self.spec.success_metrics)} "
+                             f"({self.spec.title})")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window = {window!r} must be an integer >= 1")
         if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence) or not phases:
@@ -451,7 +459,7 @@ class CurriculumCallback(BaseCallback):
         self.training_env.env_method("set_config", **start, indices=[env_index])
 
     def _on_step(self) -> bool:
-        score = SUCCESS_METRICS[self.metric]
+        score = self.spec.success_metrics[self.metric]
         for i, info in _finished(self.locals):
             if self._skip[i]:
                 self._skip[i] -= 1

@@ -41,6 +41,10 @@ class EnvConfig:
     :param map_path: map JSON in the official format; None = a built-in map (``map_name``).
     :param map_name: built-in map: ``default`` or ``small``; or ``competition`` for a recipe tuned for the
         competition's map, which is Tencent's and not shipped: such a config runs only with ``map_path`` (``--map``).
+        Gorge Chase: one map's name (``own_1``.. ``own_10``, ``open_1``.. ``open_10``).
+    :param map_names: Gorge Chase: the maps drawn per episode (e.g. ``[own_1, own_2, open_3]``); empty: ``map_name``.
+    :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
+        names; None: the environment variable ``SB3_REALM_GORGE_MAPS``.
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
     :param reward_weights: the game's reward weights' overrides (the Realm's
         :class:`~sb3_realm.games.realm.rewards.RewardWeights`).
@@ -54,6 +58,8 @@ class EnvConfig:
 
     map_path: str | None = None
     map_name: str = "default"
+    map_names: list = field(default_factory=list)
+    maps_dir: str | None = None
     usr_conf: dict = field(default_factory=dict)
     reward_weights: dict = field(default_factory=dict)
     rules: dict = field(default_factory=dict)
@@ -70,6 +76,13 @@ class EnvConfig:
             raise ValueError("env.map_name = 'competition': this recipe is tuned for the competition's map, which the "
                              f"package does not ship; pass it with --map PATH/{game.competition_map_file} (or --set "
                              "env.map_path=PATH), or use a recipe for the shipped default map")
+        takes = inspect.signature(game.make_env).parameters
+        for key in ("map_names", "maps_dir"):
+            if getattr(self, key) and key not in takes:
+                raise ValueError(f"env.{key} = {getattr(self, key)!r}: {game.title} plays one map (env.map_path or "
+                                 f"env.map_name); remove env.{key}")
+        if not isinstance(self.map_names, list) or not all(isinstance(m, str) for m in self.map_names):
+            raise ValueError(f"env.map_names = {self.map_names!r} must be a list of map names, e.g. [own_1, own_2]")
         game.episode_config.from_usr_conf(self.usr_conf)
         game.reward_weights.from_dict(self.reward_weights)
         game.rules.from_dict(self.rules)
@@ -87,6 +100,11 @@ class EnvConfig:
                         "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
         if self.mask_wall_moves:  # the Realm's option; a game whose env lacks it says so
             kwargs["mask_wall_moves"] = True
+        maps_dir = self.maps_dir or os.environ.get("SB3_REALM_GORGE_MAPS") or None
+        if self.map_names:  # Gorge Chase's options (validate refuses them for a game whose env lacks them)
+            kwargs["map_names"] = list(self.map_names)
+        if self.map_names or self.maps_dir or (maps_dir and str(self.map_name).startswith("open_")):
+            kwargs["maps_dir"] = maps_dir
         return {**kwargs, **self.usr_conf} if usr_conf else kwargs
 
 
@@ -232,7 +250,10 @@ class TrainConfig:
     :param checkpoint_freq: env steps between checkpoints.
     :param keep_checkpoints: how many of the latest checkpoints to keep.
     :param eval_freq: env steps between competition evaluations (0 = never).
-    :param eval_games: games of the held-out evaluation (leaderboard protocol with ``usr_conf``'s treasure count).
+    :param eval_games: games of the held-out evaluation: the Realm's leaderboard draw (with ``usr_conf``'s treasure
+        count); Gorge Chase's games per map of ``eval_maps``.
+    :param eval_maps: Gorge Chase: the held-out maps (never one the run trains on); empty: the validation map,
+        ``open_8`` (which needs the open maps: ``env.maps_dir``).
     :param eval_seed: seed of the held-out draw (use one you never train on).
     :param log_window: episodes in the moving averages of the ``train_episodes/*`` metrics.
     :param eval_route_every: every this many evaluations, also a route image of the first held-out game in
@@ -262,6 +283,7 @@ class TrainConfig:
     keep_checkpoints: int = 3
     eval_freq: int = 100_000
     eval_games: int = 10
+    eval_maps: list = field(default_factory=list)
     eval_seed: int = 12345
     log_window: int = 100
     eval_route_every: int = 2
@@ -287,15 +309,26 @@ class TrainConfig:
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         check_portable_path(self.out, "out")
         if not self.spec.config_runs:
-            raise ValueError(f"game = {self.game!r}: the config-driven commands (train, imitate, the tuning scripts) "
-                             f"do not run {self.spec.title} yet; train it from Python with Stable-Baselines3 on its "
-                             "Gymnasium env (docs/gorge/getting-started.md), or set game: realm")
+            raise ValueError(f"game = {self.game!r}: sb3-realm train does not run {self.spec.title} from a config; "
+                             "train it from Python with Stable-Baselines3 on its Gymnasium env, or set game: realm")
         self.env.validate(self.spec)
+        self.held_out_configs()  # the game refuses eval_maps it cannot play
+        trained_on = set(self.env.map_names or [self.env.map_name])
+        overlap = sorted(trained_on & set(self.eval_maps or []))
+        if overlap:
+            raise ValueError(f"eval_maps {overlap} are maps the run trains on (env.map_names / env.map_name): the "
+                             "held-out evaluation would select the model on its training maps; evaluate on others")
         self.algo.validate()
         self.finetune.validate(self.algo.name)
         self._check_rollout()
         self._check_device()
         return self
+
+    def held_out_configs(self) -> list[dict]:
+        """The ``usr_conf`` of each held-out game of the run (its evaluations, a study's objective): the game's
+        :attr:`~sb3_realm.games.GameSpec.held_out_configs` of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
+        ``eval_maps``."""
+        return self.spec.held_out_configs(self.env.usr_conf, self.eval_games, self.eval_seed, self.eval_maps)
 
     @property
     def spec(self) -> games.GameSpec:

@@ -17,7 +17,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from .. import games
 from ..agents.checkpoint import load_model
 from ..atomic import atomic_write, check_writable_folder, hold_folder
-from ..evaluation import protocol_configs
 from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import CONFIG_ENTRY, warn_feature_version
@@ -104,14 +103,14 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
 
 def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
     curriculum = CurriculumCallback(config.curriculum, game=config.game) if config.curriculum else None
-    callbacks = [RealmMetricsCallback(window=config.log_window), ConfigLogCallback(config_to_dict(config))]
+    callbacks = [RealmMetricsCallback(window=config.log_window, game=config.game),
+                 ConfigLogCallback(config_to_dict(config))]
     if curriculum is not None:
         callbacks.append(curriculum)
     if config.eval_freq > 0:
-        usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
-        configs = protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
-                                   treasures=usr.treasure_num, max_step=usr.max_step, game=config.game)
-        env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
+        configs = config.held_out_configs()
+        env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items()
+                      if k not in ("map_path", "map_names")}  # a held-out game names its map (Gorge Chase)
         callbacks.append(CompetitionEvalCallback(
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json",

@@ -19,7 +19,7 @@ import optuna
 import torch
 
 from ..agents import ModelPolicy
-from ..evaluation import evaluate, protocol_configs
+from ..evaluation import evaluate
 from ..training.callbacks import CompetitionEvalCallback
 from ..training.config import TrainConfig, config_to_dict
 from ..training.run import train
@@ -29,10 +29,14 @@ __all__ = ["TrialEvalCallback", "eval_configs", "objective", "trial_dir"]
 
 
 def eval_configs(config: TrainConfig) -> list[dict]:
-    """The held-out games of a study: the config's leaderboard draw (``eval_seed``, ``eval_games``)."""
-    usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
-    return protocol_configs("leaderboard", seed=config.eval_seed, games=config.eval_games,
-                            treasures=usr.treasure_num, max_step=usr.max_step, game=config.game)
+    """The held-out games of a study: the run's own (:meth:`~sb3_realm.training.config.TrainConfig.held_out_configs`:
+    the Realm's leaderboard draw from ``eval_seed``, Gorge Chase's ``eval_games`` per map of ``eval_maps``)."""
+    configs = config.held_out_configs()
+    if any("treasure_id" not in conf for conf in configs):
+        raise ValueError(f"game = {config.game!r}: the tuning scripts study Back to the Realm's treasure sets for now; "
+                         f"train {config.spec.title} with sb3-realm train (its runs evaluate on eval_maps), or set "
+                         "game: realm")
+    return configs
 
 
 def trial_dir(study_out: str | Path, number: int) -> Path:

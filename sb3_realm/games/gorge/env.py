@@ -159,8 +159,9 @@ class GorgeEnv(gym.Env):
         if name.startswith("open_") and name[5:].isdigit():
             if self.maps_dir is None:
                 raise ValueError(f"map {name!r} is an open map, read from the folder of the open maps: pass "
-                                 f"maps_dir=FOLDER holding gorge_chase_map_{name[5:]}.json (on the command line "
-                                 "--maps-dir FOLDER, or set SB3_REALM_GORGE_MAPS=FOLDER)")
+                                 f"maps_dir=FOLDER holding gorge_chase_map_{name[5:]}.json (sb3-realm eval: "
+                                 "--maps-dir FOLDER; a training config: --set env.maps_dir=FOLDER; or set "
+                                 "SB3_REALM_GORGE_MAPS=FOLDER)")
             return load_map(self.maps_dir / f"gorge_chase_map_{int(name[5:])}.json")
         if name.endswith((".json", ".json.gz")):
             return load_map(name)

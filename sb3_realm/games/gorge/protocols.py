@@ -25,6 +25,10 @@ import numpy as np
 from .rules import GorgeConfig
 
 __all__ = [
+    "episode_metrics",
+    "SUCCESS_METRICS",
+    "VALIDATION_MAPS",
+    "held_out_configs",
     "PROTOCOLS",
     "OPEN_MAPS",
     "SHIPPED_MAPS",
@@ -221,3 +225,39 @@ def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
         lines.append(f"{g.index:>5} {g.map or '':<12} {g.score:8.1f} {g.steps:>6} {g.treasures:>3} {g.flash_used:>5} "
                      f"{g.buff_used:>4} {yard} {gap}  {end}")
     return lines
+
+
+# ------------------------------------------------------------------------------------------ training runs
+def episode_metrics(info: dict) -> dict[str, float]:
+    """A finished training episode's logged values (``train_episodes/*``), from its final ``info``: score, steps,
+    treasures, survival, catches before and after the speed-up, a cornered catch (one free 4-neighbour), flashes and
+    buffs, and each reward term's sum over the episode (unweighted)."""
+    caught = bool(info["caught"])
+    after = bool(info["caught_after_speedup"])
+    out = {"score": float(info["score"]), "steps": float(info["steps"]), "treasures": float(info["treasures"]),
+           "survival_rate": float(not caught), "caught_before_speedup": float(caught and not after),
+           "caught_after_speedup": float(after), "cornered": float(caught and info.get("free_neighbours") == 1),
+           "flashes": float(info["flash_used"]), "flash_rate": float(info["flash_used"] > 0),
+           "buff_rate": float(info["buff_used"] > 0)}
+    out.update({f"reward_terms/{k}": float(v) for k, v in info.get("episode_reward_terms", {}).items()})
+    return out
+
+
+#: a curriculum's success metrics: the value of one finished episode
+SUCCESS_METRICS = {
+    "survival_rate": lambda info: float(not info["caught"]),
+    "score": lambda info: float(info["score"]),
+    "steps": lambda info: float(info["steps"]),
+}
+
+#: the held-out maps of a training run that names none: the validation map
+VALIDATION_MAPS = MAP_LISTS["validation"]
+
+
+def held_out_configs(usr_conf: dict, games: int, seed: int, maps: Sequence[str]) -> list[dict]:
+    """A training run's held-out games: ``games`` per map of ``maps`` (empty: the validation map, open_8), each the
+    competition's default configuration with the run's max_step. ``seed`` picks nothing here: the evaluation seeds
+    each game's env from it."""
+    config = GorgeConfig.from_usr_conf(usr_conf)
+    return protocol_configs("maps", seed=seed, games=games, max_step=config.max_step,
+                            maps=list(maps) or list(VALIDATION_MAPS))

@@ -101,12 +101,12 @@ class GorgeConfig:
     max_step: int = 1000
 
     @classmethod
-    def from_usr_conf(cls, usr_conf: Mapping | None = None) -> GorgeConfig:
+    def from_usr_conf(cls, usr_conf: Mapping | None = None, base: GorgeConfig | None = None) -> GorgeConfig:
         """Validate an ``env_conf`` dict (also accepted wrapped as ``{"env_conf": {...}}``, as ``read_usr_conf``
-        returns it). Every unknown key or invalid value raises ``ValueError`` naming the key, the value and the
-        allowed range."""
+        returns it): the keys it gives over ``base`` (None: the defaults). Every unknown key or invalid value raises
+        ``ValueError`` naming the key, the value and the allowed range."""
         if usr_conf is None:
-            return cls()
+            return cls() if base is None else base
         if not isinstance(usr_conf, Mapping):
             raise ValueError(f"env_conf must be a dict with keys {list(USR_CONF_KEYS)}, got {type(usr_conf).__name__}")
         if set(usr_conf) == {"env_conf"} and isinstance(usr_conf["env_conf"], Mapping):
@@ -114,7 +114,7 @@ class GorgeConfig:
         unknown = sorted(set(usr_conf) - set(USR_CONF_KEYS))
         if unknown:
             raise ValueError(f"unknown env_conf keys {unknown}; valid keys are {list(USR_CONF_KEYS)}")
-        return cls(**dict(usr_conf))
+        return cls(**{**(base.to_usr_conf() if base is not None else {}), **dict(usr_conf)})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "map", _map_ids(self.map))

@@ -16,8 +16,11 @@ from .observation import GorgeCompetitionEnv
 from .protocols import (
     PROTOCOLS,
     SHIPPED_MAPS,
+    SUCCESS_METRICS,
     check_eval_configs,
     describe_protocol,
+    episode_metrics,
+    held_out_configs,
     protocol_configs,
     random_starts,
     report_lines,
@@ -77,5 +80,7 @@ SPEC = GameSpec(
     summarize=summarize,
     report_lines=report_lines,
     worst_table=worst_table,
-    config_runs=False,  # its training configs, their evaluation and tuning come with its recipes
+    episode_metrics=episode_metrics,
+    success_metrics=SUCCESS_METRICS,
+    held_out_configs=held_out_configs,
 )

@@ -20,7 +20,8 @@ import numpy as np
 from .rules import LEADERBOARD_CONF, EpisodeConfig
 
 __all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "describe_protocol", "check_eval_configs", "random_starts",
-           "result_details", "summarize", "report_lines", "worst_table"]
+           "result_details", "summarize", "report_lines", "worst_table", "episode_metrics", "SUCCESS_METRICS",
+           "held_out_configs"]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
 SLOTS = tuple(range(3, 16))  # treasure slots of the leaderboard (start 2, end 1)
@@ -143,3 +144,33 @@ def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
         lines.append(f"{r.index:>5} {r.score:8.1f} {'yes' if r.won else 'no':>4} {r.treasures:>3} {r.steps:>6} "
                      f"{r.flash_used:>5} {r.buff_used:>4} {oracle} {gap}  {list(r.treasure_ids)} / {list(r.missed)}")
     return lines
+
+
+# ------------------------------------------------------------------------------------------ training runs
+def episode_metrics(info: dict) -> dict[str, float]:
+    """A finished training episode's logged values (``train_episodes/*``), from its final ``info``: score, win,
+    treasures, steps, whether it used the flash and took the buff, bumps, and each reward term's weighted sum."""
+    out = {"score": float(info["score"]), "win_rate": float(info["win"]), "treasures": float(info["treasures"]),
+           "steps": float(info["steps"]), "flash_rate": float(info["flash_used"] > 0),
+           "buff_rate": float(info["buff_used"] > 0), "bumps": float(info["bumps"])}
+    out.update({f"reward_by_term/{k}": float(v) for k, v in info.get("episode_reward_by_term", {}).items()})
+    return out
+
+
+#: a curriculum's success metrics: the value of one finished episode
+SUCCESS_METRICS = {
+    "win_rate": lambda info: float(info["win"]),
+    # fraction of the episode's treasures collected (1.0 when it had none)
+    "treasure_rate": lambda info: info["treasures"] / max(1, info["treasures"] + len(info["treasures_missed"])),
+    "score": lambda info: float(info["score"]),
+}
+
+
+def held_out_configs(usr_conf: dict, games: int, seed: int, maps: Sequence[str]) -> list[dict]:
+    """A training run's held-out games: the leaderboard draw from ``seed`` with the run's treasure count and
+    max_step. ``maps`` must be empty: the Realm plays one map (``env.map_path`` / ``env.map_name``)."""
+    if maps:
+        raise ValueError(f"eval_maps = {list(maps)!r}: Back to the Realm plays one map, the run's own (env.map_path or "
+                         "env.map_name); remove eval_maps")
+    usr = EpisodeConfig.from_usr_conf(usr_conf)
+    return protocol_configs("leaderboard", seed=seed, games=games, treasures=usr.treasure_num, max_step=usr.max_step)

@@ -17,8 +17,11 @@ from .observation import CompetitionEnv
 from .protocols import (
                         PROTOCOLS,
                         SLOTS,
+                        SUCCESS_METRICS,
                         check_eval_configs,
                         describe_protocol,
+                        episode_metrics,
+                        held_out_configs,
                         protocol_configs,
                         random_starts,
                         report_lines,
@@ -82,4 +85,7 @@ SPEC = GameSpec(
     summarize=summarize,
     report_lines=report_lines,
     worst_table=worst_table,
+    episode_metrics=episode_metrics,
+    success_metrics=SUCCESS_METRICS,
+    held_out_configs=held_out_configs,
 )
