@@ -1,0 +1,153 @@
+"""Gorge Chase recipe: the deterministic model's competition score against wall time on the test maps, per map and
+in total, with the scripted yardstick on the same games, survival share and peak RSS. Prints JSON, writes a PNG curve
+and the JSON beside it.
+
+    python benchmarks/gorge_recipe.py [--config configs/gorge/maskable_ppo.yaml] [--out runs/gorge_recipe]
+        [--budget-s 10800] [--chunk-s 1800] [--games 50] [--maps-dir DIR] [--set KEY=VALUE ...]
+
+The config trains as ``sb3-realm train`` trains it (the run folder ``--out``: checkpoints, ``eval.json``, the best
+model selected on the config's own held-out maps, never a test map), in chunks of about ``--chunk-s`` seconds of
+wall time (each a resume of the run) until ``--budget-s``. After each chunk (its time not counted in the wall time)
+the run's best model plays the test maps deterministically: open_9 and open_10 (from ``--maps-dir`` or
+``SB3_REALM_GORGE_MAPS``; without them the test maps are the five stand-ins alone) and the five stand-ins for the
+hidden maps, own_6 .. own_10, ``--games`` games per map from env seeds fixed by :data:`TEST_SEED`, the competition's
+default game (10 treasures, 2 buffs, monster 2 at step 300, the speed-up at 500, max_step 1000). The yardstick plays
+the same games once (its figures do not change). ``--replot JSON`` redraws the PNG of a saved result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
+
+from sb3_realm.agents import SB3Policy
+from sb3_realm.evaluation import evaluate, evaluate_batched, protocol_configs, write_json_atomic
+from sb3_realm.games.gorge.protocols import HIDDEN_STAND_INS
+from sb3_realm.training import train
+from sb3_realm.training.config import load_config
+
+#: the seed of the test games' env seeds (evaluation.game_seed): fixed here, never used to train or select
+TEST_SEED = 20_260_917
+OPEN_TEST_MAPS = ("open_9", "open_10")
+
+
+def test_maps(maps_dir: str | None) -> list[str]:
+    return [*(OPEN_TEST_MAPS if maps_dir else ()), *HIDDEN_STAND_INS]
+
+
+def _figures(summary: dict) -> dict:
+    per_map = {name: {k: row[k] for k in ("mean_score", "survival_share", "mean_steps", "mean_treasures",
+                                          "deaths_after_speedup")}
+               for name, row in summary["per_map"].items()}
+    return {"mean_score": summary["mean_score"], "survival_share": summary["survival_share"],
+            "mean_steps": summary["mean_steps"], "mean_treasures": summary["mean_treasures"],
+            "deaths_before_speedup": summary["deaths_before_speedup"],
+            "deaths_after_speedup": summary["deaths_after_speedup"], "games": summary["games"], "per_map": per_map}
+
+
+def evaluate_model(path: Path, maps: list[str], games: int, maps_dir: str | None) -> dict:
+    """The model's figures on the test games (``games`` per map), played side by side in this process."""
+    policy = SB3Policy(path)
+    configs = protocol_configs("maps", game="gorge", maps=maps, games=games)
+    report = evaluate_batched(policy.model.policy, configs, seed=TEST_SEED, name=path.name, game="gorge",
+                              env_kwargs={"maps_dir": maps_dir} if maps_dir else {}, masked=policy.masked,
+                              protocol="maps")
+    return _figures(report.summary())
+
+
+def evaluate_yardstick(maps: list[str], games: int, maps_dir: str | None) -> dict:
+    """The yardstick's figures on the same games."""
+    report = evaluate("scripted", "maps", maps=maps, games=games, seed=TEST_SEED, game="gorge", workers=2,
+                      oracle_gap=False, env_kwargs={"maps_dir": maps_dir} if maps_dir else None)
+    return _figures(report.summary())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/gorge/maskable_ppo.yaml")
+    parser.add_argument("--out", default="runs/gorge_recipe")
+    parser.add_argument("--budget-s", type=float, default=3 * 3600.0, help="training wall time in all")
+    parser.add_argument("--chunk-s", type=float, default=1800.0, help="training wall time between evaluations")
+    parser.add_argument("--games", type=int, default=50, help="test games per map")
+    parser.add_argument("--maps-dir", default=os.environ.get("SB3_REALM_GORGE_MAPS") or None)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--replot", default=None, metavar="JSON", help="only redraw the PNG of a saved result")
+    args = parser.parse_args()
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+        plot_curve(saved, Path(args.replot).with_suffix(".png"))
+        return
+    out = Path(args.out)
+    maps = test_maps(args.maps_dir)
+    overrides = [f"out={json.dumps(str(out))}", "progress_bar=false", *args.overrides]
+    if args.maps_dir:
+        overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
+    config = load_config(args.config, overrides)
+    if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
+        raise SystemExit(f"the config trains or selects on a test map ({sorted(maps)}): change env.map_names / "
+                         "eval_maps")
+    yardstick = evaluate_yardstick(maps, args.games, args.maps_dir)
+    print(json.dumps({"yardstick": {k: v for k, v in yardstick.items() if k != "per_map"}}), flush=True)
+    # steps per chunk: measured on a first short chunk, then sized to --chunk-s
+    steps, wall, curve = 0, 0.0, []
+    probe = int(config.algo.hyperparam("n_steps")) * config.env.n_envs * 4
+    while wall < args.budget_s:
+        chunk = probe if not curve else max(probe, int(curve[-1]["steps_per_s"] * min(args.chunk_s,
+                                                                                      args.budget_s - wall)))
+        config.total_timesteps = steps + chunk
+        start = time.perf_counter()
+        model, _ = train(config, resume=out if steps else None)
+        took = time.perf_counter() - start
+        wall += took
+        steps = int(model.num_timesteps)
+        point = {"steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(chunk / took, 1)}
+        best = out / "best_model.zip" if (out / "best_model.zip").is_file() else out / "final_model.zip"
+        point.update(evaluate_model(best, maps, args.games, args.maps_dir))
+        point["yardstick_mean_score"] = yardstick["mean_score"]
+        curve.append(point)
+        print(json.dumps({k: v for k, v in point.items() if k != "per_map"}), flush=True)
+    result = {"benchmark": "gorge_recipe", "config": args.config, "overrides": args.overrides, "test_maps": maps,
+              "games_per_map": args.games, "test_seed": TEST_SEED, "budget_s": args.budget_s, "yardstick": yardstick,
+              "curve": curve,
+              "final": curve[-1], "peak_rss": peak_rss_mib()}
+    write_json_atomic(result, out / "gorge_recipe.json")
+    plot_curve(result, out / "gorge_recipe.png")
+    print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
+
+
+def plot_curve(result: dict, path: Path) -> None:
+    """The model's mean score on the test maps against training wall time (hours), the yardstick's on the same games
+    and the survival share."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = result["curve"]
+    hours = [c["wall_s"] / 3600 for c in curve]
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    lines = ax.plot(hours, [c["mean_score"] for c in curve], "o-", label="model (deterministic)")
+    yardstick = [c["yardstick_mean_score"] for c in curve if c.get("yardstick_mean_score") is not None]
+    if yardstick:
+        lines += ax.plot(hours, [c["yardstick_mean_score"] for c in curve], "--", label="scripted yardstick")
+    ax.set_xlabel("training wall time (hours)")
+    ax.set_ylabel(f"mean competition score ({len(result['test_maps'])} test maps)")
+    ax.set_ylim(0, max(2500, *(c["mean_score"] for c in curve)))
+    ax2 = ax.twinx()
+    lines += ax2.plot(hours, [c["survival_share"] for c in curve], "k:", label="survival share (model)")
+    ax2.set_ylim(0, 1.05)
+    ax2.set_ylabel("games survived to max_step")
+    ax.set_title(f"{Path(result['config']).stem} on {', '.join(result['test_maps'])}", fontsize=9)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(lines, [line.get_label() for line in lines], loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
