@@ -14,9 +14,7 @@ are loaded when the Agent is made; ``load_model(path, id)`` loads any saved id (
 """
 
 import sys
-import warnings
 
-import numpy as np
 import torch
 from kaiwudrl.interface.agent import BaseAgent
 
@@ -24,7 +22,8 @@ from agent_diy.algorithm.algorithm import Algorithm
 from agent_diy.conf.conf import SPEC, Config
 from agent_diy.feature.definition import ActData, ObsData
 from agent_diy.feature.features import FeatureState, action_mask, encode
-from agent_diy.model.model import Model, Trunk
+from agent_diy.model.model import Model
+from agent_diy.model.policy import Acting
 from agent_diy.model.weights import read_state, save_state, weights_file
 
 
@@ -37,8 +36,7 @@ class Agent(BaseAgent):
         self.model.eval()
         self.algorithm = Algorithm(self.model, self.torch_device, logger)
         self.memory = FeatureState()  # what the features remember of this game
-        self.lstm_state = None
-        self.traced = None  # torch.jit.trace of the stateless trunk, for batch-1 inference
+        self.acting = Acting(self.model, self.torch_device)
         self.last_action = -1
         self.loaded = None  # the file of the weights in use
         self.generator = torch.Generator().manual_seed(Config.SEED)
@@ -59,7 +57,7 @@ class Agent(BaseAgent):
     def reset(self, env_obs=None):
         """A new game: the features' memory, the LSTM state and the last action restart."""
         self.memory.reset()
-        self.lstm_state = None
+        self.acting.lstm_state = None
         self.last_action = -1
 
     def observation_process(self, env_obs):
@@ -75,48 +73,16 @@ class Agent(BaseAgent):
         return obs_data, {"step_no": int(observation["step_no"])}
 
     # ------------------------------------------------------------------------------------------ acting
+    @property
+    def lstm_state(self):
+        """The LSTM state carried between the steps of one game (None: a fresh one)."""
+        return self.acting.lstm_state
+
     def _probs(self, list_obs_data):
         if self.loaded is None:
             raise RuntimeError(f"Agent: no weights loaded: ckpt/model.ckpt-{Config.CKPT_ID}.pkl is not in the "
                                "algorithm folder and load_model(path, id) was not called")
-        if len(list_obs_data) == 1:  # the platform's case: one game, views of the arrays
-            o = list_obs_data[0]
-            maps, vector, mask = (torch.from_numpy(np.ascontiguousarray(a)[None])
-                                  for a in (o.maps, o.vector, o.legal_action))
-        else:
-            maps, vector, mask = (torch.from_numpy(np.stack([getattr(o, k) for o in list_obs_data]))
-                                  for k in ("maps", "vector", "legal_action"))
-        maps, vector, mask = maps.to(self.torch_device), vector.to(self.torch_device), mask.to(self.torch_device)
-        start = bool(list_obs_data[0].episode_start)
-        with torch.no_grad():
-            if len(list_obs_data) != 1:  # several games: a fresh LSTM state for each, the carried one left alone
-                logits, _ = self.model(maps, vector, None, True)
-            elif self.torch_device.type == "cpu":
-                args = (maps, vector)
-                if self.model.lstm is not None:  # the state restarts from zeros at a game's start
-                    args += self.model.initial_state(1) if self.lstm_state is None or start else self.lstm_state
-                if self.traced is None:
-                    self.traced = self._trace(args)
-                out = self.traced(*args)
-                if self.model.lstm is None:
-                    logits = out
-                else:
-                    logits, self.lstm_state = out[0], (out[1], out[2])
-            else:
-                logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
-            return self.model.probs(logits, mask).cpu()
-
-    def _trace(self, example):
-        """The batch-1 model traced by TorchScript (same kernels as eager, without the Python overhead); the eager
-        module where tracing is missing or fails."""
-        trunk = Trunk(self.model)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                warnings.simplefilter("ignore", torch.jit.TracerWarning)
-                return torch.jit.trace(trunk, example, check_trace=False)
-        except Exception:  # noqa: BLE001 - any tracing failure: run eagerly
-            return trunk
+        return self.acting.probs(list_obs_data).cpu()
 
     def predict(self, list_obs_data):
         """One ActData per observation: ``action`` sampled (exploration), ``d_action`` greedy, ``prob``."""
@@ -145,8 +111,7 @@ class Agent(BaseAgent):
         """Keep the weights (the default), or, built for fine-tuning, one REINFORCE step (algorithm/algorithm.py)."""
         loss = self.algorithm.learn(list_sample_data)
         if loss is not None:
-            self.lstm_state = None
-            self.traced = None
+            self.acting.forget()
         return loss
 
     # ------------------------------------------------------------------------------------------ weights
@@ -160,8 +125,7 @@ class Agent(BaseAgent):
         state = read_state(target, Config.CKPT_DIR, Config.MANIFEST, self.torch_device, self._log)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
-        self.lstm_state = None
-        self.traced = None
+        self.acting.forget()
         self.loaded = str(target)
         self._log("info", f"load model {target} successfully")
 

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from agent_diy.conf.conf import SPEC, Config
+from agent_diy.model.policy import reinforce_step
 
 MAPS_SHAPE = tuple(int(side) for side in SPEC["maps_shape"])
 
@@ -31,13 +32,5 @@ class Algorithm:
         starts = [bool(np.asarray(s.episode_start).reshape(-1)[0]) for s in list_sample_data]
         acts = stack("act").reshape(-1).long()
         ret = stack("ret").reshape(-1)
-        advantage = (ret - ret.mean()) / (ret.std() + 1e-8) if len(list_sample_data) > 1 else ret
-        self.model.train()
-        log_probs = self.model.log_probs(self.model.sequence_logits(maps, vector, starts), mask)
-        loss = -(log_probs.gather(1, acts[:, None])[:, 0] * advantage).mean()
-        self.optimizer.zero_grad()
-        loss.backward()
-        self.optimizer.step()
-        self.model.eval()
-        return float(loss.detach())
+        return reinforce_step(self.model, self.optimizer, maps, vector, mask, starts, acts, ret)
 

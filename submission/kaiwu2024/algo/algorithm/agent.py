@@ -17,7 +17,6 @@ game, with one log line saying so (``predict_batch_size = 1`` in ``conf/configur
 """
 
 import sys
-import warnings
 
 import numpy as np
 import torch
@@ -33,7 +32,8 @@ from kaiwu_agent.utils.common_func import attached
 
 from diy.config import SPEC, Config
 from diy.feature.definition import ActData
-from diy.model.model import Model, Trunk
+from diy.model.model import Model
+from diy.model.policy import Acting, reinforce_step
 from diy.model.weights import read_state, save_state, weights_file
 
 
@@ -48,10 +48,9 @@ class Agent(BaseAgent):
         self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
         self.model = Model(SPEC).to(self.torch_device)
         self.model.eval()
-        self.lstm_state = None
+        self.acting = Acting(self.model, self.torch_device)
         self.loaded = None  # the file of the weights in use
         self.optimizer = None
-        self.traced = None  # torch.jit.trace of the stateless trunk, for batch-1 inference
         self.generator = torch.Generator().manual_seed(Config.SEED)
         self.warned_batch = False
         exported = self._file(Config.CKPT_DIR, Config.CKPT_ID)
@@ -67,56 +66,21 @@ class Agent(BaseAgent):
             print(f"{level.upper()} {message}", file=sys.stderr)
 
     # ------------------------------------------------------------------------------------------ acting
+    @property
+    def lstm_state(self):
+        """The LSTM state carried between the steps of one game (None: a fresh one)."""
+        return self.acting.lstm_state
+
     def _batch(self, list_obs_data):
         if self.loaded is None:
             raise RuntimeError(f"Agent: no weights loaded: ckpt/model.ckpt-{Config.CKPT_ID}.pkl is not beside the "
                                "algorithm folder and load_model(path, id) was not called")
-        batched = len(list_obs_data) != 1
-        if batched and self.model.lstm is not None and not self.warned_batch:
+        if len(list_obs_data) != 1 and self.model.lstm is not None and not self.warned_batch:
             self.warned_batch = True
             self._log("warning", f"Agent: a recurrent policy got {len(list_obs_data)} observations in one call; their "
                                  "LSTM states cannot be told apart, so each acts from a fresh state (set "
                                  "predict_batch_size = 1 in conf/configure_app.toml)")
-        if not batched:  # the platform's case: no stacking, views of the arrays
-            o = list_obs_data[0]
-            maps, vector, mask = (torch.from_numpy(np.ascontiguousarray(a)[None])
-                                  for a in (o.maps, o.vector, o.legal_action))
-        else:
-            maps, vector, mask = (torch.from_numpy(np.stack([getattr(o, k) for o in list_obs_data]))
-                                  for k in ("maps", "vector", "legal_action"))
-        if self.torch_device.type != "cpu":
-            maps, vector, mask = maps.to(self.torch_device), vector.to(self.torch_device), mask.to(self.torch_device)
-        start = bool(list_obs_data[0].episode_start)
-        with torch.no_grad():
-            if batched:  # a fresh LSTM state for each game; the carried state is left as it is
-                logits, _ = self.model(maps, vector, None, True)
-            elif self.torch_device.type == "cpu":
-                args = (maps, vector)
-                if self.model.lstm is not None:  # the state restarts from zeros at an episode start
-                    args += self.model.initial_state(1) if self.lstm_state is None or start else self.lstm_state
-                if self.traced is None:
-                    self.traced = self._trace(args)
-                out = self.traced(*args)
-                if self.model.lstm is None:
-                    logits = out
-                else:
-                    logits, self.lstm_state = out[0], (out[1], out[2])
-            else:
-                logits, self.lstm_state = self.model(maps, vector, self.lstm_state, start)
-            probs = self.model.probs(logits, mask)
-        return probs
-
-    def _trace(self, example):
-        """The batch-1 model traced by TorchScript (same kernels as eager, without the Python overhead); the eager
-        module where tracing is missing or fails (it is deprecated in recent torch)."""
-        trunk = Trunk(self.model)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                warnings.simplefilter("ignore", torch.jit.TracerWarning)  # nn.LSTM's shape checks: batch 1 only
-                return torch.jit.trace(trunk, example, check_trace=False)
-        except Exception:  # noqa: BLE001 - any tracing failure: run eagerly
-            return trunk
+        return self.acting.probs(list_obs_data)
 
     @predict_wrapper
     def predict(self, list_obs_data):
@@ -148,17 +112,9 @@ class Agent(BaseAgent):
         starts = [bool(s.episode_start) for s in list_sample_data]
         acts = torch.as_tensor([int(s.act) for s in list_sample_data], device=dev)
         ret = torch.as_tensor([float(s.ret) for s in list_sample_data], dtype=torch.float32, device=dev)
-        advantage = (ret - ret.mean()) / (ret.std() + 1e-8) if len(list_sample_data) > 1 else ret
-        self.model.train()
-        log_probs = self.model.log_probs(self.model.sequence_logits(maps, vector, starts), mask)
-        loss = -(log_probs.gather(1, acts[:, None])[:, 0] * advantage).mean()
-        self.optimizer.zero_grad()
-        loss.backward()
-        self.optimizer.step()
-        self.model.eval()
-        self.lstm_state = None
-        self.traced = None
-        return float(loss.detach())
+        loss = reinforce_step(self.model, self.optimizer, maps, vector, mask, starts, acts, ret)
+        self.acting.forget()
+        return loss
 
     # ------------------------------------------------------------------------------------------ weights
     @staticmethod
@@ -176,8 +132,7 @@ class Agent(BaseAgent):
         state = read_state(target, Config.CKPT_DIR, Config.MANIFEST, self.torch_device, self._log)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
-        self.lstm_state = None
-        self.traced = None
+        self.acting.forget()
         self.loaded = str(target)
         self._log("info", f"load model {target} successfully")
 
