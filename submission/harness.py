@@ -23,42 +23,21 @@ requests: ``{"op": "reset", "usr_conf": ...}`` answered by ``{"obs": ...}`` (nul
 ``{"op": "step", "act": A}`` answered by ``{"frame_no", "obs", "score", "terminated", "truncated", "env_info"}``.
 """
 
+import importlib.util
 import io
 import json
 import os
 import struct
 import sys
-from importlib.abc import MetaPathFinder
 from pathlib import Path
 from types import SimpleNamespace
 
-BLOCKED = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym")
+_SPEC = importlib.util.spec_from_file_location("_sb3_realm_stand_in",
+                                           Path(__file__).resolve().parent / "stand_in.py")
+_STAND_IN = importlib.util.module_from_spec(_SPEC)  # what every layout's stand-in shares (submission/stand_in.py)
+_SPEC.loader.exec_module(_STAND_IN)
+_read, _recv, _send = _STAND_IN.read_exactly, _STAND_IN.recv, _STAND_IN.send
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
-
-
-class _Block(MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"{fullname} cannot be imported in a submission (torch + numpy only)")
-        return None
-
-
-def _read(stream, n):
-    data = stream.read(n)
-    if len(data) != n:
-        raise EOFError("the checker closed the pipe")
-    return data
-
-
-def _recv(stream):
-    (n,) = struct.unpack(">I", _read(stream, 4))
-    return json.loads(_read(stream, n))
-
-
-def _send(stream, obj):
-    data = json.dumps(obj).encode()
-    stream.write(struct.pack(">I", len(data)) + data)
-    stream.flush()
 
 
 def _ns(value):
@@ -145,7 +124,7 @@ def main():
     stub = Path(__file__).resolve().parent / "platform_stub"
     first = Path(sys.argv[3]).resolve()
     sys.path[:] = [str(stub)] + [p for p in sys.path[1:] if p]
-    sys.meta_path.insert(0, _Block())
+    _STAND_IN.guard_imports(_STAND_IN.BLOCKED)
     sys.dont_write_bytecode = True  # the upload folder is only read
     import torch
 

@@ -3,29 +3,16 @@ sb3_realm): the simulated clock and the task log of the frameworks (``platform_s
 ``gorge15/platform/framework.py``), and the guarded process and the pipe of their harnesses (``harness.py``,
 ``gorge15/harness.py``). Standard library only."""
 
-import importlib.util
 import json
 import struct
 import sys
 import traceback
 from importlib.abc import MetaPathFinder
-from pathlib import Path
 
-__all__ = ["Clock", "Log", "BLOCKED", "guard_imports", "read_exactly", "recv", "send", "load"]
+__all__ = ["Clock", "Log", "BLOCKED", "guard_imports", "read_exactly", "recv", "send"]
 
 #: the packages a submission may not import (torch, numpy, the standard library and the platform's modules only)
 BLOCKED = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym")
-
-
-def load():
-    """This module, loaded by file once per process (``sys.modules["_sb3_realm_stand_in"]``)."""
-    name = "_sb3_realm_stand_in"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 class Clock:

@@ -140,7 +140,7 @@ def test_check_fails_when_the_weights_differ(built, models):
 
 def test_guarded_process_cannot_import_sb3_realm(built):
     script = (f"import sys; sys.path.insert(0, {str(PLATFORM_STUB.parent)!r}); import harness; "
-              "sys.meta_path.insert(0, harness._Block()); import sb3_realm")
+              "harness._STAND_IN.guard_imports(); import sb3_realm")
     out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True)
     assert out.returncode != 0 and "cannot be imported in a submission" in out.stderr
 

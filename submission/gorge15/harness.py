@@ -14,38 +14,16 @@ answered by ``{"env_obs": ...}`` (null: the platform's failed reset, or, in ``ev
 evaluation); ``{"op": "step", "act": A}`` answered by ``{"env_reward": ..., "env_obs": ...}``.
 """
 
+import importlib.util
 import json
-import struct
 import sys
-from importlib.abc import MetaPathFinder
 from pathlib import Path
 
-BLOCKED = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym", "kaiwu_agent")
-
-
-class _Block(MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"{fullname} cannot be imported in a submission (torch + numpy only)")
-        return None
-
-
-def _read(stream, n):
-    data = stream.read(n)
-    if len(data) != n:
-        raise EOFError("the checker closed the pipe")
-    return data
-
-
-def _recv(stream):
-    (n,) = struct.unpack(">I", _read(stream, 4))
-    return json.loads(_read(stream, n))
-
-
-def _send(stream, obj):
-    data = json.dumps(obj).encode()
-    stream.write(struct.pack(">I", len(data)) + data)
-    stream.flush()
+_SPEC = importlib.util.spec_from_file_location("_sb3_realm_stand_in",
+                                           Path(__file__).resolve().parent.parent / "stand_in.py")
+_STAND_IN = importlib.util.module_from_spec(_SPEC)  # what every layout's stand-in shares (submission/stand_in.py)
+_SPEC.loader.exec_module(_STAND_IN)
+_read, _recv, _send = _STAND_IN.read_exactly, _STAND_IN.recv, _STAND_IN.send
 
 
 class _RemoteEnv:
@@ -68,7 +46,7 @@ def main():
     mode, layout_dir = sys.argv[1], Path(sys.argv[2]).resolve()
     stand_in = Path(__file__).resolve().parent / "platform"
     sys.path[:] = [str(stand_in)] + [p for p in sys.path[1:] if p]
-    sys.meta_path.insert(0, _Block())
+    _STAND_IN.guard_imports((*_STAND_IN.BLOCKED, "kaiwu_agent"))
     sys.dont_write_bytecode = True  # the package is only read
     import torch
 

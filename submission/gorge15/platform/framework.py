@@ -38,6 +38,7 @@ during a task, so timed saves happen without waiting.
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import pickle
@@ -45,10 +46,14 @@ import random
 import shutil
 import sys
 import tomllib
-import traceback
 from pathlib import Path
 
 import numpy as np
+
+_SPEC = importlib.util.spec_from_file_location("_sb3_realm_stand_in",
+                                           Path(__file__).resolve().parents[2] / "stand_in.py")
+_STAND_IN = importlib.util.module_from_spec(_SPEC)  # what every layout's stand-in shares (submission/stand_in.py)
+_SPEC.loader.exec_module(_STAND_IN)
 
 __all__ = ["Clock", "Log", "PlatformError", "Upload", "TrainingTask", "load_saved_model", "evaluate",
            "imported_package", "AGENT_METHODS"]
@@ -62,56 +67,7 @@ class PlatformError(Exception):
     """The upload breaks a contract of the platform (the message says which)."""
 
 
-class Clock:
-    """Simulated time, in seconds since the task started."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-    def perf_counter(self):
-        return self.now
-
-    def time(self):
-        return 1.7e9 + self.now
-
-    def sleep(self, seconds):
-        self.now += max(0.0, float(seconds))
-
-    advance = sleep
-
-
-class Log:
-    """The task's log: ``(level, message)`` lines."""
-
-    def __init__(self):
-        self.lines = []
-
-    def _add(self, level, message):
-        self.lines.append((level, str(message)))
-
-    def debug(self, message, *args, **kwargs):
-        self._add("DEBUG", message)
-
-    def info(self, message, *args, **kwargs):
-        self._add("INFO", message)
-
-    def warning(self, message, *args, **kwargs):
-        self._add("WARNING", message)
-
-    def error(self, message, *args, **kwargs):
-        self._add("ERROR", message)
-
-    def exception(self, message, *args, **kwargs):
-        self._add("ERROR", f"{message}\n{traceback.format_exc()}")
-
-    critical = error
-
-    @property
-    def errors(self):
-        return [message for level, message in self.lines if level == "ERROR"]
+Clock, Log = _STAND_IN.Clock, _STAND_IN.Log
 
 
 class Monitor:
