@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "models are the exported weights, and the saved model plays the leaderboard games (and "
                          "more, up to --check-states states) with every action and score equal to model.predict")
     bs.add_argument("--map", dest="map_path", type=map_file, default=None,
-                    help="map JSON of the --check's games; default: the map the model was trained on, as its run "
+                    help="Back to the Realm: map JSON of the --check's games; default: the map the model was "
+                         "trained on, as its run "
                          "config records it (env.map_path, a file that must be there, else the shipped map that "
                          "env.map_name names, e.g. the shipped default map)")
     bs.add_argument("--maps-dir", default=None, metavar="DIR",
