@@ -53,6 +53,20 @@ def same_weights(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
     return set(a) == set(b) and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
 
 
+def _judge_task(report: dict, exported: Path, episodes: int) -> dict:
+    """A finished training task's report with each save compared to the ``exported`` weights file
+    (``exported_weights``, ``exported_weights_kept``) and ``ok``: no crash or ERROR line, ``episodes`` games ended,
+    two saves, every one the exported weights, no blocked module imported."""
+    for save in report["saves"]:
+        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
+        save["exported_weights"] = saved.is_file() and same_weights(saved, exported)
+    report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
+    report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
+                    and len(report["saves"]) >= 2 and report["exported_weights_kept"]
+                    and not set(report["modules"]) & set(BLOCKED_MODULES))
+    return report
+
+
 def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *, map_path: str | None = None,
                       seed: int = 0, episodes: int = 3, max_step: int = 300, fault_rate: float = 0.02) -> dict:
     """A training task of the upload ``folder`` on the platform stand-in (step 2 of the module docstring), in
@@ -67,15 +81,7 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
         report = task.run(env)
     if "platform_error" in report:
         return {**report, "ok": False, "saves": [], "exported_weights_kept": False}
-    exported = Path(folder) / manifest["weights"]["file"]
-    for save in report["saves"]:
-        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
-        save["exported_weights"] = saved.is_file() and same_weights(saved, exported)
-    report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
-    report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
-                    and len(report["saves"]) >= 2 and report["exported_weights_kept"]
-                    and not set(report["modules"]) & set(BLOCKED_MODULES))
-    return report
+    return _judge_task(report, Path(folder) / manifest["weights"]["file"], episodes)
 
 
 def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
@@ -237,15 +243,7 @@ def run_platform_task15(folder: str | os.PathLike, task_dir: str | os.PathLike, 
                 "errors": [], "crashed": None}
     report = done["report"]
     report["faults_injected"] = env.faults
-    exported = Path(folder) / manifest["weights"]["file"]
-    for save in report["saves"]:
-        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
-        save["exported_weights"] = saved.is_file() and same_weights(saved, exported)
-    report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
-    report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
-                    and len(report["saves"]) >= 2 and report["exported_weights_kept"]
-                    and not set(report["modules"]) & set(BLOCKED_MODULES))
-    return report
+    return _judge_task(report, Path(folder) / manifest["weights"]["file"], episodes)
 
 
 class _ParityServer:
