@@ -104,10 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --from-study: trial number N (default: the best trial)")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    im = sub.add_parser("imitate", help="the oracle teaches an SB3 policy: expert games, behaviour cloning, DAgger "
-                                        "rounds; the best model by held-out competition score (or resume a run)")
+    im = sub.add_parser("imitate", help="an expert teaches an SB3 policy (the Realm's oracle, Gorge Chase's scripted "
+                                        "policy): expert games, behaviour cloning, DAgger rounds; the best model by "
+                                        "held-out competition score (or resume a run)")
     im.add_argument("--config", default=None,
-                    help="YAML config with an imitation section (configs/realm/imitate/quick.yaml)")
+                    help="YAML config with an imitation section (configs/realm/imitate/quick.yaml, "
+                         "configs/gorge/imitate.yaml)")
     im.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value, e.g. --set imitation.rounds=6 (repeatable)")
     im.add_argument("--map", dest="map_path", type=map_file, default=None, help="map JSON (official format)")

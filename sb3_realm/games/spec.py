@@ -122,7 +122,8 @@ class GameSpec:
     :param same_map: ``(a, b) -> bool``: two maps have the same walls and positions.
     :param competition_map_file: the file name of the competition's own map (which is not shipped), for messages.
     :param episode_config: the class of the competition's episode configuration (``usr_conf``):
-        ``from_usr_conf(dict, base=None)``, ``to_usr_conf()``, ``draw_treasures(rng)``.
+        ``from_usr_conf(dict, base=None)``, ``to_usr_conf()``, ``treasure_num`` and ``training_usr_conf(count)`` (a
+        fresh training game with ``count`` treasures placed from the env seed).
     :param usr_conf_keys: the keys of a ``usr_conf``.
     :param rules: the rule overrides' class (``from_dict``).
     :param reward_weights: the reward weights' class (``from_dict``, ``to_dict``).

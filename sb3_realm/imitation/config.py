@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .. import games
@@ -217,6 +217,9 @@ class ImitationConfig:
                                  f"0..{most}")
         self._check_expert(game)
         self.selection.validate()
+        if self.selection.swept and "custom" not in game.protocols:
+            raise ValueError(f"imitation.selection.games = {self.selection.games!r} sweeps treasure sets, which "
+                             f"{game.title} has not (its games differ by map and env seed); use games: held_out")
 
     def _check_expert(self, game: games.GameSpec) -> None:
         """The expert, its tie rule and its refine settings."""
@@ -232,6 +235,12 @@ class ImitationConfig:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(options.tie_breaks)}")
         for name, value in self.refine_settings(game):
             options.check_setting(name, value, label=f"imitation.refine_{name}")
+        for f in fields(self):
+            name = f.name.removeprefix("refine_")
+            if f.name.startswith("refine_") and name not in options.settings and getattr(self, f.name) != f.default:
+                raise ValueError(f"imitation.{f.name} = {getattr(self, f.name)!r} sets a search of the Realm's "
+                                 f"refined oracle; {game.title}'s expert ({self.expert}) takes no such setting: drop "
+                                 f"{f.name}")
         changed = self.changed_refine_settings(game)
         if changed and self.expert != options.refined:
             name = next(iter(changed))

@@ -28,7 +28,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..agents import load_model
 from ..atomic import atomic_write, check_writable_folder, hold_folder
-from ..evaluation import GameResult, evaluate, game_seed, played_report, protocol_configs
+from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
@@ -46,7 +46,7 @@ from ..training.run import build_model, record_config, resume_changes, start_new
 from .bc import BCStats, fit, fit_sequences
 from .collect import Collector, Rollouts
 from .config import ImitateConfig
-from .dataset import ExpertDataset
+from .dataset import ExpertDataset, Layout
 from .expert import ExpertSpec
 from .records import RoundRecord, RunState, RunWriter
 from .selection import (
@@ -76,34 +76,38 @@ def expert_spec(config: ImitateConfig) -> ExpertSpec:
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation
-def _held_out(config: ImitateConfig) -> tuple[Any, list[tuple[int, dict]]]:
-    usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
-    confs = protocol_configs("leaderboard", seed=config.eval_seed, treasures=usr.treasure_num,
-                             games=config.eval_games, max_step=usr.max_step, game=config.game)
-    return usr, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
+def _held_out(config: ImitateConfig) -> tuple[str, list[tuple[int, dict]]]:
+    """The held-out games (the game's held-out configs of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
+    ``eval_maps``) with their env seeds, and the protocol they are reported as: the Realm's ``leaderboard``, or
+    ``maps`` for games that name their map (Gorge Chase's validation maps)."""
+    confs = config.held_out_configs()
+    protocol = "maps" if any("map_name" in conf for conf in confs) else "leaderboard"
+    return protocol, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
 
 
 def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name: str) -> dict:
-    """The summary of the held-out games (the leaderboard protocol's ``eval_games`` from ``eval_seed``) played by the
-    deterministic ``model``, batched over ``collector``'s workers: the same games and figures as ``sb3-realm eval
-    --protocol leaderboard --seed EVAL_SEED``."""
-    _, games = _held_out(config)
+    """The summary of the held-out games played by the deterministic ``model``, batched over ``collector``'s
+    workers: for the Realm the same games and figures as ``sb3-realm eval --protocol leaderboard --seed EVAL_SEED``,
+    for Gorge Chase those of ``--protocol maps --maps EVAL_MAPS``."""
+    protocol, games = _held_out(config)
     env_kwargs = config.env.env_kwargs(usr_conf=False)
     played = collector.play(model, config.algo.name, env_kwargs, games, masked=algorithm(config.algo.name).maskable,
                             game=config.game)
-    return played_report(played, seed=config.eval_seed, name="model", protocol="leaderboard",
-                         map_name=map_name).summary()
+    return played_report(played, seed=config.eval_seed, name="model", protocol=protocol, map_name=map_name,
+                         game=config.game).summary()
 
 
-def evaluate_expert(config: ImitateConfig) -> dict:
+def evaluate_expert(config: ImitateConfig, collector: Collector, map_name: str) -> dict:
     """The summary of the same held-out games played by the expert (the reference beside the model's)."""
-    usr, _ = _held_out(config)
-    env_kwargs = config.env.env_kwargs(usr_conf=False)
-    report = evaluate(config.imitation.expert, "leaderboard", seed=config.eval_seed, games=config.eval_games,
-                      treasures=usr.treasure_num, max_step=usr.max_step, map_path=env_kwargs["map_path"],
-                      workers=config.imitation.workers, oracle_gap=False,
-                      env_kwargs={k: v for k, v in env_kwargs.items() if k != "map_path"}, game=config.game)
-    return report.summary()
+    protocol, games = _held_out(config)
+    played = collector.play_expert(config.env.env_kwargs(usr_conf=False), games, expert_spec(config))
+    return played_report(played, seed=config.eval_seed, name=config.imitation.expert, protocol=protocol,
+                         map_name=map_name, game=config.game).summary()
+
+
+def _won(game: GameResult) -> bool:
+    """A game the policy won: the Realm's clean win, or Gorge Chase's survival to max_step (not a cut game)."""
+    return game.won or (bool(game.details.get("survived")) and not game.cut)
 
 
 # ---------------------------------------------------------------------------------------------------- the run
@@ -263,13 +267,15 @@ class Imitation:
                                                "sweep_mean_score": key[1]}
         return RoundRecord(
             round=round_no, source=source, games_played=len(played), states=dataset.states,
-            new_states=len(rollouts.block), learner_wins=int(sum(g.won and not g.taken_over for g in played)),
+            new_states=len(rollouts.block), learner_wins=int(sum(_won(g) and not g.taken_over for g in played)),
             games_cut=int(sum(g.cut for g in played)), games_taken_over=int(sum(bool(g.taken_over) for g in played)),
             learner_mean_score=float(np.mean([0.0 if g.taken_over else g.score for g in played])),
             bc_loss=bc.loss, bc_accuracy=bc.accuracy, bc_entropy=bc.entropy, updates=self.state.updates,
-            eval_mean_score=summary["mean_score"], eval_reached_end=summary["reached_end"],
-            eval_wins=summary["wins"], eval_games=summary["games"], eval_mean_steps=summary["mean_steps"],
-            eval_missed_treasure_games=summary["games_with_missed_treasure"],
+            eval_mean_score=summary["mean_score"],
+            eval_reached_end=summary.get("reached_end", summary.get("survived", 0)),
+            eval_wins=summary.get("wins", summary.get("survived", 0)), eval_games=summary["games"],
+            eval_mean_steps=summary["mean_steps"],
+            eval_missed_treasure_games=summary.get("games_with_missed_treasure"),
             oracle_mean_score=self.state.oracle_score, best_round=self.state.best_round,
             collect_s=round(seconds[0], 2), fit_s=round(seconds[1], 2), eval_s=round(seconds[2], 2),
             wall_s=round(self.state.elapsed, 2), **self.stats, **sweep)
@@ -329,7 +335,9 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
             dataset.truncate(shards)
         else:
             model = run.new_model()
-            dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert.label, map_name=run.map_name)
+            dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert.label, map_name=run.map_name,
+                                           feature_version=getattr(model, "feature_version", "1"),
+                                           layout=Layout.of(config.game))
         dataset.check_compatible(model.observation_space, model.action_space.n,
                                  getattr(model, "feature_version", "1"))
         rounds = range(run.state.round + 1, config.imitation.rounds + 1)
@@ -341,7 +349,7 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
         with Collector(config.imitation.workers) as collector:
             run.collector = collector
             if run.state.oracle_score is None and config.imitation.expert == config.spec.yardstick:
-                run.state.oracle_score = evaluate_expert(config)["mean_score"]
+                run.state.oracle_score = evaluate_expert(config, collector, run.map_name)["mean_score"]
             for round_no in rounds:
                 record = run.play_round(model, dataset, round_no)
                 if bar:

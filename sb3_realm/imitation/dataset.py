@@ -24,17 +24,11 @@ import numpy as np
 from .. import games
 from ..atomic import atomic_write, sha256_file
 
-__all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "LAYOUT", "FORMAT", "encode_maps", "decode_maps"]
+__all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "Layout", "LAYOUT", "FORMAT", "encode_maps",
+           "decode_maps"]
 
 FORMAT = "sb3-realm expert dataset"
 FORMAT_VERSION = 1
-# the states' layout: the default game's features (the Realm's: obstacle, memory, treasure, end maps)
-features = games.get().features
-BINARY_LAYERS = (0, 2, 3)  # obstacle, treasure, end: 0 or 255
-MEMORY_LAYER = 1
-WINDOW = int(np.prod(features.MAP_SHAPE[1:]))  # 2601 cells
-LAYOUT = {"maps_shape": list(features.MAP_SHAPE), "vector_size": features.VECTOR_SIZE,
-          "n_actions": features.N_ACTIONS, "binary_layers": list(BINARY_LAYERS)}
 _ARRAYS = ("bits", "memory", "vector", "actions", "masks", "starts")
 
 
@@ -42,35 +36,87 @@ class DatasetError(ValueError):
     """A dataset that cannot be used; the message names it and says what to do."""
 
 
-def encode_maps(maps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(N, 4, 51, 51) uint8 maps -> (bits (N, 3, 326) uint8, memory (N, 2601) uint8)."""
-    flat = maps.reshape(len(maps), features.MAP_SHAPE[0], WINDOW)  # (N, 4, 2601)
-    binary = flat[:, BINARY_LAYERS]  # (N, 3, 2601)
+@dataclass(frozen=True)
+class Layout:
+    """How a game's states are stored: its features' map shape, vector size and actions, and the map channels that
+    hold only 0 or 255 (``BINARY_LAYERS``, stored as bits; the other channels as their uint8 values).
+
+    :param maps_shape: ``(channels, height, width)``.
+    :param vector_size: the vector's length.
+    :param n_actions: the actions.
+    :param binary_layers: the channels stored as bits.
+    """
+
+    maps_shape: tuple[int, int, int]
+    vector_size: int
+    n_actions: int
+    binary_layers: tuple[int, ...]
+
+    @classmethod
+    def of(cls, game: str | None = None) -> Layout:
+        """The layout of ``game``'s features (None: the default game's)."""
+        features = games.get(game).features
+        return cls(tuple(features.MAP_SHAPE), int(features.VECTOR_SIZE), int(features.N_ACTIONS),
+                   tuple(features.BINARY_LAYERS))
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> Layout:
+        """The layout a dataset's ``meta.json`` records (:meth:`to_meta`)."""
+        return cls(tuple(meta["maps_shape"]), int(meta["vector_size"]), int(meta["n_actions"]),
+                   tuple(meta["binary_layers"]))
+
+    def to_meta(self) -> dict:
+        return {"maps_shape": list(self.maps_shape), "vector_size": self.vector_size, "n_actions": self.n_actions,
+                "binary_layers": list(self.binary_layers)}
+
+    @property
+    def window(self) -> int:
+        """Cells of one channel."""
+        return int(self.maps_shape[1] * self.maps_shape[2])
+
+    @property
+    def value_layers(self) -> tuple[int, ...]:
+        """The channels stored as their values."""
+        return tuple(i for i in range(self.maps_shape[0]) if i not in self.binary_layers)
+
+
+#: the default game's layout (the Realm's: obstacle, treasure and end windows as bits, the memory window as values)
+LAYOUT = Layout.of()
+
+
+def encode_maps(maps: np.ndarray, layout: Layout = LAYOUT) -> tuple[np.ndarray, np.ndarray]:
+    """(N, C, H, W) uint8 maps -> (bits (N, binary channels, ceil(H * W / 8)) uint8, the other channels' values
+    (N, channels * H * W) uint8); the Realm's: bits (N, 3, 326), memory (N, 2601)."""
+    flat = maps.reshape(len(maps), layout.maps_shape[0], layout.window)
+    binary = flat[:, list(layout.binary_layers)]
     if np.any((binary != 0) & (binary != 255)):
-        raise DatasetError("the obstacle, treasure and end maps must hold only 0 and 255 (the features module's "
-                           "layout); these observations do not")
-    return np.packbits(binary != 0, axis=-1), np.ascontiguousarray(flat[:, MEMORY_LAYER])
+        raise DatasetError(f"map channels {list(layout.binary_layers)} must hold only 0 and 255 (the features "
+                           "module's BINARY_LAYERS); these observations do not")
+    return np.packbits(binary != 0, axis=-1), np.ascontiguousarray(
+        flat[:, list(layout.value_layers)].reshape(len(maps), -1))
 
 
-def decode_maps(bits: np.ndarray, memory: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`encode_maps`: (N, 4, 51, 51) uint8."""
+def decode_maps(bits: np.ndarray, memory: np.ndarray, layout: Layout = LAYOUT) -> np.ndarray:
+    """The inverse of :func:`encode_maps`: (N, C, H, W) uint8."""
     n = len(bits)
-    maps = np.empty((n, features.MAP_SHAPE[0], WINDOW), dtype=np.uint8)  # (N, 4, 2601)
-    maps[:, BINARY_LAYERS] = np.unpackbits(bits, axis=-1, count=WINDOW) * np.uint8(255)
-    maps[:, MEMORY_LAYER] = memory
-    return maps.reshape(n, *features.MAP_SHAPE)
+    maps = np.empty((n, layout.maps_shape[0], layout.window), dtype=np.uint8)
+    maps[:, list(layout.binary_layers)] = np.unpackbits(bits, axis=-1, count=layout.window) * np.uint8(255)
+    maps[:, list(layout.value_layers)] = memory.reshape(n, len(layout.value_layers), layout.window)
+    return maps.reshape(n, *layout.maps_shape)
 
 
 @dataclass
 class Block:
     """States in compact form (see the module docstring).
 
-    :param bits: (N, 3, 326) uint8, the obstacle, treasure and end windows as bits.
-    :param memory: (N, 2601) uint8, the memory window.
-    :param vector: (N, 216) float32.
+    :param bits: (N, binary channels, ceil(cells / 8)) uint8, the channels that hold only 0 or 255, as bits (the
+        Realm's obstacle, treasure and end windows: (N, 3, 326)).
+    :param memory: (N, other channels * cells) uint8, the other channels (the Realm's memory window: (N, 2601)).
+    :param vector: (N, vector size) float32.
     :param actions: (N,) uint8, the expert's action.
-    :param masks: (N, 16) bool, the legal actions.
+    :param masks: (N, actions) bool, the legal actions.
     :param starts: (N,) bool, True at the first state of an episode.
+    :param layout: the game's :class:`Layout`.
     """
 
     bits: np.ndarray
@@ -79,24 +125,27 @@ class Block:
     actions: np.ndarray
     masks: np.ndarray
     starts: np.ndarray
+    layout: Layout = LAYOUT
 
     @classmethod
-    def from_observations(cls, maps: np.ndarray, vector: np.ndarray, actions, masks, starts) -> Block:
-        bits, memory = encode_maps(np.asarray(maps, dtype=np.uint8))
+    def from_observations(cls, maps: np.ndarray, vector: np.ndarray, actions, masks, starts,
+                          layout: Layout = LAYOUT) -> Block:
+        bits, memory = encode_maps(np.asarray(maps, dtype=np.uint8), layout)
         return cls(bits, memory, np.asarray(vector, dtype=np.float32), np.asarray(actions, dtype=np.uint8),
-                   np.asarray(masks, dtype=bool), np.asarray(starts, dtype=bool))
+                   np.asarray(masks, dtype=bool), np.asarray(starts, dtype=bool), layout)
 
     @classmethod
     def concatenate(cls, blocks: list[Block]) -> Block:
         if not blocks:
             return cls.empty()
-        return cls(*(np.concatenate([getattr(b, name) for b in blocks]) for name in _ARRAYS))
+        return cls(*(np.concatenate([getattr(b, name) for b in blocks]) for name in _ARRAYS), blocks[0].layout)
 
     @classmethod
-    def empty(cls) -> Block:
-        return cls(np.zeros((0, len(BINARY_LAYERS), (WINDOW + 7) // 8), np.uint8), np.zeros((0, WINDOW), np.uint8),
-                   np.zeros((0, features.VECTOR_SIZE), np.float32), np.zeros(0, np.uint8),
-                   np.zeros((0, features.N_ACTIONS), bool), np.zeros(0, bool))
+    def empty(cls, layout: Layout = LAYOUT) -> Block:
+        return cls(np.zeros((0, len(layout.binary_layers), (layout.window + 7) // 8), np.uint8),
+                   np.zeros((0, len(layout.value_layers) * layout.window), np.uint8),
+                   np.zeros((0, layout.vector_size), np.float32), np.zeros(0, np.uint8),
+                   np.zeros((0, layout.n_actions), bool), np.zeros(0, bool), layout)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -106,12 +155,12 @@ class Block:
         return int(self.starts.sum())
 
     def observations(self, index=slice(None)) -> dict[str, np.ndarray]:
-        """The env observations of the states at ``index``: ``{"maps": (B, 4, 51, 51) uint8, "vector": (B, 216)}``."""
-        return {"maps": decode_maps(self.bits[index], self.memory[index]), "vector": self.vector[index]}
+        """The env observations of the states at ``index``: ``{"maps": (B, C, H, W) uint8, "vector": (B, size)}``."""
+        return {"maps": decode_maps(self.bits[index], self.memory[index], self.layout), "vector": self.vector[index]}
 
     def take(self, index) -> Block:
         """The states at ``index`` (a copy)."""
-        return Block(*(getattr(self, name)[index] for name in _ARRAYS))
+        return Block(*(getattr(self, name)[index] for name in _ARRAYS), self.layout)
 
     @property
     def nbytes(self) -> int:
@@ -153,19 +202,27 @@ class ExpertDataset:
 
     # ------------------------------------------------------------------------------------------ creating, opening
     @classmethod
-    def create(cls, folder: str | os.PathLike, *, expert: str, map_name: str,
-               feature_version: str = features.FEATURE_VERSION) -> ExpertDataset:
-        """A new empty dataset in ``folder`` (which must not hold one yet)."""
+    def create(cls, folder: str | os.PathLike, *, expert: str, map_name: str, feature_version: str | None = None,
+               layout: Layout = LAYOUT) -> ExpertDataset:
+        """A new empty dataset in ``folder`` (which must not hold one yet) of states in ``layout`` (the default
+        game's) from features version ``feature_version`` (None: the default game's current one)."""
+        if feature_version is None:
+            feature_version = games.get().features.FEATURE_VERSION
         folder = Path(folder)
         if (folder / "meta.json").exists():
             raise DatasetError(f"{str(folder)!r} already holds a dataset; open it to append, or choose another folder")
         folder.mkdir(parents=True, exist_ok=True)
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "feature_version": str(feature_version),
-                "layout": LAYOUT, "expert": expert, "map": map_name, "shards": []}
+                "layout": layout.to_meta(), "expert": expert, "map": map_name, "shards": []}
         dataset = cls(folder, meta)
         dataset._write_meta()
         dataset._blocks = []
         return dataset
+
+    @property
+    def layout(self) -> Layout:
+        """How the dataset's states are stored (its ``meta.json``'s)."""
+        return Layout.from_meta(self.meta["layout"])
 
     @classmethod
     def open(cls, folder: str | os.PathLike) -> ExpertDataset:
@@ -205,7 +262,7 @@ class ExpertDataset:
         try:
             found = {"maps_shape": list(observation_space["maps"].shape),
                      "vector_size": int(observation_space["vector"].shape[0]), "n_actions": int(n_actions),
-                     "binary_layers": list(BINARY_LAYERS)}
+                     "binary_layers": list(self.layout.binary_layers)}
         except (KeyError, TypeError, IndexError) as exc:
             raise DatasetError(f"the model's observation space {observation_space} is not the env's Dict(maps, "
                                "vector); datasets hold single frames of the env (env.frame_stack: 1)") from exc
@@ -277,7 +334,7 @@ class ExpertDataset:
     def _load_shard(self, entry: dict) -> Block:
         path = self._check_shard(entry)
         with np.load(path, allow_pickle=False) as data:
-            block = Block(*(data[k] for k in _ARRAYS))
+            block = Block(*(data[k] for k in _ARRAYS), self.layout)
         if len(block) != entry["states"]:
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} holds {len(block)} states, "
                                f"meta.json says {entry['states']}")

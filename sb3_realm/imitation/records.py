@@ -22,9 +22,10 @@ __all__ = ["RoundRecord", "RunState", "RunWriter"]
 @dataclass
 class RoundRecord:
     """One completed round, as ``eval.json`` and the checkpoints record it. ``eval_wins`` counts the held-out games
-    won with every treasure, ``eval_reached_end`` those that reached the end; ``learner_wins`` the round's games the
-    learner won alone (not taken over). The optional fields are there when the round did what they count
-    (screening, a sweep, slow games)."""
+    won with every treasure, ``eval_reached_end`` those that reached the end (Gorge Chase: both count the games
+    survived to max_step); ``learner_wins`` the round's games the learner won alone (not taken over). The optional
+    fields are there when the round did what they count (screening, a sweep, slow games) and
+    ``eval_missed_treasure_games`` for a game with an end to reach."""
 
     round: int
     source: str
@@ -44,7 +45,7 @@ class RoundRecord:
     eval_wins: int
     eval_games: int
     eval_mean_steps: float
-    eval_missed_treasure_games: int
+    eval_missed_treasure_games: int | None
     oracle_mean_score: float | None
     best_round: int
     collect_s: float
@@ -65,7 +66,7 @@ class RoundRecord:
     RENAMED = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end"}
 
     def to_dict(self) -> dict:
-        optional = {f.name for f in fields(self) if f.default is None}
+        optional = {f.name for f in fields(self) if f.default is None} | {"eval_missed_treasure_games"}
         return {k: v for k, v in asdict(self).items() if not (k in optional and v is None)}
 
     @classmethod

@@ -42,8 +42,7 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
         seed = int(rng.integers(2**20, 2**31))
         if seed in held_out:
             continue
-        conf = {**base.to_usr_conf(), "treasure_random": 1, "treasure_num": int(rng.choice(counts)), "treasure_id": []}
-        games.append((seed, conf))
+        games.append((seed, base.training_usr_conf(int(rng.choice(counts)))))
     return games
 
 

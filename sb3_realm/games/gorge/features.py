@@ -54,6 +54,7 @@ import numpy as np
 __all__ = [
     "FEATURE_VERSION",
     "MAP_SHAPE",
+    "BINARY_LAYERS",
     "VECTOR_SIZE",
     "N_ACTIONS",
     "FeatureState",
@@ -69,6 +70,7 @@ WORLD_SIZE = 128  # the maps are 128 x 128 cells
 BLOCK = 7  # cells per block side of the whole-map channels
 N_CHANNELS = 7
 MAP_SHAPE = (N_CHANNELS, VIEW_SIZE, VIEW_SIZE)
+BINARY_LAYERS = (0, 1, 2)  # map channels that hold only 0 or 255: road, monsters, treasures in view
 N_MONSTERS = 2
 PER_MONSTER = 14
 N_TREASURES_NEAR = 3

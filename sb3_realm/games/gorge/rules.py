@@ -130,6 +130,15 @@ class GorgeConfig:
         out["map"] = list(self.map)
         return out
 
+    @property
+    def treasure_num(self) -> int:
+        """The treasures of an episode (:attr:`treasure_count`, under the name the shared layers read)."""
+        return self.treasure_count
+
+    def training_usr_conf(self, count: int) -> dict:
+        """The ``env_conf`` of a fresh training game with ``count`` treasures (placed from the env seed)."""
+        return {**self.to_usr_conf(), "treasure_count": int(count)}
+
 
 def _checked_int(key: str, value: object, allowed: _Key) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

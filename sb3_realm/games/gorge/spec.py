@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spec import GameSpec
+from ..spec import ExpertOptions, GameSpec
 from . import features, protocol
 from .env import GorgeEnv, env_spaces, shipped_map
 from .experts.scripted import ScriptedPolicy
@@ -40,6 +40,22 @@ def same_map(a: GorgeMap, b: GorgeMap) -> bool:
     return a.walkable.shape == b.walkable.shape and bool(np.array_equal(a.walkable, b.walkable))
 
 
+def _no_setting(name: str, value, label: str):
+    raise ValueError(f"{label} = {value!r}: Gorge Chase's scripted expert has no search settings; remove it")
+
+
+#: the scripted expert labels for imitation as it plays: one tie rule (its own) and no search settings
+EXPERT_OPTIONS = ExpertOptions(
+    tie_breaks=("index",),
+    settings=(),
+    defaults={},
+    refined="scripted",
+    check_setting=_no_setting,
+    configure=lambda policy, tie_break, settings: None,
+    start_searches=lambda policy, searches: None,
+    new_searches=lambda policy: {},
+)
+
 SPEC = GameSpec(
     name="gorge",
     title="Gorge Chase",
@@ -71,7 +87,7 @@ SPEC = GameSpec(
     competition_env=GorgeCompetitionEnv,
     yardstick="scripted",
     experts={"scripted": ScriptedPolicy},
-    expert_options=None,
+    expert_options=EXPERT_OPTIONS,
     directions=DIRECTIONS,
     plot_route=plot_route,
     config_dir="configs/gorge",

@@ -42,6 +42,7 @@ __all__ = [
     "SCALARS",
     "N_RELATIVE",
     "MAP_SHAPE",
+    "BINARY_LAYERS",
     "VECTOR_SIZE",
     "N_ACTIONS",
     "encode",
@@ -63,6 +64,7 @@ PER_TARGET = 12
 N_HEAD = 12
 VECTOR_SIZE = N_HEAD + N_TARGETS * PER_TARGET  # 216
 MAP_SHAPE = (4, 51, 51)
+BINARY_LAYERS = (0, 2, 3)  # map channels that hold only 0 or 255: obstacle, treasure, end
 N_ACTIONS = 16
 
 GRID_NORM = 128.0

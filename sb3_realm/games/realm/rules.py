@@ -189,6 +189,10 @@ class EpisodeConfig:
                 "treasure_num": self.treasure_num, "treasure_id": list(self.treasure_id),
                 "talent_type": self.talent_type, "max_step": self.max_step}
 
+    def training_usr_conf(self, count: int) -> dict:
+        """The ``usr_conf`` of a fresh training game with ``count`` treasures drawn at random from the env seed."""
+        return {**self.to_usr_conf(), "treasure_random": 1, "treasure_num": int(count), "treasure_id": []}
+
     def treasure_pool(self) -> list[int]:
         """Ids random treasures are drawn from: {1..15} minus {start, end}."""
         return [i for i in range(1, 16) if i not in (self.start, self.end)]
