@@ -4,6 +4,7 @@ and the JSON beside it.
 
     python benchmarks/gorge_recipe.py [--config configs/gorge/maskable_ppo.yaml] [--out runs/gorge_recipe]
         [--budget-s 10800] [--chunk-s 1800] [--games 50] [--maps-dir DIR] [--set KEY=VALUE ...]
+        [--imitate configs/gorge/imitate.yaml [--imitate-set KEY=VALUE ...]]
 
 The config trains as ``sb3-realm train`` trains it (the run folder ``--out``: checkpoints, ``eval.json``, the best
 model selected on the config's own held-out maps, never a test map), in chunks of about ``--chunk-s`` seconds of
@@ -13,6 +14,10 @@ the run's best model plays the test maps deterministically: open_9 and open_10 (
 hidden maps, own_6 .. own_10, ``--games`` games per map from env seeds fixed by :data:`TEST_SEED`, the competition's
 default game (10 treasures, 2 buffs, monster 2 at step 300, the speed-up at 500, max_step 1000). The yardstick plays
 the same games once (its figures do not change). ``--replot JSON`` redraws the PNG of a saved result.
+
+With ``--imitate``, an imitation run (``sb3-realm imitate`` of that config, in ``OUT/imitate``) comes first: its wall
+time counts, its kept model is the curve's first point, and the training config (a fine-tuning one such as
+``configs/gorge/finetune.yaml``) then starts from it (``finetune.init_from``) for the rest of ``--budget-s``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 from sb3_realm.agents import SB3Policy
 from sb3_realm.evaluation import evaluate, evaluate_batched, protocol_configs, write_json_atomic
 from sb3_realm.games.gorge.protocols import HIDDEN_STAND_INS
+from sb3_realm.imitation import imitate
+from sb3_realm.imitation.config import load_imitate_config
 from sb3_realm.training import train
 from sb3_realm.training.config import load_config
 
@@ -77,6 +84,8 @@ def main() -> None:
     parser.add_argument("--maps-dir", default=os.environ.get("SB3_REALM_GORGE_MAPS") or None)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--replot", default=None, metavar="JSON", help="only redraw the PNG of a saved result")
+    parser.add_argument("--imitate", default=None, metavar="CONFIG", help="an imitation config run first")
+    parser.add_argument("--imitate-set", dest="imitate_overrides", action="append", default=[])
     args = parser.parse_args()
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
@@ -87,37 +96,62 @@ def main() -> None:
     overrides = [f"out={json.dumps(str(out))}", "progress_bar=false", *args.overrides]
     if args.maps_dir:
         overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
+    if args.imitate:  # the training starts from the imitation run's kept model
+        overrides.append(f"finetune.init_from={json.dumps(str(out / 'imitate' / 'final_model.zip'))}")
     config = load_config(args.config, overrides)
     if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
         raise SystemExit(f"the config trains or selects on a test map ({sorted(maps)}): change env.map_names / "
                          "eval_maps")
     yardstick = evaluate_yardstick(maps, args.games, args.maps_dir)
     print(json.dumps({"yardstick": {k: v for k, v in yardstick.items() if k != "per_map"}}), flush=True)
-    # steps per chunk: measured on a first short chunk, then sized to --chunk-s
     steps, wall, curve = 0, 0.0, []
+    if args.imitate:
+        wall, point = run_imitation(args, out / "imitate", maps)
+        curve.append({**point, "yardstick_mean_score": yardstick["mean_score"]})
+        print(json.dumps({k: v for k, v in curve[-1].items() if k != "per_map"}), flush=True)
+    # steps per chunk: measured on a first short chunk, then sized to --chunk-s
     probe = int(config.algo.hyperparam("n_steps")) * config.env.n_envs * 4
     while wall < args.budget_s:
-        chunk = probe if not curve else max(probe, int(curve[-1]["steps_per_s"] * min(args.chunk_s,
-                                                                                      args.budget_s - wall)))
+        rate = next((c["steps_per_s"] for c in reversed(curve) if c["phase"] == "train"), None)
+        chunk = probe if rate is None else max(probe, int(rate * min(args.chunk_s, args.budget_s - wall)))
         config.total_timesteps = steps + chunk
         start = time.perf_counter()
         model, _ = train(config, resume=out if steps else None)
         took = time.perf_counter() - start
         wall += took
         steps = int(model.num_timesteps)
-        point = {"steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(chunk / took, 1)}
+        point = {"phase": "train", "steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(chunk / took, 1)}
         best = out / "best_model.zip" if (out / "best_model.zip").is_file() else out / "final_model.zip"
         point.update(evaluate_model(best, maps, args.games, args.maps_dir))
         point["yardstick_mean_score"] = yardstick["mean_score"]
         curve.append(point)
         print(json.dumps({k: v for k, v in point.items() if k != "per_map"}), flush=True)
-    result = {"benchmark": "gorge_recipe", "config": args.config, "overrides": args.overrides, "test_maps": maps,
+    result = {"benchmark": "gorge_recipe", "config": args.config, "overrides": args.overrides,
+              "imitate": args.imitate, "imitate_overrides": args.imitate_overrides, "test_maps": maps,
               "games_per_map": args.games, "test_seed": TEST_SEED, "budget_s": args.budget_s, "yardstick": yardstick,
               "curve": curve,
               "final": curve[-1], "peak_rss": peak_rss_mib()}
     write_json_atomic(result, out / "gorge_recipe.json")
     plot_curve(result, out / "gorge_recipe.png")
     print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
+
+
+def run_imitation(args, out: Path, maps: list[str]) -> tuple[float, dict]:
+    """The imitation run of ``--imitate`` in ``out``: its wall time and its kept model's point on the curve."""
+    overrides = [f"out={json.dumps(str(out))}", *args.imitate_overrides]
+    if args.maps_dir:
+        overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
+    config = load_imitate_config(args.imitate, overrides)
+    if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
+        raise SystemExit(f"the imitation config trains or selects on a test map ({sorted(maps)})")
+    start = time.perf_counter()
+    imitate(config)
+    took = time.perf_counter() - start
+    report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    point = {"phase": "imitation", "steps": int(report["history"][-1]["states"]), "wall_s": round(took, 1),
+             "steps_per_s": None, "expert_validation_score": report["oracle_mean_score"]}
+    point.update(evaluate_model(out / "final_model.zip", maps, args.games, args.maps_dir))
+    return took, point
 
 
 def plot_curve(result: dict, path: Path) -> None:
