@@ -4,7 +4,7 @@ and the JSON beside it.
 
     python benchmarks/gorge_recipe.py [--config configs/gorge/maskable_ppo.yaml] [--out runs/gorge_recipe]
         [--budget-s 10800] [--chunk-s 1800] [--games 50] [--maps-dir DIR] [--set KEY=VALUE ...]
-        [--imitate configs/gorge/imitate.yaml [--imitate-set KEY=VALUE ...]]
+        [--imitate configs/gorge/imitate.yaml [--imitate-set KEY=VALUE ...] | --imitated RUN]
 
 The config trains as ``sb3-realm train`` trains it (the run folder ``--out``: checkpoints, ``eval.json``, the best
 model selected on the config's own held-out maps, never a test map), in chunks of about ``--chunk-s`` seconds of
@@ -18,6 +18,8 @@ the same games once (its figures do not change). ``--replot JSON`` redraws the P
 With ``--imitate``, an imitation run (``sb3-realm imitate`` of that config, in ``OUT/imitate``) comes first: its wall
 time counts, its kept model is the curve's first point, and the training config (a fine-tuning one such as
 ``configs/gorge/finetune.yaml``) then starts from it (``finetune.init_from``) for the rest of ``--budget-s``.
+``--imitated RUN`` does the same with an imitation run made before (its own recorded wall time counts, resumes
+included).
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument("--replot", default=None, metavar="JSON", help="only redraw the PNG of a saved result")
     parser.add_argument("--imitate", default=None, metavar="CONFIG", help="an imitation config run first")
     parser.add_argument("--imitate-set", dest="imitate_overrides", action="append", default=[])
+    parser.add_argument("--imitated", default=None, metavar="RUN", help="an imitation run made before")
     args = parser.parse_args()
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
@@ -96,8 +99,11 @@ def main() -> None:
     overrides = [f"out={json.dumps(str(out))}", "progress_bar=false", *args.overrides]
     if args.maps_dir:
         overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
-    if args.imitate:  # the training starts from the imitation run's kept model
-        overrides.append(f"finetune.init_from={json.dumps(str(out / 'imitate' / 'final_model.zip'))}")
+    if args.imitate and args.imitated:
+        raise SystemExit("--imitate runs an imitation, --imitated names one made before: give one of them")
+    imitated = Path(args.imitated) if args.imitated else out / "imitate" if args.imitate else None
+    if imitated is not None:  # the training starts from the imitation run's kept model
+        overrides.append(f"finetune.init_from={json.dumps(str(imitated / 'final_model.zip'))}")
     config = load_config(args.config, overrides)
     if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
         raise SystemExit(f"the config trains or selects on a test map ({sorted(maps)}): change env.map_names / "
@@ -105,8 +111,8 @@ def main() -> None:
     yardstick = evaluate_yardstick(maps, args.games, args.maps_dir)
     print(json.dumps({"yardstick": {k: v for k, v in yardstick.items() if k != "per_map"}}), flush=True)
     steps, wall, curve = 0, 0.0, []
-    if args.imitate:
-        wall, point = run_imitation(args, out / "imitate", maps)
+    if imitated is not None:
+        wall, point = run_imitation(args, imitated, maps)
         curve.append({**point, "yardstick_mean_score": yardstick["mean_score"]})
         print(json.dumps({k: v for k, v in curve[-1].items() if k != "per_map"}), flush=True)
     # steps per chunk: measured on a first short chunk, then sized to --chunk-s
@@ -127,7 +133,7 @@ def main() -> None:
         curve.append(point)
         print(json.dumps({k: v for k, v in point.items() if k != "per_map"}), flush=True)
     result = {"benchmark": "gorge_recipe", "config": args.config, "overrides": args.overrides,
-              "imitate": args.imitate, "imitate_overrides": args.imitate_overrides, "test_maps": maps,
+              "imitate": args.imitate or args.imitated, "imitate_overrides": args.imitate_overrides, "test_maps": maps,
               "games_per_map": args.games, "test_seed": TEST_SEED, "budget_s": args.budget_s, "yardstick": yardstick,
               "curve": curve,
               "final": curve[-1], "peak_rss": peak_rss_mib()}
@@ -137,19 +143,24 @@ def main() -> None:
 
 
 def run_imitation(args, out: Path, maps: list[str]) -> tuple[float, dict]:
-    """The imitation run of ``--imitate`` in ``out``: its wall time and its kept model's point on the curve."""
-    overrides = [f"out={json.dumps(str(out))}", *args.imitate_overrides]
-    if args.maps_dir:
-        overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
-    config = load_imitate_config(args.imitate, overrides)
+    """The imitation run of ``--imitate`` in ``out`` (or the one made before, ``--imitated``): its wall time and its
+    kept model's point on the curve."""
+    if args.imitate:
+        overrides = [f"out={json.dumps(str(out))}", *args.imitate_overrides]
+        if args.maps_dir:
+            overrides.append(f"env.maps_dir={json.dumps(args.maps_dir)}")
+        config = load_imitate_config(args.imitate, overrides)
+        imitate(config)
+    else:
+        config = load_imitate_config(out / "config.yaml")
     if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
         raise SystemExit(f"the imitation config trains or selects on a test map ({sorted(maps)})")
-    start = time.perf_counter()
-    imitate(config)
-    took = time.perf_counter() - start
     report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    took = float(report["history"][-1]["wall_s"])  # the run's own time, resumes included
     point = {"phase": "imitation", "steps": int(report["history"][-1]["states"]), "wall_s": round(took, 1),
-             "steps_per_s": None, "expert_validation_score": report["oracle_mean_score"]}
+             "steps_per_s": None, "rounds": len(report["history"]) - 1, "best_round": report["best_round"],
+             "expert_validation_score": report["oracle_mean_score"],
+             "validation_score": report["best_mean_score"]}
     point.update(evaluate_model(out / "final_model.zip", maps, args.games, args.maps_dir))
     return took, point
 
