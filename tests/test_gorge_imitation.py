@@ -16,7 +16,7 @@ from sb3_realm.evaluation import evaluate
 from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.rules import USR_CONF_KEYS
 from sb3_realm.imitation import Collector, ExpertDataset, ExpertSpec, imitate
-from sb3_realm.imitation.config import load_imitate_config
+from sb3_realm.imitation.config import load_imitate_config, read_run_config
 from sb3_realm.imitation.dataset import Block, Layout, decode_maps, encode_maps
 from sb3_realm.imitation.selection import training_games
 from sb3_realm.models.algorithms import algorithm_class
@@ -105,3 +105,7 @@ def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     saved = algorithm_class("maskable_ppo").load(run_dir / "final_model.zip")
     assert saved.feature_version == games.get("gorge").features.FEATURE_VERSION
     assert run_game(run_dir / "final_model.zip").name == "gorge"
+    # a resumed run reads its records back and plays one more round
+    imitate(read_run_config(run_dir, ["imitation.rounds=2"]), resume=run_dir)
+    history = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))["history"]
+    assert [h["round"] for h in history] == [0, 1, 2]

@@ -79,6 +79,7 @@ class RoundRecord:
         for old, new in cls.RENAMED.items():
             if old in data:
                 data[new] = data.pop(old)
+        data.setdefault("eval_missed_treasure_games", None)  # a game without an end to reach does not record it
         return cls(**data)
 
 
