@@ -5,19 +5,24 @@ model packages with build-submission without naming the game."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import optuna
 import pytest
 from helpers import make_gorge_code_package
 
 from sb3_realm import games
 from sb3_realm.cli import main
 from sb3_realm.export import build_submission
+from sb3_realm.games.gorge.rewards import RewardWeights
 from sb3_realm.models.saved import run_game
 from sb3_realm.training import train
 from sb3_realm.training.callbacks import CurriculumCallback
 from sb3_realm.training.config import load_config
 from sb3_realm.tuning.objective import eval_configs
+from sb3_realm.tuning.storage import make_storage
 
 RECIPE = Path(__file__).resolve().parents[1] / "configs" / "gorge" / "maskable_ppo.yaml"
 SMALL = ["env.n_envs=2", "algo.hyperparams.n_steps=64", "algo.hyperparams.batch_size=64", "algo.hyperparams.n_epochs=1",
@@ -92,9 +97,29 @@ def test_a_curriculum_over_the_games_settings(tmp_path):
     assert CurriculumCallback([{"usr_conf": {}}], game="gorge").metric == "survival_rate"
 
 
-def test_the_tuning_scripts_say_they_study_the_realm():
-    with pytest.raises(ValueError, match=r"the tuning scripts study Back to the Realm's treasure sets for now"):
-        eval_configs(load_config(RECIPE))
+def test_a_reward_study_trains_on_the_training_maps_and_scores_the_held_out_ones(tmp_path):
+    """Two trials of the reward study on the recipe (tiny): the defaults first, each trial's objective the mean
+    competition score of its final model on the held-out map, with the survival share beside it."""
+    assert {c["map_name"] for c in eval_configs(load_config(RECIPE))} == {"own_5"}
+    out = tmp_path / "study"
+    args = [sys.executable, "tuning/tune_rewards.py", "--config", str(RECIPE), "--total-steps", "128",
+            "--eval-games", "2", "--eval-freq", "128", "--n-trials", "2", "--out", str(out), "--no-progress",
+            "--sampler-seed", "0", *[item for o in SMALL if not o.startswith(("eval_games", "eval_freq"))
+                                     for item in ("--set", o)]]
+    res = subprocess.run(args, capture_output=True, text=True, cwd=RECIPE.parents[2], timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    storage = make_storage(f"sqlite:///{out}/study.db", create=False)
+    trials = optuna.load_study(study_name="rewards", storage=storage).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"]
+    assert trials[0].params == RewardWeights().to_dict()  # the defaults come first
+    for t in trials:
+        history = json.loads((Path(t.user_attrs["run_dir"]) / "eval.json").read_text(encoding="utf-8"))
+        assert t.value == history[-1]["mean_score"] and list(history[-1]["per_map"]) == ["own_5"]
+        assert t.user_attrs["win_rate"] == history[-1]["survival_share"]
+    res = subprocess.run([*args, "--pruner", "wilcoxon", "--out", str(tmp_path / "other")], capture_output=True,
+                         text=True, cwd=RECIPE.parents[2], timeout=600)
+    assert res.returncode != 0 and "--pruner wilcoxon replays the held-out games one by one" in res.stderr
+    assert not (tmp_path / "other").exists()
 
 
 @pytest.mark.slow

@@ -1,8 +1,10 @@
 """The objective: train a trial's config and return its MEAN COMPETITION SCORE on fixed held-out games (never the
 shaped reward), reporting intermediate evaluations to Optuna's pruner and catching divergence.
 
-Every trial of a study plays the same games: the leaderboard protocol drawn from the base config's ``eval_seed``
-(``eval_games`` games, its ``usr_conf`` treasure count and ``max_step``), as ``sb3-realm train`` evaluates.
+Every trial of a study plays the same games, the base config's held-out games as ``sb3-realm train`` evaluates them:
+for the Realm the leaderboard protocol drawn from ``eval_seed`` (``eval_games`` games, its ``usr_conf`` treasure count
+and ``max_step``), for Gorge Chase ``eval_games`` games on each map of ``eval_maps``. A trial's ``win_rate`` is the
+Realm's share of games won, Gorge Chase's share of games survived to max_step.
 """
 
 from __future__ import annotations
@@ -31,12 +33,7 @@ __all__ = ["TrialEvalCallback", "eval_configs", "objective", "trial_dir"]
 def eval_configs(config: TrainConfig) -> list[dict]:
     """The held-out games of a study: the run's own (:meth:`~sb3_realm.training.config.TrainConfig.held_out_configs`:
     the Realm's leaderboard draw from ``eval_seed``, Gorge Chase's ``eval_games`` per map of ``eval_maps``)."""
-    configs = config.held_out_configs()
-    if any("treasure_id" not in conf for conf in configs):
-        raise ValueError(f"game = {config.game!r}: the tuning scripts study Back to the Realm's treasure sets for now; "
-                         f"train {config.spec.title} with sb3-realm train (its runs evaluate on eval_maps), or set "
-                         "game: realm")
-    return configs
+    return config.held_out_configs()
 
 
 def trial_dir(study_out: str | Path, number: int) -> Path:
@@ -113,7 +110,8 @@ class TrialEvalCallback(CompetitionEvalCallback):
             entry = self.evaluate_now()
             self.trial.report(entry["mean_score"], self.step_offset + self.num_timesteps)
         self.final_score = float(entry["mean_score"])
-        self.final_win_rate, self.final_treasures = float(entry["win_rate"]), float(entry["mean_treasures"])
+        self.final_win_rate = float(entry["win_rate"] if "win_rate" in entry else entry["survival_share"])
+        self.final_treasures = float(entry["mean_treasures"])
         if not math.isfinite(self.final_score):
             self.diverged = f"final score {self.final_score}"
 
