@@ -120,6 +120,10 @@ def test_a_reward_study_trains_on_the_training_maps_and_scores_the_held_out_ones
                          text=True, cwd=RECIPE.parents[2], timeout=600)
     assert res.returncode != 0 and "--pruner wilcoxon replays the held-out games one by one" in res.stderr
     assert not (tmp_path / "other").exists()
+    res = subprocess.run([*args, "--curriculum", "--out", str(tmp_path / "other")], capture_output=True, text=True,
+                         cwd=RECIPE.parents[2], timeout=600)
+    assert res.returncode != 0 and "--curriculum samples an easier first phase" in res.stderr
+    assert not (tmp_path / "other").exists()
 
 
 @pytest.mark.slow
