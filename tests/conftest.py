@@ -24,6 +24,18 @@ def pytest_addoption(parser):
     parser.addoption("--realm-map", default=None, help="path of the competition map realm_map_1.json")
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module whose batches are small: fastest, and never spinning against other processes
+    for the cores (use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch  # here: collecting the tests needs no torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def real_map_path(request) -> Path:
     raw = request.config.getoption("--realm-map") or os.environ.get("SB3_REALM_REAL_MAP") or DEFAULT_REAL_MAP

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from sb3_realm import games
 from sb3_realm.evaluation import evaluate
@@ -31,12 +30,7 @@ TINY = ["env.n_envs=2", "algo.hyperparams.n_steps=64", "algo.hyperparams.batch_s
         "torch_threads=1"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_gorge_states_round_trip_in_the_games_layout():

@@ -55,13 +55,8 @@ def small_games(n: int, seed: int = 0, treasures: int = 2) -> list[tuple[int, di
     return [(seed + i, {"treasure_random": 1, "treasure_num": treasures, "max_step": 200}) for i in range(n)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Batch sizes here are small: one thread is fastest, and never spins against other processes for the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: batch sizes here are small: one thread is fastest, and never spins against other processes for the cores
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
