@@ -114,8 +114,8 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
         callbacks.append(CompetitionEvalCallback(
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json",
-            replay_every=config.eval_route_every, evaluate_at_start=bool(config.finetune.init_from),
-            game=config.game))
+            replay_every=config.eval_route_every, seed=config.eval_seed,
+            evaluate_at_start=bool(config.finetune.init_from), game=config.game))
     checkpoint = RunCheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
                                     keep_last=config.keep_checkpoints, curriculum=curriculum, algo=config.algo.name)
     callbacks.append(checkpoint)
