@@ -135,10 +135,17 @@ class Block:
                    np.asarray(masks, dtype=bool), np.asarray(starts, dtype=bool), layout)
 
     @classmethod
+    def of(cls, arrays: dict[str, np.ndarray], layout: Layout) -> Block:
+        """A block of ``arrays`` (one per name of the stored arrays: bits, memory, vector, actions, masks, starts)."""
+        return cls(arrays["bits"], arrays["memory"], arrays["vector"], arrays["actions"], arrays["masks"],
+                   arrays["starts"], layout)
+
+    @classmethod
     def concatenate(cls, blocks: list[Block]) -> Block:
         if not blocks:
             return cls.empty()
-        return cls(*(np.concatenate([getattr(b, name) for b in blocks]) for name in _ARRAYS), blocks[0].layout)
+        return cls.of({name: np.concatenate([getattr(b, name) for b in blocks]) for name in _ARRAYS},
+                      blocks[0].layout)
 
     @classmethod
     def empty(cls, layout: Layout = LAYOUT) -> Block:
@@ -160,7 +167,7 @@ class Block:
 
     def take(self, index) -> Block:
         """The states at ``index`` (a copy)."""
-        return Block(*(getattr(self, name)[index] for name in _ARRAYS), self.layout)
+        return Block.of({name: getattr(self, name)[index] for name in _ARRAYS}, self.layout)
 
     @property
     def nbytes(self) -> int:
@@ -334,7 +341,7 @@ class ExpertDataset:
     def _load_shard(self, entry: dict) -> Block:
         path = self._check_shard(entry)
         with np.load(path, allow_pickle=False) as data:
-            block = Block(*(data[k] for k in _ARRAYS), self.layout)
+            block = Block.of({name: data[name] for name in _ARRAYS}, self.layout)
         if len(block) != entry["states"]:
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} holds {len(block)} states, "
                                f"meta.json says {entry['states']}")
