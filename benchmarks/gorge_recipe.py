@@ -59,6 +59,13 @@ def _figures(summary: dict) -> dict:
             "deaths_after_speedup": summary["deaths_after_speedup"], "games": summary["games"], "per_map": per_map}
 
 
+def refuse_test_maps(config, maps: list[str], what: str) -> None:
+    """Stop when ``config`` trains or selects its model on one of the test ``maps``."""
+    if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
+        raise SystemExit(f"{what} trains or selects on a test map ({sorted(maps)}): change env.map_names / "
+                         "eval_maps")
+
+
 def evaluate_model(path: Path, maps: list[str], games: int, maps_dir: str | None) -> dict:
     """The model's figures on the test games (``games`` per map), played side by side in this process."""
     policy = SB3Policy(path)
@@ -105,9 +112,7 @@ def main() -> None:
     if imitated is not None:  # the training starts from the imitation run's kept model
         overrides.append(f"finetune.init_from={json.dumps(str(imitated / 'final_model.zip'))}")
     config = load_config(args.config, overrides)
-    if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
-        raise SystemExit(f"the config trains or selects on a test map ({sorted(maps)}): change env.map_names / "
-                         "eval_maps")
+    refuse_test_maps(config, maps, "the config")
     yardstick = evaluate_yardstick(maps, args.games, args.maps_dir)
     print(json.dumps({"yardstick": {k: v for k, v in yardstick.items() if k != "per_map"}}), flush=True)
     steps, wall, curve = 0, 0.0, []
@@ -153,8 +158,7 @@ def run_imitation(args, out: Path, maps: list[str]) -> tuple[float, dict]:
         imitate(config)
     else:
         config = load_imitate_config(out / "config.yaml")
-    if set(maps) & set(config.env.map_names or [config.env.map_name]) | set(maps) & set(config.eval_maps):
-        raise SystemExit(f"the imitation config trains or selects on a test map ({sorted(maps)})")
+    refuse_test_maps(config, maps, "the imitation config")
     report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
     took = float(report["history"][-1]["wall_s"])  # the run's own time, resumes included
     point = {"phase": "imitation", "steps": int(report["history"][-1]["states"]), "wall_s": round(took, 1),

@@ -19,7 +19,16 @@ from ..models.algorithms import action_distribution
 from .protocols import game_seed
 from .reports import EvalReport, GameResult
 
-__all__ = ["play_games", "evaluate_batched", "played_report"]
+__all__ = ["play_games", "evaluate_batched", "played_report", "game_result"]
+
+
+def game_result(info: dict, env, *, index: int, seed: int, conf: dict | None, game: str | None = None,
+                **extra) -> GameResult:
+    """The :class:`GameResult` of a game of ``game`` that ``env`` ended with summary ``info``, played from env seed
+    ``seed`` with ``usr_conf`` ``conf``: its treasure set, the map ``conf`` names and the game's own details."""
+    return GameResult.from_summary(info, index=index, treasure_ids=getattr(env.game, "treasure_ids", ()),
+                                   seed=int(seed), map=(conf or {}).get("map_name"),
+                                   details=_games.get(game).result_details(info), **extra)
 
 
 @torch.no_grad()
@@ -89,11 +98,8 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
             if terminated or truncated or cut:
                 summary = env.episode_summary()
-                results[index] = GameResult.from_summary(summary, index=index,
-                                                         treasure_ids=getattr(env.game, "treasure_ids", ()),
-                                                         seed=int(games[index][0]), cut=cut,
-                                                         map=games[index][1].get("map_name") if games[index][1]
-                                                         else None, details=spec.result_details(summary))
+                results[index] = game_result(summary, env, index=index, seed=games[index][0],
+                                             conf=games[index][1], game=game, cut=cut)
                 start(i)
                 if recurrent:
                     first[i] = True

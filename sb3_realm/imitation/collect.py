@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import games as _games
 from ..agents import SB3Policy, load_model, play_episode
-from ..evaluation import GameResult, play_games
+from ..evaluation import GameResult, game_result, play_games
 from ..models.algorithms import algorithm_class
 from ..processes import mp_context
 from .dataset import Block, Layout
@@ -114,14 +114,6 @@ def _learner(path: str) -> SB3Policy:
     return learners[path]
 
 
-def _result(info: dict, env, index: int, env_seed: int, conf: dict, game: str | None, **extra) -> GameResult:
-    """The :class:`~sb3_realm.evaluation.GameResult` of a game that ended with summary ``info`` (its treasure set,
-    the map its ``usr_conf`` names, the game's own details), as an evaluation records it."""
-    return GameResult.from_summary(info, index=index, treasure_ids=getattr(env.game, "treasure_ids", ()),
-                                   seed=int(env_seed), map=(conf or {}).get("map_name"),
-                                   details=_games.get(game).result_details(info), **extra)
-
-
 def collect_games(job: CollectJob) -> Rollouts:
     """Play the job's games (see the module docstring); returns the labelled states in compact form."""
     env, expert = _env_and_expert(job.env_kwargs, job.expert)
@@ -162,8 +154,9 @@ def collect_games(job: CollectJob) -> Rollouts:
                     taken_over = env.game.step_no  # the expert plays the rest of the game
                 else:
                     info, done = env.episode_summary(), True  # cut: the game was not over
-        games.append(_result(info, env, len(games), env_seed, conf, job.expert.game, expert_steps=expert_steps,
-                             taken_over=taken_over, cut=not (env.game.terminated or env.game.truncated)))
+        games.append(game_result(info, env, index=len(games), seed=env_seed, conf=conf, game=job.expert.game,
+                                 expert_steps=expert_steps, taken_over=taken_over,
+                                 cut=not (env.game.terminated or env.game.truncated)))
     layout = Layout.of(job.expert.game)
     block = (Block.from_observations(np.stack(maps), np.stack(vectors), actions, np.stack(masks), starts, layout)
              if actions else Block.empty(layout))
@@ -209,7 +202,7 @@ def expert_play_job(job: ExpertPlayJob) -> tuple[list[GameResult], dict]:
     played: list[GameResult] = []
     for env_seed, conf in job.games:
         info = play_episode(env, expert, int(env_seed), conf)
-        played.append(_result(info, env, len(played), env_seed, conf, job.expert.game))
+        played.append(game_result(info, env, index=len(played), seed=env_seed, conf=conf, game=job.expert.game))
     return played, _new_searches(expert, job.expert)
 
 

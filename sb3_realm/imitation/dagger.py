@@ -338,8 +338,7 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
             dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert.label, map_name=run.map_name,
                                            feature_version=getattr(model, "feature_version", "1"),
                                            layout=Layout.of(config.game))
-        dataset.check_compatible(model.observation_space, model.action_space.n,
-                                 getattr(model, "feature_version", "1"))
+        dataset.check_compatible(model.observation_space, model.action_space.n, getattr(model, "feature_version", "1"))
         rounds = range(run.state.round + 1, config.imitation.rounds + 1)
         bar = None
         if progress and len(rounds):

@@ -100,7 +100,7 @@ class StudyConfig:
             raise ValueError(f"--curriculum samples an easier first phase by its treasure count (the Realm's "
                              f"treasure_num), which {self.base.spec.title} does not vary that way; drop --curriculum "
                              "and write the curriculum: phases in the config instead")
-        if self.pruner == "wilcoxon" and any("map_name" in conf for conf in self.base.held_out_configs()):
+        if self.pruner == "wilcoxon" and "custom" not in self.base.spec.protocols:
             raise ValueError(f"--pruner wilcoxon replays the held-out games one by one as treasure sets, which "
                              f"{self.base.spec.title}'s games are not (they differ by map and env seed); use --pruner "
                              "median, halving or none")
