@@ -8,6 +8,8 @@ import contextlib
 import hashlib
 import io
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PureWindowsPath
@@ -15,7 +17,8 @@ from pathlib import Path, PureWindowsPath
 from filelock import FileLock, Timeout
 
 __all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file",
-           "hold_folder", "FolderInUse", "not_a_file", "writing"]
+           "hold_folder", "FolderInUse", "not_a_file", "writing", "inside", "OutsideFolder", "temp_names",
+           "own_leftovers", "remove_made"]
 
 
 @contextlib.contextmanager
@@ -154,9 +157,10 @@ def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Pat
     """Hold ``folder`` for this process while the block runs: an OS-level lock on ``.<name>.lock`` beside it (never
     inside it; released by the system when a process dies, so a killed command leaves nothing held), with the
     holder's pid in ``.<name>.lock.pid``. Another command on the same folder meanwhile raises :class:`FolderInUse` at
-    once. The lock's files (and a parent folder made for them, when left empty) are removed when the block ends."""
+    once. The lock's files (and a parent folder made for them, when left empty) are removed when the block ends. The
+    lock is the resolved folder's, so a symbolic link to a folder and the folder itself are held as one."""
     folder = Path(folder)
-    lock_path = _lock_path(folder)
+    lock_path = _lock_path(Path(os.path.realpath(folder)))
     made = [p for p in [lock_path.parent, *lock_path.parent.parents] if not p.exists()]
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_path), timeout=0)
@@ -187,3 +191,71 @@ def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Pat
         for path in made:  # the parents made for the lock, innermost first, if nothing else went there
             with contextlib.suppress(OSError):
                 path.rmdir()
+
+
+class OutsideFolder(ValueError):
+    """A path read from a file leads outside the folder it must stay in (the message names both and the fix)."""
+
+
+def inside(folder: str | os.PathLike, name: str | os.PathLike, source: str = "a file") -> Path:
+    """``folder / name`` for a ``name`` read from a file (``source`` says which, for the message), once it is known to
+    stay inside ``folder``: a relative path on every system (no root, no drive, no backslash), no ``..`` part, and
+    no symbolic link on the way that leads out of ``folder``. Anything else raises :class:`OutsideFolder`, so a
+    damaged or hostile index can never make a command read, write or delete a file elsewhere."""
+    folder = Path(folder)
+    text = str(name)
+    problem = None
+    if not text.strip():
+        problem = "is empty"
+    elif "\\" in text or PureWindowsPath(text).anchor or Path(text).is_absolute():
+        problem = "is not a plain relative path"
+    elif ".." in Path(text).parts:
+        problem = "climbs out with '..'"
+    else:
+        real = os.path.realpath(folder / text)
+        if not Path(real).is_relative_to(os.path.realpath(folder)):
+            problem = f"leads through a symbolic link to {real!r}"
+    if problem is not None:
+        raise OutsideFolder(f"{source} names {text!r}, which {problem}; every path it names must stay inside "
+                            f"{str(folder)!r}: the file is damaged or not this package's; restore it, or start the "
+                            "folder again")
+    return folder / text
+
+
+# the random part of a name from tempfile.mkstemp / mkdtemp (eight of its letters)
+_TEMP_TOKEN = "[a-z0-9_]{8}"
+
+
+def temp_names(name: str, prefix: str | None = None, suffix: str = ".tmp") -> re.Pattern:
+    """The names of the temporary files and folders this package makes for ``name`` (``tempfile`` with
+    ``prefix=f".{name}."`` and ``suffix``, or with ``prefix`` itself when given): exactly those, so that a
+    neighbour's leftovers (``.NAME.v2.*.tmp`` beside ``NAME``, a name holding glob characters) never match."""
+    start = re.escape(f".{name}." if prefix is None else prefix)
+    return re.compile(f"{start}{_TEMP_TOKEN}{re.escape(suffix)}")
+
+
+def own_leftovers(folder: str | os.PathLike, pattern: re.Pattern) -> list[Path]:
+    """The entries of ``folder`` whose whole name matches ``pattern`` (a :func:`temp_names` pattern or another
+    exact one), sorted; symbolic links are never among them (this package makes none)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and not p.is_symlink())
+
+
+def remove_made(path: str | os.PathLike, folder: str | os.PathLike) -> None:
+    """Remove ``path``, a file or a folder tree that this command made inside ``folder``: a path that is not inside
+    ``folder`` (after resolving every link above it) raises :class:`OutsideFolder` and nothing is removed; a
+    symbolic link is unlinked, never followed; a folder's own links are unlinked, never followed (``shutil.rmtree``);
+    a missing path is no error."""
+    path, folder = Path(path), Path(folder)
+    parent = Path(os.path.realpath(path.parent))
+    if not (parent / path.name).is_relative_to(os.path.realpath(folder)) or path.name in ("", ".", ".."):
+        raise OutsideFolder(f"refusing to remove {str(path)!r}: it is not inside {str(folder)!r}, the folder this "
+                            "command writes")
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():  # a pipe, a socket: nothing this package makes, but nothing to follow either
+        path.unlink(missing_ok=True)
