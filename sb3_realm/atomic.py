@@ -249,8 +249,8 @@ def remove_made(path: str | os.PathLike, folder: str | os.PathLike) -> None:
     symbolic link is unlinked, never followed; a folder's own links are unlinked, never followed (``shutil.rmtree``);
     a missing path is no error."""
     path, folder = Path(path), Path(folder)
-    parent = Path(os.path.realpath(path.parent))
-    if not (parent / path.name).is_relative_to(os.path.realpath(folder)) or path.name in ("", ".", ".."):
+    where, room = Path(os.path.realpath(path.parent)) / path.name, Path(os.path.realpath(folder))
+    if where == room or not where.is_relative_to(room) or path.name in ("", ".", ".."):
         raise OutsideFolder(f"refusing to remove {str(path)!r}: it is not inside {str(folder)!r}, the folder this "
                             "command writes")
     if path.is_symlink() or path.is_file():
