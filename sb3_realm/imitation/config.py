@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import yaml
+
 from .. import games
 from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
@@ -344,10 +346,26 @@ def imitate_config_from_dict(data: dict, overrides: list[str] | None = None) -> 
     return config
 
 
+def _names_base(path: Path) -> object:
+    """The ``base`` a config file names at its top (None when it names none, or when it is not readable YAML:
+    :func:`read_config_file` then says what is wrong with it)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return data.get("base") if isinstance(data, dict) else None
+
+
 def read_run_config(run_dir: str | os.PathLike, overrides: list[str] | None = None) -> ImitateConfig:
     """The config an imitation run in ``run_dir`` was started with (``config.yaml``), converted where it is older
-    (:func:`imitate_config_from_dict`), with ``overrides`` such as more rounds."""
+    (:func:`imitate_config_from_dict`), with ``overrides`` such as more rounds. A run's ``config.yaml`` is written
+    whole (no ``base:``); one naming a base, a file elsewhere, is refused without reading that file."""
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():
         raise ValueError(f"--resume {str(run_dir)!r}: no config.yaml there; is it a run directory made by imitate?")
+    base = _names_base(path)
+    if base is not None:
+        raise ValueError(f"--resume {str(run_dir)!r}: {str(path)!r} names a base ({base!r}), which a run's config "
+                         "never does (it is written whole): it was edited or is not this package's; remove the base "
+                         "line (merge what it held into the file), or start the run again with --out")
     return imitate_config_from_dict(read_config_file(path), overrides)

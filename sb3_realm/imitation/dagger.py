@@ -19,14 +19,20 @@ A run folder holds ``config.yaml``, ``dataset/`` (the expert data, one shard per
 round, atomic: a run killed at any moment resumes from its last complete round with ``--resume``; shards a killed
 round appended after it are dropped), ``tb/`` (``imitation/*`` and ``eval/*`` scalars), ``eval.json``,
 ``best_model.zip`` and ``final_model.zip``: what ``eval``, ``replay`` and ``build-submission`` accept unchanged.
+
+A resumed run folder may come from elsewhere: before anything is written, its parts must lie inside it, its
+checkpoint's state must have the shape this package writes, its dataset must be the one that checkpoint was trained
+on, and every shard of it must load as plain arrays; each refusal is one line naming the file and what to do.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -35,7 +41,7 @@ import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..agents import load_model
-from ..atomic import atomic_write, check_writable_folder, hold_folder
+from ..atomic import atomic_write, check_writable_folder, hold_folder, inside
 from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
@@ -48,7 +54,7 @@ from .collect import Collector, Rollouts
 from .config import ImitateConfig
 from .dataset import ExpertDataset, Layout
 from .expert import ExpertSpec
-from .records import RoundRecord, RunState, RunWriter
+from .records import ResumePoint, RoundRecord, RunState, RunWriter
 from .selection import (
     fill_from_screening,
     is_leaderboard_set,
@@ -139,15 +145,16 @@ class Imitation:
     def new_model(self):
         return build_model(self.config, self.venv)
 
-    def load(self, ckpt: Path, saved: dict, changes: dict):
-        """The model and run state of checkpoint ``ckpt`` (its ``state.json`` ``saved``); returns ``(model, shards)``
-        where ``shards`` is the dataset's length at that round."""
+    def load(self, point: ResumePoint, changes: dict):
+        """The model of the checkpoint the run resumes from (with the hyperparameters ``changes``); the run's state
+        becomes the one it records."""
+        ckpt = point.checkpoint
         warn_feature_version(ckpt / "model.zip")
         model = load_model(ckpt / "model.zip", algo_cls=self.algo.cls, env=self.venv, device=self.config.device,
                            **changes)
         record_config(model, self.config)
-        self.state = RunState.from_dict(saved["imitation"])
-        return model, saved["imitation"]["shards"]
+        self.state = point.state
+        return model
 
     # -------------------------------------------------------------------------------------- which games
     def play(self, model, games: list[tuple[int, dict]], max_steps: int = 0) -> list[GameResult]:
@@ -256,7 +263,7 @@ class Imitation:
         self.stats = {}
         self.state.history.append(record)
         self.state.round = round_no
-        self.writer.round_done(model, self.state, record, len(dataset.meta["shards"]))
+        self.writer.round_done(model, self.state, record, dataset.meta["shards"])
         return record
 
     def _record(self, round_no: int, source: str, rollouts: Rollouts, dataset: ExpertDataset, bc: BCStats,
@@ -282,8 +289,32 @@ class Imitation:
 
 
 # ---------------------------------------------------------------------------------------------------- entry point
-def _prepare(config: ImitateConfig, resume) -> tuple[Path, tuple[Path, dict, dict] | None]:
-    """Validate everything and write nothing yet: the run folder and, when resuming, its last checkpoint and the
+@dataclass(frozen=True)
+class _Resume:
+    """What a resumed run starts from, all checked before anything is written: the checkpoint's
+    :class:`~.records.ResumePoint`, the hyperparameters the config changes, and the dataset (its first
+    ``point.shards`` shards loaded)."""
+
+    point: ResumePoint
+    changes: dict
+    dataset: ExpertDataset
+
+
+def _check_parts(run_dir: Path) -> None:
+    """Refuse a part of the run (``dataset/``, ``checkpoints/``, ``tb/``, ``best_model.zip``) that leads outside it
+    through a symbolic link: a resumed run reads, writes and removes only inside its own folder."""
+    room = os.path.realpath(run_dir)
+    for part in ("dataset", "checkpoints", "tb", "best_model.zip"):
+        real = os.path.realpath(run_dir / part)
+        if not Path(real).is_relative_to(room):
+            raise ValueError(f"run directory {str(run_dir)!r}: {part} leads outside the run (a symbolic link to "
+                             f"{real!r}); a resumed run works only inside its own folder: put the real {part} there, "
+                             "or start the run again with --out")
+
+
+def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
+    """Validate everything and write nothing yet: the run folder and, when resuming, where it resumes from (the
+    checkpoint, its state, the dataset it was trained on, every shard of it loaded as plain arrays) and the
     hyperparameters the config changes (see ``training.run.resume_changes``)."""
     config.validate()
     _check_config(config)
@@ -294,16 +325,22 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, tuple[Path, dict, dic
             raise ValueError(f"run directory {str(run_dir)!r} already holds a dataset; use --resume {run_dir} or "
                              "--out to start a new run elsewhere")
         return run_dir, None
+    _check_parts(run_dir)
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'} (the "
                          "first round never finished): start the run again with --out")
-    if "imitation" not in found[1]:
-        raise ValueError(f"--resume {str(run_dir)!r}: its checkpoints are not an imitation run's (resume a training "
-                         "run with sb3-realm train --resume)")
-    # its index and every shard the checkpoint counts must be intact before anything is written
-    ExpertDataset.open(run_dir / "dataset").verify(found[1]["imitation"]["shards"])
-    return run_dir, (*found, resume_changes(run_dir, config))
+    ckpt, saved = found
+    inside(run_dir / "checkpoints", ckpt.name, f"run directory {str(run_dir)!r}")
+    point = ResumePoint.read(ckpt, saved)
+    # the dataset must be the one the checkpoint was trained on, every shard of it intact, before anything is written
+    dataset = ExpertDataset.open(run_dir / "dataset")
+    dataset.check_checkpoint(point.shards, point.shard_sha256, point.states, str(ckpt))
+    dataset.verify(point.shards)
+    if not (run_dir / "best_model.zip").is_file():
+        raise ValueError(f"--resume {str(run_dir)!r}: {str(run_dir / 'best_model.zip')!r}, the model of the kept "
+                         f"round {point.state.best_round}, is missing; restore it, or start the run again with --out")
+    return run_dir, _Resume(point, resume_changes(run_dir, config), dataset)
 
 
 def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: bool = False):
@@ -322,23 +359,26 @@ def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: b
 
 
 def _imitate(config: ImitateConfig, resume, progress: bool):
-    run_dir, found = _prepare(config, resume)
+    run_dir, resumed = _prepare(config, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, run_dir / "config.yaml")
     threads = torch.get_num_threads()
     torch.set_num_threads(config.torch_threads)
     run = Imitation(config, run_dir)
     try:
-        if found is not None:
-            model, shards = run.load(*found)
-            dataset = ExpertDataset.open(run_dir / "dataset")
-            dataset.truncate(shards)
+        if resumed is not None:
+            model = run.load(resumed.point, resumed.changes)
+            dataset = resumed.dataset
+            dataset.check_compatible(model.observation_space, model.action_space.n,
+                                     getattr(model, "feature_version", "1"))
+            dataset.truncate(resumed.point.shards)  # the first write: what a killed round appended goes
         else:
             model = run.new_model()
             dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert.label, map_name=run.map_name,
                                            feature_version=getattr(model, "feature_version", "1"),
                                            layout=Layout.of(config.game))
-        dataset.check_compatible(model.observation_space, model.action_space.n, getattr(model, "feature_version", "1"))
+            dataset.check_compatible(model.observation_space, model.action_space.n,
+                                     getattr(model, "feature_version", "1"))
+        save_config(config, run_dir / "config.yaml")
         rounds = range(run.state.round + 1, config.imitation.rounds + 1)
         bar = None
         if progress and len(rounds):
@@ -359,6 +399,7 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
             bar.close()
         best = run_dir / "best_model.zip"
         atomic_write(run_dir / "final_model.zip", lambda f: f.write(best.read_bytes()))
+        run.writer.eval_json(run.state)  # the checkpoint's record, also where a resume played no round
         final = load_model(run_dir / "final_model.zip", algo_cls=run.algo.cls, device=config.device)
     finally:
         torch.set_num_threads(threads)

@@ -6,6 +6,11 @@ with its state count, sha256 and, when another labelled it, its expert) and ``sh
 never pickles). Shards are written atomically (temporary file, then rename) before ``meta.json`` names them, so a
 dataset grows by appending shards and a kill at any moment leaves the previous complete dataset.
 
+A dataset's files may come from elsewhere (a copied run folder), so nothing in them is trusted:
+:meth:`ExpertDataset.open` checks the whole index (every key and type; every shard named once, by a shard's name,
+inside the folder) before anything is read through it, and a shard is used only once its sha256 matches and it loads
+without pickles with the arrays, shapes and types of the index's layout.
+
 Compact storage (``Block``): the obstacle, treasure and end windows only hold 0 or 255 and are stored as bits
 (3 x 326 bytes a state), the memory window as its uint8 values (2601 bytes), the vector as float32 (864 bytes):
 4.5 KB a state with the action and the mask, against 11.3 KB for the observation itself.
@@ -15,14 +20,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .. import games
-from ..atomic import atomic_write, sha256_file
+from ..atomic import OutsideFolder, atomic_write, inside, remove_made, sha256_file
 
 __all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "Layout", "LAYOUT", "FORMAT", "encode_maps",
            "decode_maps"]
@@ -30,6 +38,9 @@ __all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "Layout", "LAYOUT
 FORMAT = "sb3-realm expert dataset"
 FORMAT_VERSION = 1
 _ARRAYS = ("bits", "memory", "vector", "actions", "masks", "starts")
+#: the names this package gives shards (``append``): the only files an index may name, and the only ones removed
+SHARD_NAME = re.compile(r"shard-[0-9]{5,}\.npz")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class DatasetError(ValueError):
@@ -78,6 +89,13 @@ class Layout:
     def value_layers(self) -> tuple[int, ...]:
         """The channels stored as their values."""
         return tuple(i for i in range(self.maps_shape[0]) if i not in self.binary_layers)
+
+    def arrays(self, n: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """The shape and type of each stored array of ``n`` states (:class:`Block`)."""
+        return {"bits": ((n, len(self.binary_layers), (self.window + 7) // 8), np.dtype(np.uint8)),
+                "memory": ((n, len(self.value_layers) * self.window), np.dtype(np.uint8)),
+                "vector": ((n, self.vector_size), np.dtype(np.float32)), "actions": ((n,), np.dtype(np.uint8)),
+                "masks": ((n, self.n_actions), np.dtype(bool)), "starts": ((n,), np.dtype(bool))}
 
 
 #: the default game's layout (the Realm's: obstacle, treasure and end windows as bits, the memory window as values)
@@ -195,6 +213,75 @@ class Blocks:
         return parts[0] if len(parts) == 1 else Block.concatenate(parts)
 
 
+def _is_int(value, least: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _check_layout(layout, where: str) -> str | None:
+    """What is wrong with the ``layout`` an index records (None: nothing)."""
+    if not isinstance(layout, dict):
+        return f"{where} = {layout!r} must be a mapping (maps_shape, vector_size, n_actions, binary_layers)"
+    for key in ("maps_shape", "vector_size", "n_actions", "binary_layers"):
+        if key not in layout:
+            return f"{where} lacks {key!r}"
+    shape, layers = layout["maps_shape"], layout["binary_layers"]
+    if not (isinstance(shape, list) and len(shape) == 3 and all(_is_int(v, 1) for v in shape)):
+        return f"{where}.maps_shape = {shape!r} must be three integers >= 1 (channels, height, width)"
+    if not _is_int(layout["vector_size"], 1):
+        return f"{where}.vector_size = {layout['vector_size']!r} must be an integer >= 1"
+    if not (_is_int(layout["n_actions"], 1) and layout["n_actions"] <= 256):
+        return f"{where}.n_actions = {layout['n_actions']!r} must be an integer in 1..256"
+    if not (isinstance(layers, list) and all(_is_int(v) and v < shape[0] for v in layers)
+            and len(set(layers)) == len(layers)):
+        return f"{where}.binary_layers = {layers!r} must list distinct channels of 0..{shape[0] - 1}"
+    return None
+
+
+def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
+    """What is wrong with a dataset's index ``meta`` (read from ``index``, of the dataset in ``folder``), or None:
+    every key and type, and every shard named once, by a shard's name, inside ``folder``."""
+    for key, kind, ok in (("feature_version", "text or a number", lambda v: isinstance(v, (str, int))),
+                          ("layout", "a mapping", lambda v: isinstance(v, dict)),
+                          ("expert", "text", lambda v: isinstance(v, str)),
+                          ("map", "text", lambda v: isinstance(v, str)),
+                          ("shards", "a list of the shards' entries", lambda v: isinstance(v, list))):
+        if key not in meta:
+            return f"it lacks {key!r}"
+        if not ok(meta[key]):
+            return f"{key} = {meta[key]!r} must be {kind}"
+    problem = _check_layout(meta["layout"], "layout")
+    if problem:
+        return problem
+    seen: set[str] = set()
+    for i, entry in enumerate(meta["shards"]):
+        where = f"shards[{i}]"
+        if not isinstance(entry, dict):
+            return f"{where} = {entry!r} must be a mapping (file, states, episodes, source, sha256)"
+        for key in ("file", "states", "episodes", "source", "sha256"):
+            if key not in entry:
+                return f"{where} lacks {key!r}"
+        checks = (("file", "text", isinstance(entry["file"], str)),
+                  ("states", "an integer >= 1", _is_int(entry["states"], 1)),
+                  ("episodes", "an integer >= 0", _is_int(entry["episodes"])),
+                  ("source", "text", isinstance(entry["source"], str)),
+                  ("sha256", "64 hex digits", isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])),
+                  ("expert", "text", isinstance(entry.get("expert", ""), str)))
+        for key, kind, ok in checks:
+            if not ok:
+                return f"{where}.{key} = {entry[key]!r} must be {kind}"
+        name = entry["file"]
+        try:
+            inside(folder, name, f"dataset index {index!r}")
+        except OutsideFolder as exc:
+            return str(exc)
+        if not SHARD_NAME.fullmatch(name):
+            return f"{where}.file = {name!r} is not a shard's name (shard-NNNNN.npz, in the dataset's own folder)"
+        if name in seen:
+            return f"it names {name} twice"
+        seen.add(name)
+    return None
+
+
 class ExpertDataset:
     """A dataset folder (module docstring). Open with :meth:`open` or :meth:`create`; grow with :meth:`append`.
 
@@ -205,7 +292,7 @@ class ExpertDataset:
     def __init__(self, folder: Path, meta: dict) -> None:
         self.folder = folder
         self.meta = meta
-        self._blocks: list[Block] | None = None  # every shard's states, once loaded
+        self._blocks: list[Block] | None = None  # the first shards' states, as far as they are loaded
 
     # ------------------------------------------------------------------------------------------ creating, opening
     @classmethod
@@ -233,14 +320,18 @@ class ExpertDataset:
 
     @classmethod
     def open(cls, folder: str | os.PathLike) -> ExpertDataset:
-        """An existing dataset; raises :class:`DatasetError` when ``meta.json`` is missing or not a dataset's."""
+        """An existing dataset, its whole index checked (module docstring) before anything is read through it;
+        raises :class:`DatasetError` when ``meta.json`` is missing, damaged or not a dataset's."""
         folder = Path(folder)
         path = folder / "meta.json"
         if not path.is_file():
             raise DatasetError(f"{str(folder)!r} is not an expert dataset: no meta.json there (sb3-realm imitate "
                                "writes one under RUN/dataset)")
         try:
+            inside(folder, "meta.json", f"dataset {str(folder)!r}")
             meta = json.loads(path.read_text(encoding="utf-8"))
+        except OutsideFolder as exc:
+            raise DatasetError(str(exc)) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DatasetError(f"{str(path)!r} is not valid JSON ({exc}); the dataset's index is damaged") from exc
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -248,6 +339,12 @@ class ExpertDataset:
         if meta.get("format_version") != FORMAT_VERSION:
             raise DatasetError(f"{str(folder)!r} has dataset format {meta.get('format_version')!r}; this sb3_realm "
                                f"reads format {FORMAT_VERSION}: collect the data again")
+        problem = _index_problem(meta, folder, str(path))
+        if problem is not None:
+            if problem.startswith("dataset index "):  # inside()'s own message names the index and the fix
+                raise DatasetError(problem)
+            raise DatasetError(f"dataset index {str(path)!r}: {problem}; the index is damaged or not this package's: "
+                               "restore the dataset as it was, or collect the data again (a new run with --out)")
         return cls(folder, meta)
 
     # ------------------------------------------------------------------------------------------ checks
@@ -277,18 +374,50 @@ class ExpertDataset:
             raise DatasetError(f"dataset {str(self.folder)!r} has the observation layout {layout}, the model expects "
                                f"{found}: collect the data again for this model (single frames, env.frame_stack: 1)")
 
+    def check_checkpoint(self, shards: int, sha256: list[str] | None, states: int, checkpoint: str) -> None:
+        """Refuse (:class:`DatasetError`) a dataset that is not the one ``checkpoint`` was trained on: fewer shards
+        than its ``shards``, other shards in their place (``sha256``, where the checkpoint records them), or another
+        number of ``states`` in them. More shards are a killed round's (:meth:`truncate` drops them)."""
+        listed, index = self.meta["shards"], str(self.folder / "meta.json")
+        fix = ("restore the run's dataset as it was (its meta.json and shards), delete that checkpoint to resume from "
+               "the one before, or start the run again with --out")
+        if len(listed) < shards:
+            raise DatasetError(f"dataset index {index!r} lists {len(listed)} shards, but the checkpoint "
+                               f"{checkpoint!r} was trained on {shards}: resuming would train on fewer states and "
+                               f"write its next shard where one was lost; {fix}")
+        for entry, digest in zip(listed[:shards], sha256 or [], strict=False):
+            if entry["sha256"] != digest:
+                raise DatasetError(f"dataset index {index!r}: {entry['file']} is not the shard the checkpoint "
+                                   f"{checkpoint!r} was trained on (its sha256 differs); {fix}")
+        held = sum(entry["states"] for entry in listed[:shards])
+        if held != states:
+            raise DatasetError(f"dataset index {index!r}: its first {shards} shards hold {held} states, the "
+                               f"checkpoint {checkpoint!r} trained on {states}; {fix}")
+
     # ------------------------------------------------------------------------------------------ shards
     def _write_meta(self) -> None:
         text = json.dumps(self.meta, indent=2) + "\n"
         atomic_write(self.folder / "meta.json", lambda f: f.write(text.encode("utf-8")))
 
+    def _path(self, entry: dict) -> Path:
+        """The file of shard ``entry``, inside the dataset's folder (checked again on every use: a link may have
+        appeared since the index was read)."""
+        try:
+            return inside(self.folder, entry["file"], f"dataset index {str(self.folder / 'meta.json')!r}")
+        except OutsideFolder as exc:
+            raise DatasetError(str(exc)) from None
+
     def append(self, block: Block, source: str, expert: str | None = None) -> dict:
         """Write ``block`` as a new shard (atomically), then record it in ``meta.json``; returns its entry. ``expert``:
         the policy that labelled it; the entry names it when it is not the dataset's ``expert`` (a resumed run that
-        switched expert)."""
+        switched expert). A file the index does not name is never written over (a round killed between writing its
+        shard and recording it leaves one): the shard takes the next free name."""
         if len(block) == 0:
             raise DatasetError("refusing to append an empty shard")
-        name = f"shard-{len(self.meta['shards']):05d}.npz"
+        recorded = {entry["file"] for entry in self.meta["shards"]}
+        number = len(self.meta["shards"])
+        while (name := f"shard-{number:05d}.npz") in recorded or os.path.lexists(self.folder / name):
+            number += 1
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -303,33 +432,36 @@ class ExpertDataset:
                  "sha256": sha256_file(self.folder / name)}
         if expert is not None and expert != self.meta["expert"]:
             entry["expert"] = expert
+        complete = self._blocks is not None and len(self._blocks) == len(self.meta["shards"])
         self.meta["shards"].append(entry)
         self._write_meta()
-        if self._blocks is not None:
+        if complete and self._blocks is not None:
             self._blocks.append(block)
         return entry
 
     def truncate(self, n_shards: int) -> None:
         """Keep only the first ``n_shards`` shards (a resumed run drops what a killed round appended after its last
-        checkpoint)."""
+        checkpoint): their entries leave the index, then their files (shards of the dataset's own folder, as
+        :meth:`open` checked) are removed."""
         extra = self.meta["shards"][n_shards:]
         if not extra:
             return
+        paths = [self._path(entry) for entry in extra]  # all checked before anything changes
         self.meta["shards"] = self.meta["shards"][:n_shards]
         self._write_meta()
-        for entry in extra:
-            (self.folder / entry["file"]).unlink(missing_ok=True)
+        for path in paths:
+            remove_made(path, self.folder)
         if self._blocks is not None:
             self._blocks = self._blocks[:n_shards]
 
     def verify(self, n_shards: int | None = None) -> None:
-        """Check the first ``n_shards`` shards (all by default) against ``meta.json`` without loading them: each is
-        there with its sha256; a ``DatasetError`` names the first that is not."""
-        for entry in self.meta["shards"][:n_shards]:
-            self._check_shard(entry)
+        """Check the first ``n_shards`` shards (all by default) before any work: each is there with its sha256 and
+        loads without pickles with the arrays, shapes and types of the layout (:meth:`shard`); a
+        :class:`DatasetError` names the first that does not. They stay loaded for :meth:`all`."""
+        self._loaded(len(self.meta["shards"][:n_shards]))
 
     def _check_shard(self, entry: dict) -> Path:
-        path = self.folder / entry["file"]
+        path = self._path(entry)
         if not path.is_file():
             raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} is missing; restore it or remove "
                                "its entry from meta.json (or collect the data again)")
@@ -340,20 +472,52 @@ class ExpertDataset:
 
     def _load_shard(self, entry: dict) -> Block:
         path = self._check_shard(entry)
-        with np.load(path, allow_pickle=False) as data:
-            block = Block.of({name: data[name] for name in _ARRAYS}, self.layout)
-        if len(block) != entry["states"]:
-            raise DatasetError(f"dataset {str(self.folder)!r}: shard {entry['file']} holds {len(block)} states, "
-                               f"meta.json says {entry['states']}")
-        return block
+        where = f"dataset {str(self.folder)!r}: shard {entry['file']}"
+        fix = ("delete it and its entry from meta.json, or collect the data again (a new run with --out); this "
+               "package writes shards of plain arrays only")
+        if not zipfile.is_zipfile(path):
+            raise DatasetError(f"{where} is not a readable .npz (not a zip archive); {fix}")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [name for name in _ARRAYS if name not in data.files]
+                if missing:
+                    raise DatasetError(f"{where} lacks the array {missing[0]!r}; {fix}")
+                arrays = {name: data[name] for name in _ARRAYS}
+        except DatasetError:
+            raise
+        except ValueError as exc:
+            if "pickle" in str(exc) or "Object arrays" in str(exc):
+                raise DatasetError(f"{where} holds a pickle (an object array), which is never loaded: a pickle can "
+                                   f"run code; {fix}") from None
+            raise DatasetError(f"{where} is not a readable .npz of plain arrays ({exc}); {fix}") from None
+        except (OSError, EOFError, KeyError, MemoryError, zipfile.BadZipFile, zlib.error) as exc:
+            raise DatasetError(f"{where} is not a readable .npz of plain arrays ({exc}); {fix}") from None
+        layout = self.layout
+        for name, (shape, dtype) in layout.arrays(entry["states"]).items():
+            if arrays[name].dtype != dtype:
+                raise DatasetError(f"{where}: {name} is {arrays[name].dtype}, expected {dtype}; {fix}")
+            if arrays[name].shape != shape:
+                raise DatasetError(f"{where}: {name} has the shape {arrays[name].shape}, expected {shape} (meta.json "
+                                   f"counts {entry['states']} states); {fix}")
+        if len(arrays["actions"]) and int(arrays["actions"].max()) >= layout.n_actions:
+            raise DatasetError(f"{where} holds actions outside 0..{layout.n_actions - 1}; {fix}")
+        if not np.isfinite(arrays["vector"]).all():
+            raise DatasetError(f"{where}: vector holds values that are not finite (NaN or infinite); {fix}")
+        return Block.of(arrays, layout)
 
     def shard(self, index: int) -> Block:
         """One shard's states, read (and checked) from disk."""
         return self._load_shard(self.meta["shards"][index])
 
+    def _loaded(self, n: int) -> list[Block]:
+        """The first ``n`` shards' states, each loaded (and checked) once and kept."""
+        if self._blocks is None:
+            self._blocks = []
+        while len(self._blocks) < n:
+            self._blocks.append(self._load_shard(self.meta["shards"][len(self._blocks)]))
+        return self._blocks[:n]
+
     def all(self) -> Blocks:
         """All states, shard after shard, loaded (and checked) once and kept: one copy in memory, never concatenated
         (``Block.concatenate(dataset.all().blocks)`` makes a single block when one is needed)."""
-        if self._blocks is None:
-            self._blocks = [self._load_shard(entry) for entry in self.meta["shards"]]
-        return Blocks(self._blocks)
+        return Blocks(self._loaded(len(self.meta["shards"])))

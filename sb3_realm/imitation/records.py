@@ -1,22 +1,77 @@
 """What an imitation run records, in one place: one :class:`RoundRecord` a round, the :class:`RunState` carried from
 round to round (and kept in the checkpoints), and the :class:`RunWriter` that writes TensorBoard scalars,
-``eval.json``, the round's checkpoint and ``best_model.zip``."""
+``eval.json``, the round's checkpoint and ``best_model.zip``.
+
+A resumed run reads its state from a checkpoint's ``state.json``, a file that may come from elsewhere: every key and
+type is checked (:class:`RecordError`, naming the file and the key) before the run does anything with it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.logger import configure
 
-from ..atomic import atomic_write
-from ..training.checkpoints import list_checkpoints, save_checkpoint
+from ..atomic import atomic_write, remove_made
+from ..training.checkpoints import PREFIX, list_checkpoints, save_checkpoint
 from .config import ImitateConfig
 
-__all__ = ["RoundRecord", "RunState", "RunWriter"]
+__all__ = ["RoundRecord", "RunState", "RunWriter", "RecordError", "ResumePoint"]
+
+#: the names of the checkpoint folders this package makes (``save_checkpoint``): the only ones rotated away
+CHECKPOINT_NAME = re.compile(re.escape(PREFIX) + "[0-9]{12}")
+_FIX = ("the file is damaged or was not written by sb3-realm imitate: restore it, delete its checkpoint folder to "
+        "resume from the one before, or start the run again with --out")
+
+
+class RecordError(ValueError):
+    """A run's record (a checkpoint's ``state.json``) that cannot be used; the message names the file, the key and
+    what to do."""
+
+
+def _is(value, kind: str) -> bool:
+    """Whether ``value`` (read from JSON) is of the annotated ``kind`` (``int``, ``float``, ``str``, with ``| None``);
+    a float is any number (JSON writes 2.0 as 2), a bool is never a number."""
+    for name in kind.replace(" ", "").split("|"):
+        if name == "None" and value is None:
+            return True
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (name == "int" and number and isinstance(value, int)) or (name == "float" and number) or (
+                name == "str" and isinstance(value, str)):
+            return True
+    return False
+
+
+_KINDS = {"int": "an integer", "float": "a number", "str": "text", "int|None": "an integer or null",
+          "float|None": "a number or null"}
+
+
+def _mapping(data, where: str) -> dict:
+    if not isinstance(data, dict):
+        raise RecordError(f"{where} holds {_a(data)}, not a mapping; {_FIX}")
+    return data
+
+
+def _a(value) -> str:
+    name = "null" if value is None else type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _checked(data: dict, where: str, kinds: dict[str, str], optional: tuple[str, ...] = ()) -> dict:
+    """``data`` once each key of ``kinds`` is there (or in ``optional``) with a value of its kind."""
+    for key, kind in kinds.items():
+        if key not in data:
+            if key in optional:
+                continue
+            raise RecordError(f"{where} lacks {key!r}; {_FIX}")
+        if not _is(data[key], kind):
+            raise RecordError(f"{where}.{key} = {data[key]!r} must be {_KINDS[kind.replace(' ', '')]}; {_FIX}")
+    return data
 
 
 @dataclass
@@ -70,17 +125,23 @@ class RoundRecord:
         return {k: v for k, v in asdict(self).items() if not (k in optional and v is None)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> RoundRecord:
+    def from_dict(cls, data: dict, source: str = "a round's record") -> RoundRecord:
         """A record from ``eval.json`` or a checkpoint, also one written with the old names (where ``eval_wins``
-        counted the games that reached the end)."""
-        data = dict(data)
-        if "eval_full_wins" in data:
+        counted the games that reached the end); a :class:`RecordError` naming ``source`` and the key for a record
+        of another shape."""
+        data = dict(_mapping(data, source))
+        if "eval_full_wins" in data and "eval_wins" in data:
             data["eval_reached_end"] = data.pop("eval_wins")
         for old, new in cls.RENAMED.items():
             if old in data:
                 data[new] = data.pop(old)
         data.setdefault("eval_missed_treasure_games", None)  # a game without an end to reach does not record it
-        return cls(**data)
+        kinds = {f.name: str(f.type) for f in fields(cls)}
+        unknown = sorted(str(k) for k in data if k not in kinds)
+        if unknown:
+            raise RecordError(f"{source} holds unknown keys {unknown}; {_FIX}")
+        optional = tuple(f.name for f in fields(cls) if f.default is None)
+        return cls(**_checked(data, source, kinds, optional))
 
 
 @dataclass
@@ -108,18 +169,89 @@ class RunState:
             return True
         return False
 
-    def to_dict(self, shards: int) -> dict:
-        return {"round": self.round, "shards": shards, "history": [r.to_dict() for r in self.history],
-                "best_score": self.best_score, "best_key": list(self.best_key), "best_round": self.best_round,
-                "oracle_score": self.oracle_score, "reference": self.reference, "elapsed": self.elapsed,
-                "updates": self.updates}
+    def to_dict(self, shards: int, shard_sha256: list[str] | None = None) -> dict:
+        """The state as a checkpoint keeps it, with the dataset's length ``shards`` (and, given, the sha256 of each
+        of its shards: a resume checks that its dataset is the one this state was trained on)."""
+        out = {"round": self.round, "shards": shards, "history": [r.to_dict() for r in self.history],
+               "best_score": self.best_score, "best_key": list(self.best_key), "best_round": self.best_round,
+               "oracle_score": self.oracle_score, "reference": self.reference, "elapsed": self.elapsed,
+               "updates": self.updates}
+        if shard_sha256 is not None:
+            out["shard_sha256"] = list(shard_sha256)
+        return out
 
     @classmethod
-    def from_dict(cls, im: dict) -> RunState:
-        return cls(round=im["round"], history=[RoundRecord.from_dict(r) for r in im["history"]],
-                   best_key=tuple(im.get("best_key", (im["best_score"],))), best_score=im["best_score"],
+    def from_dict(cls, im: dict, source: str = "the run's state") -> RunState:
+        """The state :meth:`to_dict` wrote; a :class:`RecordError` naming ``source`` and the key for one of another
+        shape (a missing key, a value of the wrong type, rounds that do not follow each other)."""
+        im = _checked(_mapping(im, source), source, {"round": "int", "best_score": "float", "best_round": "int",
+                                                     "oracle_score": "float | None", "elapsed": "float",
+                                                     "updates": "int"})
+        if "history" not in im:
+            raise RecordError(f"{source} lacks 'history'; {_FIX}")
+        if not isinstance(im["history"], list):
+            raise RecordError(f"{source}.history = {im['history']!r} must be a list of the rounds' records; {_FIX}")
+        history = [RoundRecord.from_dict(r, f"{source}.history[{i}]") for i, r in enumerate(im["history"])]
+        rounds = [r.round for r in history]
+        if im["round"] < 0 or rounds != list(range(im["round"] + 1)):
+            raise RecordError(f"{source}.history holds rounds {rounds}, expected 0..{im['round']} (its round); {_FIX}")
+        if not 0 <= im["best_round"] <= im["round"]:
+            raise RecordError(f"{source}.best_round = {im['best_round']!r} must be a round of the run "
+                              f"(0..{im['round']}); {_FIX}")
+        key = im.get("best_key", [im["best_score"]])
+        if not (isinstance(key, list) and key and all(_is(v, "float") for v in key)):
+            raise RecordError(f"{source}.best_key = {key!r} must be a list of numbers; {_FIX}")
+        reference = im.get("reference")
+        if reference is not None and not (isinstance(reference, dict) and isinstance(reference.get("key"), str)
+                                          and isinstance(reference.get("steps"), list)
+                                          and all(_is(v, "int") for v in reference["steps"])):
+            raise RecordError(f"{source}.reference = {reference!r} must be null or a mapping of key (text) and steps "
+                              f"(a list of integers); {_FIX}")
+        return cls(round=im["round"], history=history, best_key=tuple(key), best_score=im["best_score"],
                    best_round=im["best_round"], oracle_score=im["oracle_score"], elapsed=im["elapsed"],
-                   updates=im["updates"], reference=im.get("reference"))
+                   updates=im["updates"], reference=reference)
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """What a resumed run starts from: a checkpoint and the state its ``state.json`` records.
+
+    :param checkpoint: the checkpoint folder.
+    :param state: the run's state after its last round.
+    :param shards: the dataset's length the model was trained on.
+    :param shard_sha256: those shards' sha256 (None for a checkpoint written before they were kept).
+    :param states: the states in those shards.
+    """
+
+    checkpoint: Path
+    state: RunState
+    shards: int
+    shard_sha256: list[str] | None
+    states: int
+
+    @classmethod
+    def read(cls, checkpoint: Path, saved) -> ResumePoint:
+        """The resume point of ``checkpoint``, whose ``state.json`` holds ``saved``; a :class:`RecordError` naming
+        the file and the key for a state of another shape."""
+        source = f"{str(checkpoint / 'state.json')!r}"
+        saved = _mapping(saved, source)
+        if "imitation" not in saved:
+            raise RecordError(f"{source} holds no imitation state: it is a training run's checkpoint (resume it with "
+                              "sb3-realm train --resume)")
+        im = saved["imitation"]
+        if not isinstance(im, dict):
+            raise RecordError(f"{source}: imitation = {saved['imitation']!r} must be a mapping (the imitation run's "
+                              f"state); {_FIX}")
+        state = RunState.from_dict(im, f"{source}: imitation")
+        _checked(im, f"{source}: imitation", {"shards": "int"})
+        shards, digests = im["shards"], im.get("shard_sha256")
+        if shards < 1:
+            raise RecordError(f"{source}: imitation.shards = {shards!r} must be >= 1 (round 0 wrote one); {_FIX}")
+        if digests is not None and not (isinstance(digests, list) and len(digests) == shards and all(
+                isinstance(d, str) and re.fullmatch("[0-9a-f]{64}", d) for d in digests)):
+            raise RecordError(f"{source}: imitation.shard_sha256 = {digests!r} must list {shards} sha256 hex digests "
+                              f"(one per shard); {_FIX}")
+        return cls(checkpoint, state, shards, digests, state.history[-1].states)
 
 
 class RunWriter:
@@ -128,7 +260,13 @@ class RunWriter:
 
     def __init__(self, run_dir: Path, config: ImitateConfig) -> None:
         self.run_dir, self.config = run_dir, config
-        self.logger = configure(str(run_dir / "tb"), ["tensorboard"])
+        self._logger = None  # made on first use: a run refused before its first round writes nothing in tb/
+
+    @property
+    def logger(self):
+        if self._logger is None:
+            self._logger = configure(str(self.run_dir / "tb"), ["tensorboard"])
+        return self._logger
 
     def fit_logger(self, start: int, n_states: int):
         """The ``on_update`` of a fit: its loss and accuracy about 20 times a fit, at update ``start + update``."""
@@ -144,8 +282,11 @@ class RunWriter:
     def best_model(self, model) -> None:
         atomic_write(self.run_dir / "best_model.zip", model.save)
 
-    def round_done(self, model, state: RunState, record: RoundRecord, shards: int) -> None:
-        """Log round ``record``, checkpoint the run after it and rewrite ``eval.json``."""
+    def round_done(self, model, state: RunState, record: RoundRecord, shards: list[dict]) -> None:
+        """Log round ``record``, checkpoint the run after it (with the dataset's ``shards``, their entries, that it was
+        trained on) and rewrite ``eval.json``. The checkpoints beyond ``keep_checkpoints`` removed are the oldest
+        of the folders this package names (``step_<12 digits>``, never a link): a folder of another name beside
+        them is never counted or removed."""
         for key, value in (("eval/mean_score", record.eval_mean_score),
                            ("eval/win_rate", record.eval_wins / record.eval_games),
                            ("eval/mean_steps", record.eval_mean_steps), ("eval/best_mean_score", state.best_score),
@@ -159,13 +300,22 @@ class RunWriter:
             self.logger.record("eval/gap_to_oracle", state.oracle_score - record.eval_mean_score)
         self.logger.dump(state.updates)
         folder = self.run_dir / "checkpoints"
-        save_checkpoint(model, folder, algo=self.config.algo.name, extra={"imitation": state.to_dict(shards)})
-        for old in list_checkpoints(folder)[:-self.config.keep_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
+        extra = {"imitation": state.to_dict(len(shards), [entry["sha256"] for entry in shards])}
+        saved = save_checkpoint(model, folder, algo=self.config.algo.name, extra=extra)
+        made = [p for p in list_checkpoints(folder) if CHECKPOINT_NAME.fullmatch(p.name) and not p.is_symlink()]
+        for old in made[:-self.config.keep_checkpoints]:
+            if old != saved:
+                with contextlib.suppress(OSError):  # a checkpoint left behind costs space, never the run
+                    remove_made(old, self.run_dir)
+        self.eval_json(state)
+
+    def eval_json(self, state: RunState) -> None:
+        """Write ``eval.json``: the rounds of ``state`` and the kept one."""
         text = json.dumps({"history": [r.to_dict() for r in state.history], "best_round": state.best_round,
                            "best_mean_score": state.best_score, "oracle_mean_score": state.oracle_score},
                           indent=2) + "\n"
         atomic_write(self.run_dir / "eval.json", lambda f: f.write(text.encode("utf-8")))
 
     def close(self) -> None:
-        self.logger.close()
+        if self._logger is not None:
+            self._logger.close()
