@@ -21,7 +21,8 @@ from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
 
 __all__ = ["SelectionConfig", "ImitationConfig", "ImitateConfig", "load_imitate_config", "imitate_config_from_dict",
-           "convert_legacy_selection", "read_run_config", "LEGACY_SELECTION_KEYS", "SWEEPS", "LABELS", "KEEPS"]
+           "convert_legacy_selection", "read_run_config", "check_run_config", "LEGACY_SELECTION_KEYS", "SWEEPS",
+           "LABELS", "KEEPS"]
 
 #: ``selection.games``: no sweep (the held-out games choose the round), the sweep (every set of the leaderboard's
 #: count and a sample of each other count), or every set of every count
@@ -360,6 +361,12 @@ def read_run_config(run_dir: str | os.PathLike, overrides: list[str] | None = No
     """The config an imitation run in ``run_dir`` was started with (``config.yaml``), converted where it is older
     (:func:`imitate_config_from_dict`), with ``overrides`` such as more rounds. A run's ``config.yaml`` is written
     whole (no ``base:``); one naming a base, a file elsewhere, is refused without reading that file."""
+    return imitate_config_from_dict(read_config_file(check_run_config(run_dir)), overrides)
+
+
+def check_run_config(run_dir: str | os.PathLike) -> Path:
+    """The path of the ``config.yaml`` of the run in ``run_dir``, once it is there and names no ``base:`` (a run's
+    config is written whole; a base would be a file elsewhere, never read); a ``ValueError`` otherwise."""
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():
         raise ValueError(f"--resume {str(run_dir)!r}: no config.yaml there; is it a run directory made by imitate?")
@@ -368,4 +375,4 @@ def read_run_config(run_dir: str | os.PathLike, overrides: list[str] | None = No
         raise ValueError(f"--resume {str(run_dir)!r}: {str(path)!r} names a base ({base!r}), which a run's config "
                          "never does (it is written whole): it was edited or is not this package's; remove the base "
                          "line (merge what it held into the file), or start the run again with --out")
-    return imitate_config_from_dict(read_config_file(path), overrides)
+    return path

@@ -32,6 +32,7 @@ import json
 import os
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -46,12 +47,12 @@ from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
-from ..training.checkpoints import latest_checkpoint
+from ..training.checkpoints import latest_checkpoint, list_checkpoints
 from ..training.config import save_config
 from ..training.run import build_model, record_config, resume_changes, start_new_run
 from .bc import BCStats, fit, fit_sequences
 from .collect import Collector, Rollouts
-from .config import ImitateConfig
+from .config import ImitateConfig, check_run_config
 from .dataset import ExpertDataset, Layout
 from .expert import ExpertSpec
 from .records import ResumePoint, RoundRecord, RunState, RunWriter
@@ -301,10 +302,12 @@ class _Resume:
 
 
 def _check_parts(run_dir: Path) -> None:
-    """Refuse a part of the run (``dataset/``, ``checkpoints/``, ``tb/``, ``best_model.zip``) that leads outside it
-    through a symbolic link: a resumed run reads, writes and removes only inside its own folder."""
+    """Refuse a part of the run (``dataset/``, ``checkpoints/`` and each checkpoint in it, ``tb/``,
+    ``best_model.zip``) that leads outside it through a symbolic link: a resumed run reads, writes and removes only
+    inside its own folder."""
     room = os.path.realpath(run_dir)
-    for part in ("dataset", "checkpoints", "tb", "best_model.zip"):
+    checkpoints = [f"checkpoints/{p.name}" for p in list_checkpoints(run_dir / "checkpoints")]
+    for part in ("dataset", "checkpoints", "tb", "best_model.zip", *checkpoints):
         real = os.path.realpath(run_dir / part)
         if not Path(real).is_relative_to(room):
             raise ValueError(f"run directory {str(run_dir)!r}: {part} leads outside the run (a symbolic link to "
@@ -325,6 +328,7 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
             raise ValueError(f"run directory {str(run_dir)!r} already holds a dataset; use --resume {run_dir} or "
                              "--out to start a new run elsewhere")
         return run_dir, None
+    check_run_config(run_dir)  # resume_changes reads it
     _check_parts(run_dir)
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
@@ -337,9 +341,19 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     dataset = ExpertDataset.open(run_dir / "dataset")
     dataset.check_checkpoint(point.shards, point.shard_sha256, point.states, str(ckpt))
     dataset.verify(point.shards)
-    if not (run_dir / "best_model.zip").is_file():
-        raise ValueError(f"--resume {str(run_dir)!r}: {str(run_dir / 'best_model.zip')!r}, the model of the kept "
-                         f"round {point.state.best_round}, is missing; restore it, or start the run again with --out")
+    best = run_dir / "best_model.zip"
+    if not best.is_file():
+        raise ValueError(f"--resume {str(run_dir)!r}: {str(best)!r}, the model of the kept round "
+                         f"{point.state.best_round}, is missing; restore it, or start the run again with --out")
+    try:
+        with zipfile.ZipFile(best) as archive:
+            damaged = archive.testzip()
+    except (OSError, zipfile.BadZipFile) as exc:
+        damaged = str(exc)
+    if damaged is not None:
+        raise ValueError(f"--resume {str(run_dir)!r}: {str(best)!r}, the model of the kept round "
+                         f"{point.state.best_round}, is damaged ({damaged}); restore it, or start the run again with "
+                         "--out")
     return run_dir, _Resume(point, resume_changes(run_dir, config), dataset)
 
 
@@ -376,8 +390,6 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
             dataset = ExpertDataset.create(run_dir / "dataset", expert=run.expert.label, map_name=run.map_name,
                                            feature_version=getattr(model, "feature_version", "1"),
                                            layout=Layout.of(config.game))
-            dataset.check_compatible(model.observation_space, model.action_space.n,
-                                     getattr(model, "feature_version", "1"))
         save_config(config, run_dir / "config.yaml")
         rounds = range(run.state.round + 1, config.imitation.rounds + 1)
         bar = None

@@ -239,15 +239,14 @@ def _check_layout(layout, where: str) -> str | None:
 
 def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
     """What is wrong with a dataset's index ``meta`` (read from ``index``, of the dataset in ``folder``), or None:
-    every key and type, and every shard named once, by a shard's name, inside ``folder``."""
-    for key, kind, ok in (("feature_version", "text or a number", lambda v: isinstance(v, (str, int))),
-                          ("layout", "a mapping", lambda v: isinstance(v, dict)),
-                          ("expert", "text", lambda v: isinstance(v, str)),
-                          ("map", "text", lambda v: isinstance(v, str)),
-                          ("shards", "a list of the shards' entries", lambda v: isinstance(v, list))):
+    every key and type, and every shard named once, by a shard's name, inside ``folder`` (a path leading out raises
+    :class:`DatasetError` at once)."""
+    for key, kind, types in (("feature_version", "text or a number", (str, int)), ("layout", "a mapping", dict),
+                             ("expert", "text", str), ("map", "text", str),
+                             ("shards", "a list of the shards' entries", list)):
         if key not in meta:
             return f"it lacks {key!r}"
-        if not ok(meta[key]):
+        if not isinstance(meta[key], types):
             return f"{key} = {meta[key]!r} must be {kind}"
     problem = _check_layout(meta["layout"], "layout")
     if problem:
@@ -264,16 +263,17 @@ def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
                   ("states", "an integer >= 1", _is_int(entry["states"], 1)),
                   ("episodes", "an integer >= 0", _is_int(entry["episodes"])),
                   ("source", "text", isinstance(entry["source"], str)),
-                  ("sha256", "64 hex digits", isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])),
+                  ("sha256", "64 hex digits",
+                   isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"]) is not None),
                   ("expert", "text", isinstance(entry.get("expert", ""), str)))
-        for key, kind, ok in checks:
-            if not ok:
+        for key, kind, valid in checks:
+            if not valid:
                 return f"{where}.{key} = {entry[key]!r} must be {kind}"
         name = entry["file"]
         try:
             inside(folder, name, f"dataset index {index!r}")
-        except OutsideFolder as exc:
-            return str(exc)
+        except OutsideFolder as exc:  # its message names the index and the fix
+            raise DatasetError(str(exc)) from None
         if not SHARD_NAME.fullmatch(name):
             return f"{where}.file = {name!r} is not a shard's name (shard-NNNNN.npz, in the dataset's own folder)"
         if name in seen:
@@ -332,8 +332,9 @@ class ExpertDataset:
             meta = json.loads(path.read_text(encoding="utf-8"))
         except OutsideFolder as exc:
             raise DatasetError(str(exc)) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DatasetError(f"{str(path)!r} is not valid JSON ({exc}); the dataset's index is damaged") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise DatasetError(f"{str(path)!r} is not valid JSON ({exc}); the dataset's index is damaged: restore "
+                               "it, or collect the data again (a new run with --out)") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise DatasetError(f"{str(path)!r} is not the index of an sb3-realm expert dataset")
         if meta.get("format_version") != FORMAT_VERSION:
@@ -341,8 +342,6 @@ class ExpertDataset:
                                f"reads format {FORMAT_VERSION}: collect the data again")
         problem = _index_problem(meta, folder, str(path))
         if problem is not None:
-            if problem.startswith("dataset index "):  # inside()'s own message names the index and the fix
-                raise DatasetError(problem)
             raise DatasetError(f"dataset index {str(path)!r}: {problem}; the index is damaged or not this package's: "
                                "restore the dataset as it was, or collect the data again (a new run with --out)")
         return cls(folder, meta)
@@ -450,7 +449,8 @@ class ExpertDataset:
         self.meta["shards"] = self.meta["shards"][:n_shards]
         self._write_meta()
         for path in paths:
-            remove_made(path, self.folder)
+            if path.is_symlink() or path.is_file():  # a folder of a shard's name is none of this package's
+                remove_made(path, self.folder)
         if self._blocks is not None:
             self._blocks = self._blocks[:n_shards]
 

@@ -193,8 +193,10 @@ class RunState:
             raise RecordError(f"{source}.history = {im['history']!r} must be a list of the rounds' records; {_FIX}")
         history = [RoundRecord.from_dict(r, f"{source}.history[{i}]") for i, r in enumerate(im["history"])]
         rounds = [r.round for r in history]
-        if im["round"] < 0 or rounds != list(range(im["round"] + 1)):
-            raise RecordError(f"{source}.history holds rounds {rounds}, expected 0..{im['round']} (its round); {_FIX}")
+        rising = all(0 <= a < b for a, b in zip(rounds, rounds[1:], strict=False))
+        if not rounds or rounds[0] < 0 or not rising or rounds[-1] != im["round"]:
+            raise RecordError(f"{source}.history holds rounds {rounds}, which must rise to its round {im['round']}; "
+                              f"{_FIX}")
         if not 0 <= im["best_round"] <= im["round"]:
             raise RecordError(f"{source}.best_round = {im['best_round']!r} must be a round of the run "
                               f"(0..{im['round']}); {_FIX}")
