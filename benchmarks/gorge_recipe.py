@@ -20,6 +20,9 @@ time counts, its kept model is the curve's first point, and the training config 
 ``configs/gorge/finetune.yaml``) then starts from it (``finetune.init_from``) for the rest of ``--budget-s``.
 ``--imitated RUN`` does the same with an imitation run made before (its own recorded wall time counts, resumes
 included).
+
+``--out`` must be a new or empty folder: an earlier output of this script is refused (the run would start again over
+it), as is any other folder, before the yardstick plays and untouched.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -39,10 +43,16 @@ from sb3_realm.imitation import imitate
 from sb3_realm.imitation.config import load_imitate_config
 from sb3_realm.training import train
 from sb3_realm.training.config import load_config
+from sb3_realm.tuning.script import check_output_folder, run_script
 
 #: the seed of the test games' env seeds (evaluation.game_seed): fixed here, never used to train or select
 TEST_SEED = 20_260_917
 OPEN_TEST_MAPS = ("open_9", "open_10")
+#: what this script writes in --out (a training run's files, its imitation run's folder, the result), resumes between
+#: chunks included; the run's config.yaml or the imitation's folder comes first
+OWN = ("config.yaml", "checkpoints", "tb", "eval.json", "best_model.zip", "final_model.zip", "vecnormalize.json",
+       "init_model.zip", "warm_start.json", "imitate", "gorge_recipe.json", "gorge_recipe.png",
+       re.compile(r"final_model\.step-\d+\.zip"), re.compile(r"best_model\.before-resume-step-\d+\.zip"))
 
 
 def test_maps(maps_dir: str | None) -> list[str]:
@@ -101,6 +111,9 @@ def main() -> None:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
         plot_curve(saved, Path(args.replot).with_suffix(".png"))
         return
+    if check_output_folder(args.out, OWN, markers=("config.yaml", "imitate"), script="benchmarks/gorge_recipe.py"):
+        raise ValueError(f"--out {args.out!r} holds an earlier run of this script; it starts a new one: choose another "
+                         "--out (the earlier one was left as it was)")
     out = Path(args.out)
     maps = test_maps(args.maps_dir)
     overrides = [f"out={json.dumps(str(out))}", "progress_bar=false", *args.overrides]
@@ -199,4 +212,4 @@ def plot_curve(result: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "gorge_recipe.py")

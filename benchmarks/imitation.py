@@ -15,24 +15,39 @@ outside the timed run, ``sb3-realm eval``'s exhaustive protocol (all 715 nine-tr
 for the oracle, and the other games of the competition (start 2, end 1, max_step 2000): ``--random-games`` random
 sets of each treasure count 0..13 (seed 777) and the fixed set of each count (ids 3..3+n-1). Peak RSS of this
 process and of its worker processes (the largest one) are reported.
+
+``--out`` (and ``OUT-finetune``) must be new or empty folders; ``--overwrite`` replaces an earlier run of this script
+there (a folder with its ``config.yaml`` and nothing but a run's files), removing only those files. Any other folder
+is refused, untouched.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
+from sb3_realm.atomic import check_output_file, check_writable_folder
 from sb3_realm.evaluation import evaluate, write_json_atomic
 from sb3_realm.imitation import imitate
 from sb3_realm.imitation.config import load_imitate_config, read_run_config
 from sb3_realm.training import train
 from sb3_realm.training.config import load_config
+from sb3_realm.tuning.script import check_output_folder, remove_outputs, run_script
+
+#: what an imitation run and a fine-tuning run write in their folders (config.yaml first)
+IMITATE_RUN = ("config.yaml", "dataset", "checkpoints", "tb", "eval.json", "best_model.zip", "final_model.zip")
+FINETUNE_RUN = ("config.yaml", "checkpoints", "tb", "eval.json", "best_model.zip", "final_model.zip",
+                "vecnormalize.json", "init_model.zip", "warm_start.json")
+
+
+def finetune_folder(out: str) -> Path:
+    """The folder of the fine-tuning run beside ``--out``: ``OUT-finetune``."""
+    return Path(f"{Path(out)}-finetune")
 
 
 def summary(report) -> dict:
@@ -61,12 +76,19 @@ def main() -> None:
     parser.add_argument("--json", dest="json_path", default=None, help="also write the JSON here")
     parser.add_argument("--plot", default=None, help="write the PNG curve here")
     args = parser.parse_args()
-    fresh = ([] if args.run else [Path(args.out)]) + \
-        ([Path(args.out + "-finetune")] if args.finetune_config and not args.finetune_run else [])
-    for out in fresh:  # checked before any work starts
-        if out.exists() and not args.overwrite:
-            parser.error(f"--out: {out} exists and holds an earlier run; choose another --out, or add --overwrite "
-                         "to replace it")
+    fresh = ([] if args.run else [(args.out, IMITATE_RUN)]) + \
+        ([(str(finetune_folder(args.out)), FINETUNE_RUN)] if args.finetune_config and not args.finetune_run else [])
+    check_writable_folder(args.out, "--out")  # OUT-finetune is named after it, even with --run
+    earlier = {}
+    for out, own in fresh:  # checked before any work starts
+        found = check_output_folder(out, own, markers=("config.yaml",), script="benchmarks/imitation.py")
+        if found and not args.overwrite:
+            raise ValueError(f"--out: {out!r} holds an earlier run of this script; choose another --out, or add "
+                             "--overwrite to replace it")
+        earlier[Path(out)] = found
+    for flag, path in (("--json", args.json_path), ("--plot", args.plot)):
+        if path is not None:
+            check_output_file(path, flag)
 
     if args.run is not None:
         run_dir = Path(args.run)
@@ -78,9 +100,7 @@ def main() -> None:
         if args.map_path:
             overrides.append(f"env.map_path={json.dumps(args.map_path)}")
         config = load_imitate_config(args.config, overrides)
-        out = Path(args.out)
-        if out.exists():  # --overwrite (checked in main)
-            shutil.rmtree(out)
+        remove_outputs(args.out, earlier[Path(args.out)])  # an earlier run with --overwrite (checked above)
         t0 = time.perf_counter()
         _, run_dir = imitate(config)
         run_s = time.perf_counter() - t0
@@ -115,7 +135,7 @@ def main() -> None:
         result["other_games_all_won"] = all(v["random"]["wins"] == v["random"]["games"] and
                                             v["fixed"]["wins"] == 1 for v in others.values())
     if args.finetune_config or args.finetune_run:
-        result["finetune"] = finetune_phase(args, model, exhaustive, common)
+        result["finetune"] = finetune_phase(args, model, exhaustive, common, earlier)
     result["peak_rss_total"] = peak_rss_mib()
     print(json.dumps(result, indent=2))
     if args.json_path:
@@ -124,16 +144,16 @@ def main() -> None:
         plot_curve(result, args.plot)
 
 
-def finetune_phase(args, model: str, before, common: dict) -> dict:
+def finetune_phase(args, model: str, before, common: dict, earlier: dict[Path, list[Path]]) -> dict:
     """Fine-tune from ``model`` (or read a finished run), then its best model on the 715 sets, set by set against
-    ``before`` (the imitation model's exhaustive report, which has the oracle's per-set scores)."""
+    ``before`` (the imitation model's exhaustive report, which has the oracle's per-set scores); ``earlier``: the
+    entries of an earlier run in the fine-tuning folder, which ``--overwrite`` replaces."""
     if args.finetune_run:
         run_dir = Path(args.finetune_run)
         run_s, rss = None, None
     else:
-        out = Path(args.out + "-finetune")
-        if out.exists():  # --overwrite (checked in main)
-            shutil.rmtree(out)
+        out = finetune_folder(args.out)
+        remove_outputs(out, earlier[out])  # an earlier run with --overwrite (checked in main)
         overrides = [f"out={json.dumps(str(out))}", f"finetune.init_from={json.dumps(model)}", "progress_bar=false"]
         if args.map_path:
             overrides.append(f"env.map_path={json.dumps(args.map_path)}")
@@ -191,4 +211,4 @@ def plot_curve(result: dict, path: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "imitation.py")

@@ -6,6 +6,9 @@ treasures), competition score and win rate against env steps. Prints JSON, write
 After every chunk of training: the deterministic policy's score on the fixed configuration (one game: the env and
 the policy are deterministic), and the mean score and win rate of the sampling policy over ``--episodes`` games.
 Reports the first step count at which the sampling policy wins >= 90% of its evaluation games.
+
+``--out`` must be a new or empty folder, or an earlier output of this script (its ``learning.json``, ``model.zip`` and
+``learning.png``, nothing else), whose files are replaced; any other folder is refused before training, untouched.
 """
 
 from __future__ import annotations
@@ -20,10 +23,15 @@ import torch
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import ModelPolicy, play_episode
+from sb3_realm.atomic import atomic_write
 from sb3_realm.evaluation import write_json_atomic
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import build_model, make_vec_env
+from sb3_realm.tuning.script import check_output_folder, run_script
+
+#: what this script writes in --out (learning.json last but one, beside the model it describes)
+OWN = ("learning.json", "model.zip", "learning.png")
 
 
 def main() -> None:
@@ -45,6 +53,7 @@ def main() -> None:
         plot_curve(saved["curve"], f"{algo} on the default map, treasures {saved['usr_conf']['treasure_id']}",
                    Path(args.replot).with_suffix(".png"))
         return
+    check_output_folder(args.out, OWN, markers=("learning.json",), script="benchmarks/learning.py")
     ids = [int(i) for i in args.treasures.split(",")]
     usr = {"treasure_random": 0, "treasure_id": ids, "max_step": args.max_step}
     config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", "device=cpu", *args.overrides])
@@ -70,7 +79,7 @@ def main() -> None:
     result = {"benchmark": "learning", "config": args.config, "usr_conf": usr, "curve": curve,
               "steps_to_90pct_wins": reached, "final": curve[-1] if curve else None, "peak_rss": peak_rss_mib()}
     write_json_atomic(result, out / "learning.json")
-    model.save(out / "model.zip")
+    atomic_write(out / "model.zip", model.save)
     plot_curve(curve, f"{config.algo.name} on the default map, treasures {ids}", out / "learning.png")
     print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
 
@@ -102,4 +111,4 @@ def plot_curve(curve: list[dict], title: str, path):
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "learning.py")

@@ -16,8 +16,10 @@ import numpy as np
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.agents import load_policy, play_episode
+from sb3_realm.atomic import check_output_file
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.games.realm.env import RealmEnv
+from sb3_realm.tuning.script import run_script
 
 
 def trace(env: RealmEnv, spec: str, seed: int, conf: dict) -> dict:
@@ -58,6 +60,8 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=5, help="play every N-th of the 715 sets")
     parser.add_argument("--json", dest="json_path", default=None)
     args = parser.parse_args()
+    if args.json_path is not None:  # before the games, not after them
+        check_output_file(args.json_path, "--json")
 
     t0 = time.perf_counter()
     confs = protocol_configs("exhaustive", treasures=9, max_step=2000)
@@ -97,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "legs.py")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -45,6 +44,13 @@ from sb3_realm.processes import mp_context
 from sb3_realm.training.config import load_config
 from sb3_realm.training.run import train
 from sb3_realm.tuning import StudyConfig, baseline_params, convert_rewards, run_study
+from sb3_realm.tuning.outputs import STORAGE_COMPANIONS
+from sb3_realm.tuning.script import check_output_folder, remove_outputs, run_script, study_problems
+
+#: what this script writes in OUT (the storage's companions beside it), and what it writes there first
+STORAGES = ("study.db", "study.log")
+OWN = (*STORAGES, *(name + end for name in STORAGES for end in STORAGE_COMPANIONS), "study", "check", "benchmark.json")
+MARKERS = (*STORAGES, "benchmark.json")
 
 
 def _check_run(label: str, params: dict, base, seed: int, args, out: Path) -> dict:
@@ -142,15 +148,19 @@ def main() -> None:
     p.add_argument("--resume", action="store_true", help="keep OUT and continue its study")
     args = p.parse_args()
     out = Path(args.out)
+    earlier = check_output_folder(args.out, OWN, markers=MARKERS, script="benchmarks/tune_study.py")
     base, setup = _base(args)
-    if out.exists() and not args.resume:
-        shutil.rmtree(out)
     storage = str(out / "study.log") if args.workers > 1 else f"sqlite:///{out / 'study.db'}"
     study = StudyConfig(kind="rewards", base=base, name="rewards", storage=storage, out=str(out / "study"),
-                        n_trials=args.trials, pruner=args.pruner, sampler_seed=0)
+                        n_trials=args.trials, pruner=args.pruner, sampler_seed=0).validate()
+    if not args.resume:  # everything is checked: the earlier output goes, and only what this script wrote
+        remove_outputs(out, earlier)
     start = time.perf_counter()
     summary = run_study(study, workers=args.workers, progress=False)
     study_wall = time.perf_counter() - start
+    problems = study_problems(summary)
+    if problems:
+        sys.exit(f"tune_study.py: error: {problems}")
     best = summary["best"]
     trials = optuna.load_study(study_name="rewards", storage=study.make_storage()).trials
     result = {
@@ -191,4 +201,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "tune_study.py")

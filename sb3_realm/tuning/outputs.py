@@ -1,6 +1,8 @@
-"""The study folder's outputs, each written atomically: ``best.yaml`` (a full config for ``sb3-realm train
---config``), ``trials.csv``, HTML plots (optimization history, parameter importances, parallel coordinates) and
-``study.json`` (the summary the scripts print)."""
+"""Output folders: the check every script under ``benchmarks/`` and ``tuning/`` makes of its ``--out`` before it
+writes anything (:func:`check_output_folder`: a new or empty folder, or one of the script's own earlier outputs,
+never any other folder), and the study folder's outputs, each written atomically: ``best.yaml`` (a full config for
+``sb3-realm train --config``), ``trials.csv``, HTML plots (optimization history, parameter importances, parallel
+coordinates) and ``study.json`` (the summary the scripts print)."""
 
 from __future__ import annotations
 
@@ -8,20 +10,81 @@ import csv
 import io
 import json
 import math
+import os
+import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import optuna
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, check_writable_folder, remove_made, temp_names
 from ..training.config import save_config
 from .space import convert_params
-from .trials import study_counts
+from .trials import SURPLUS_KEY, study_counts
 
-__all__ = ["write_outputs", "PLOTS"]
+__all__ = ["write_outputs", "PLOTS", "STUDY_FILES", "check_output_folder", "remove_outputs", "failed_trials"]
 
 PLOTS = ("optimization_history", "param_importances", "parallel_coordinate")
+#: what a study folder holds (the default SQLite storage among them)
+STUDY_FILES = ("trials", "best.yaml", "trials.csv", "study.json", *(f"{name}.html" for name in PLOTS), "study.db")
+#: what a database file brings beside itself: SQLite's rollback journal and write-ahead log, the journal file's lock
+STORAGE_COMPANIONS = ("-journal", "-wal", "-shm", ".lock")
+
+
+def _owned(name: str, own: Sequence[str | re.Pattern]) -> bool:
+    """Whether ``name`` is one of ``own`` (exact names, or patterns matching the whole name) or the temporary file
+    an atomic write of one of them leaves behind when killed."""
+    for item in own:
+        if isinstance(item, re.Pattern):
+            if item.fullmatch(name):
+                return True
+        elif name == item or temp_names(item).fullmatch(name):
+            return True
+    return False
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def check_output_folder(path: str | os.PathLike, own: Sequence[str | re.Pattern], *, markers: Sequence[str] = (),
+                        what: str = "--out", script: str = "this script") -> list[Path]:
+    """Check the output folder of a script before it writes anything; returns the entries of an earlier output of the
+    script found there (empty for a new or empty folder), which the caller keeps (a resumed run) or removes with
+    :func:`remove_outputs` (a replaced one).
+
+    A ``ValueError`` naming the path and the fix refuses an empty path (it would write into the current folder), one
+    that cannot be written (:func:`~sb3_realm.atomic.check_writable_folder`), and an existing folder that is not an
+    earlier output of the script: one holding anything but ``own`` (exact names, or patterns for names with a
+    number in them; an atomic write's leftover of one counts as it), or, when ``markers`` are given, none of them
+    (the file a run of the script writes first, so that a folder of the same names made by someone else is not
+    taken for one).
+    """
+    folder = check_writable_folder(path, what)
+    if not folder.is_dir():
+        return []
+    entries = sorted(folder.iterdir())
+    if not entries:
+        return []
+    foreign = [p.name for p in entries if not _owned(p.name, own)]
+    if foreign:
+        raise ValueError(f"{what} {str(path)!r} is not an earlier output of {script}: it holds {_listed(foreign)}, "
+                         f"which {script} does not write. Nothing was touched; give a new or empty folder")
+    if markers and not any((folder / name).exists() for name in markers):
+        raise ValueError(f"{what} {str(path)!r} is not an earlier output of {script}: it holds "
+                         f"{_listed([p.name for p in entries])} but not {' or '.join(repr(m) for m in markers)}, "
+                         f"which {script} writes first. Nothing was touched; give a new or empty folder")
+    return entries
+
+
+def remove_outputs(folder: str | os.PathLike, entries: Sequence[Path]) -> None:
+    """Remove ``entries`` of ``folder`` (what :func:`check_output_folder` found of a script's earlier output): each
+    with :func:`~sb3_realm.atomic.remove_made`, so nothing outside ``folder`` is followed or removed."""
+    for entry in entries:
+        remove_made(entry, folder)
 
 
 def _write_text(path: Path, text: str) -> Path:
@@ -73,13 +136,20 @@ def write_outputs(study: optuna.Study, config) -> dict:
         files[name] = str(_write_text(out / f"{name}.html", html))
     values = [t.value for t in complete if t.value is not None and math.isfinite(t.value)]
     summary = {"study": config.name, "storage": config.storage, "kind": config.kind, "out": str(out),
-               "n_trials": config.n_trials, "trials": counts, "best": best,
+               "n_trials": config.n_trials, "trials": counts, "best": best, "failed": failed_trials(study),
                "baseline_value": _baseline_value(study), "mean_complete_value": (sum(values) / len(values))
                if values else None, "files": files, "skipped": skipped,
                "dashboard": f"optuna-dashboard {config.storage}"}
     files["study_json"] = str(out / "study.json")
     _write_text(out / "study.json", json.dumps(summary, indent=2, default=str) + "\n")
     return summary
+
+
+def failed_trials(study: optuna.Study) -> list[dict]:
+    """The trials the objective failed (not a dead worker's, not a surplus one), each ``{"number", "reason"}``."""
+    return [{"number": t.number, "reason": str(t.user_attrs["fail_reason"])}
+            for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
+            if "fail_reason" in t.user_attrs and SURPLUS_KEY not in t.user_attrs]
 
 
 def trials_csv(study: optuna.Study) -> str:

@@ -1,17 +1,24 @@
-"""The command line of ``tuning/tune_rewards.py`` and ``tuning/tune_hparams.py`` (one parser, two kinds)."""
+"""The command line of ``tuning/tune_rewards.py`` and ``tuning/tune_hparams.py`` (one parser, two kinds), and what
+every script under ``benchmarks/`` and ``tuning/`` shares: the check of its output folder before it writes anything
+(:func:`~sb3_realm.tuning.outputs.check_output_folder`, :func:`~sb3_realm.tuning.outputs.remove_outputs`) and one
+line with exit code 2 for bad input (:func:`run_script`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from ..arguments import ArgumentParser, json_dict, map_file
 from ..training.config import config_from_dict, load_config
+from .outputs import check_output_folder, remove_outputs
 from .study import PRUNERS, StudyConfig, load_study, run_study
 
-__all__ = ["build_parser", "study_config_from_args", "main"]
+__all__ = ["build_parser", "study_config_from_args", "study_problems", "main", "run_script", "check_output_folder",
+           "remove_outputs"]
 
 DESCRIPTIONS = {
     "rewards": "Optuna study over the reward weights (and optionally a curriculum) of a training config, judged by "
@@ -92,8 +99,28 @@ def study_config_from_args(kind: str, args):
                        enqueue=list(args.enqueue)).validate()
 
 
+def study_problems(summary: dict) -> str | None:
+    """What went wrong in a finished study (its :func:`~sb3_realm.tuning.study.run_study` summary), in one line
+    naming each failed trial's reason and the fix, or None when nothing did."""
+    failed = summary.get("failed") or []
+    codes = [code for code in summary.get("worker_exit_codes") or [] if code != 0]
+    if not failed and not codes:
+        return None
+    parts = []
+    if failed:
+        shown = "; ".join(f"trial {t['number']}: {t['reason']}" for t in failed[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        parts.append(f"{len(failed)} trial(s) failed ({shown}{more})")
+    if codes:
+        parts.append(f"worker processes ended with exit codes {codes}")
+    return (f"{' and '.join(parts)}; their reasons are in {summary.get('out')}/trials.csv (fail_reason): fix the "
+            "cause, then run the same command again to go on with the study (failed trials count as finished: raise "
+            "--n-trials for new ones)")
+
+
 def main(kind: str, argv: list[str] | None = None) -> int:
-    """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input."""
+    """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input, 1 with one
+    line when a trial failed or a worker process died (the summary is printed first)."""
     args = build_parser(kind).parse_args(argv)
     try:
         config = study_config_from_args(kind, args)
@@ -101,5 +128,26 @@ def main(kind: str, argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"tune_{kind}.py: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a folder without permission: one line
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"tune_{kind}.py: error: {exc.strerror or exc}:{where}; check the path, its permissions and the free "
+              "space, then run the same command again (the study goes on from its storage)", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
+    problems = study_problems(summary)
+    if problems:
+        print(f"tune_{kind}.py: error: {problems}", file=sys.stderr)
+        return 1
     return 0
+
+
+def run_script(main: Callable[[], int | None], prog: str) -> NoReturn:
+    """Run a script's ``main()`` and exit with its return value (None: 0). Bad input (a ``ValueError``: the scripts
+    check theirs before any work and any write) ends it with one line, ``PROG: error: ...``, and exit code 2, as
+    ``sb3-realm`` does."""
+    try:
+        code = main()
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(code or 0)

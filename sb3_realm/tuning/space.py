@@ -20,7 +20,7 @@ from ..training.config import TrainConfig
 
 __all__ = ["KINDS", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
            "sample_maskable_ppo_hparams", "sample_recurrent_ppo_hparams", "convert_hparams", "sample_params",
-           "convert_params", "baseline_params"]
+           "convert_params", "baseline_params", "param_distributions"]
 
 KINDS = ("rewards", "hparams")
 
@@ -169,30 +169,22 @@ def sample_params(kind: str, trial, base: TrainConfig, curriculum: bool = False)
     raise ValueError(f"study kind {kind!r}; choose one of {list(KINDS)}")
 
 
-class _NameRecorder:
-    """A stand-in for an Optuna trial that records the names a sampler asks for (and answers its lowest value)."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def suggest_float(self, name, low, high, **kwargs):
-        self.names.append(name)
-        return low
-
-    def suggest_int(self, name, low, high, **kwargs):
-        self.names.append(name)
-        return low
-
-    def suggest_categorical(self, name, choices):
-        self.names.append(name)
-        return choices[0]
+def _scratch_trial() -> optuna.Trial:
+    """A trial of a study in memory, made without Optuna's "new study created" line."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        return optuna.create_study().ask()
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
-def param_names(kind: str, base: TrainConfig, curriculum: bool = False) -> list[str]:
-    """The names of the parameters a study of ``kind`` samples (what ``--enqueue`` dicts may hold)."""
-    recorder = _NameRecorder()
-    sample_params(kind, recorder, base, curriculum=curriculum)
-    return recorder.names
+def param_distributions(kind: str, base: TrainConfig, curriculum: bool = False) -> dict:
+    """The parameters a study of ``kind`` samples (what ``--enqueue`` dicts may hold), each with the Optuna
+    distribution it is drawn from, in the sampler's order (asked of a scratch trial in memory)."""
+    trial = _scratch_trial()
+    sample_params(kind, trial, base, curriculum=curriculum)
+    return dict(trial.distributions)
 
 
 def convert_params(kind: str, params: dict, base: TrainConfig) -> TrainConfig:
@@ -228,8 +220,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
 
 def _inside(params: dict, base: TrainConfig) -> bool:
     """Whether every value lies in the distribution the sampler would use for it (checked on a scratch trial)."""
-    study = optuna.create_study()
-    trial = study.ask()
+    trial = _scratch_trial()
     HPARAM_SAMPLERS[base.algo.name](trial, base)
     for key, dist in trial.distributions.items():
         value = params.get(key)

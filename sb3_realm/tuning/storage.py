@@ -13,8 +13,11 @@ gets the same behaviour from :class:`HeartbeatJournalStorage` (the heartbeat is 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import json
 import re
+import sqlite3
 import time
 import warnings
 from pathlib import Path
@@ -26,8 +29,10 @@ from optuna.storages._heartbeat import BaseHeartbeat  # the documented base of h
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import TrialState
 
-__all__ = ["make_storage", "storage_kind", "storage_path", "HeartbeatJournalStorage", "retry_callback",
-           "HEARTBEAT_KEY"]
+from ..atomic import check_output_file
+
+__all__ = ["make_storage", "storage_kind", "storage_path", "check_storage_file", "HeartbeatJournalStorage",
+           "retry_callback", "HEARTBEAT_KEY"]
 
 HEARTBEAT_KEY = "sb3_realm:heartbeat"
 _HELP = ("use sqlite:///PATH.db (one worker), journal:///PATH.log or a PATH ending in .log (several workers on one "
@@ -65,6 +70,59 @@ def _drive_path(text: str) -> Path:
     if re.match(r"^/[A-Za-z]:[/\\]", text):
         text = text[1:]
     return Path(text)
+
+
+#: the first bytes of every SQLite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: tables every Optuna database has
+OPTUNA_TABLES = {"studies", "trials", "version_info"}
+
+
+def check_storage_file(url: str) -> None:
+    """Raise ``ValueError`` (naming the file and the fix) unless the file of a SQLite or journal ``url`` can be an
+    Optuna storage: missing or empty (it is created), or an Optuna journal (every line a JSON entry, the first one
+    a study's creation, none cut short), or a SQLite database that is empty or holds Optuna's tables. Reads the
+    file, writes nothing: a file of anything else is never appended to, nor given Optuna's tables. A database
+    server's URL is left to the server."""
+    path = storage_path(url)
+    if path is None:
+        return
+    check_output_file(path, "--storage file")
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    problem = _journal_problem(path) if storage_kind(url) == "journal" else _sqlite_problem(path)
+    if problem:
+        raise ValueError(f"--storage {url!r}: {str(path)!r} {problem}; it was left as it was: give another file (a "
+                         "new one is created), or move that one away")
+
+
+def _journal_problem(path: Path) -> str | None:
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return f"is not an Optuna journal file: line {number} is cut short (no newline at its end)"
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                return f"is not an Optuna journal file: line {number} is not JSON"
+            code = entry.get("op_code") if isinstance(entry, dict) else None
+            if isinstance(code, bool) or not isinstance(code, int) or (number == 1 and code != 0):
+                return f"is not an Optuna journal file: line {number} is not a journal entry"
+    return None
+
+
+def _sqlite_problem(path: Path) -> str | None:
+    with open(path, "rb") as f:
+        if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            return "is not a SQLite database"
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        return f"is not a readable SQLite database ({exc})"
+    if tables and not OPTUNA_TABLES <= tables:
+        return f"is a SQLite database of something else, not an Optuna study (its tables: {sorted(tables)[:8]})"
+    return None
 
 
 def _with_driver(url: str) -> str:
@@ -157,6 +215,7 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
     if path is not None:
         if not create and not path.is_file():
             raise ValueError(f"--storage {url!r}: no study file at {path}")
+        check_storage_file(url)
         path.parent.mkdir(parents=True, exist_ok=True)
     callback = retry_callback(max_retry) if max_retry > 0 else None
     with warnings.catch_warnings():

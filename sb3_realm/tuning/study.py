@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -25,9 +27,9 @@ from ..atomic import check_portable_path
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
 from .objective import objective
-from .outputs import write_outputs
-from .space import KINDS, baseline_params, convert_params, param_names
-from .storage import make_storage, storage_kind
+from .outputs import STORAGE_COMPANIONS, STUDY_FILES, check_output_folder, write_outputs
+from .space import KINDS, baseline_params, convert_params, param_distributions
+from .storage import make_storage, storage_kind, storage_path
 from .trials import SURPLUS_KEY, is_killed, is_surplus, study_counts
 
 __all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", "study_counts", "run_worker",
@@ -110,7 +112,8 @@ class StudyConfig:
             env.reset(seed=0)
         finally:
             env.close()
-        names = param_names(self.kind, self.base, self.curriculum)
+        distributions = param_distributions(self.kind, self.base, self.curriculum)
+        names = list(distributions)
         for params in self.enqueue:
             if not isinstance(params, dict):
                 raise ValueError(f"--enqueue {params!r}: not a dict; the parameters of this {self.kind} study are "
@@ -119,13 +122,41 @@ class StudyConfig:
             if unknown:
                 raise ValueError(f"--enqueue {params!r}: unknown keys {unknown}; the parameters of this {self.kind} "
                                  f"study are {names}")
+            for key, value in params.items():
+                problem = _enqueued_value_problem(value, distributions[key])
+                if problem:
+                    raise ValueError(f"--enqueue {params!r}: {key} = {value!r} {problem}")
         return self
+
+    def folder_names(self) -> list[str]:
+        """What the study folder ``out`` may hold: :data:`~sb3_realm.tuning.outputs.STUDY_FILES`, and the storage's
+        file with its companions when it lies there."""
+        databases = ["study.db"]
+        path = storage_path(self.storage)
+        if path is not None and Path(os.path.realpath(path.parent)) == Path(os.path.realpath(self.out)):
+            databases.append(path.name)
+        return [*STUDY_FILES, *databases, *(name + end for name in databases for end in STORAGE_COMPANIONS)]
 
     def make_storage(self, create: bool = True):
         return make_storage(self.storage, self.heartbeat_interval, self.grace_period, self.max_retry, create)
 
     def meta(self) -> dict:
         return {"kind": self.kind, "base_config": config_to_dict(self.base), "curriculum": self.curriculum}
+
+
+def _enqueued_value_problem(value, distribution) -> str | None:
+    """Why an ``--enqueue`` value cannot be a trial's value of ``distribution`` (None when it can). A number outside
+    the sampled range is allowed (Optuna warns): trying a value the sampler would not is what enqueuing is for."""
+    if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+        if not isinstance(value, bool) and value in distribution.choices:
+            return None
+        return f"is not one of its choices {list(distribution.choices)}; give one of them"
+    low, high = distribution.low, distribution.high
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return f"is not a finite number; give a number (the study samples it from {low} to {high})"
+    if isinstance(distribution, optuna.distributions.IntDistribution) and value != int(value):
+        return f"is not a whole number; give one (the study samples it from {low} to {high})"
+    return None
 
 
 def make_pruner(name: str, base: TrainConfig) -> optuna.pruners.BasePruner:
@@ -247,7 +278,9 @@ def _objective(trial: optuna.Trial, config: StudyConfig) -> float:
 
 
 class _SurplusFilter(logging.Filter):
-    """Drops Optuna's two "Trial N failed" records of a surplus trial (the first carries the _Surplus exception)."""
+    """Drops Optuna's two "Trial N failed" records of a surplus trial (the first carries the _Surplus exception), and
+    the traceback of another failed trial's record: its one line names the error, which the trial keeps as
+    ``fail_reason`` and the scripts report when the study ends."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -259,13 +292,17 @@ class _SurplusFilter(logging.Filter):
         if record.exc_info and record.exc_info[0] is _Surplus:
             self.numbers.add(number)
             return False
-        return number not in self.numbers
+        if number in self.numbers:
+            return False
+        record.exc_info, record.exc_text = None, None
+        return True
 
 
 @contextlib.contextmanager
 def _quiet_surplus():
-    """Keep Optuna's "Trial N failed" warning (with a traceback) for a surplus trial out of the log: it is expected
-    when workers race, and the trial's ``surplus`` attribute says why it ended."""
+    """Keep Optuna's "Trial N failed" warning for a surplus trial out of the log (it is expected when workers race,
+    and the trial's ``surplus`` attribute says why it ended), and a failed trial's traceback (see
+    :class:`_SurplusFilter`)."""
     log, flt = logging.getLogger("optuna.study._optimize"), _SurplusFilter()
     log.addFilter(flt)
     try:
@@ -334,6 +371,7 @@ def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> d
         raise ValueError(f"--workers {workers} with SQLite ({config.storage}): SQLite is for one worker process; "
                          "use --storage journal:///PATH/study.log for several processes on this host or "
                          "postgresql://USER@HOST/DB for several machines")
+    check_output_folder(config.out, config.folder_names(), script="a tuning study")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(config)
     trials_dir = Path(config.out) / "trials"
