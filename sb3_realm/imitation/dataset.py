@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import reprlib
 import tempfile
 import zipfile
 import zlib
@@ -41,6 +42,15 @@ _ARRAYS = ("bits", "memory", "vector", "actions", "masks", "starts")
 #: the names this package gives shards (``append``): the only files an index may name, and the only ones removed
 SHARD_NAME = re.compile(r"shard-[0-9]{5,}\.npz")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict, _REPR.maxlevel = 80, 80, 8, 6, 3
+
+
+def shown(value) -> str:
+    """``repr(value)`` cut short: a value read from a file, shown in a one-line message."""
+    return _REPR.repr(value)
 
 
 class DatasetError(ValueError):
@@ -220,20 +230,20 @@ def _is_int(value, least: int = 0) -> bool:
 def _check_layout(layout, where: str) -> str | None:
     """What is wrong with the ``layout`` an index records (None: nothing)."""
     if not isinstance(layout, dict):
-        return f"{where} = {layout!r} must be a mapping (maps_shape, vector_size, n_actions, binary_layers)"
+        return f"{where} = {shown(layout)} must be a mapping (maps_shape, vector_size, n_actions, binary_layers)"
     for key in ("maps_shape", "vector_size", "n_actions", "binary_layers"):
         if key not in layout:
             return f"{where} lacks {key!r}"
     shape, layers = layout["maps_shape"], layout["binary_layers"]
     if not (isinstance(shape, list) and len(shape) == 3 and all(_is_int(v, 1) for v in shape)):
-        return f"{where}.maps_shape = {shape!r} must be three integers >= 1 (channels, height, width)"
+        return f"{where}.maps_shape = {shown(shape)} must be three integers >= 1 (channels, height, width)"
     if not _is_int(layout["vector_size"], 1):
-        return f"{where}.vector_size = {layout['vector_size']!r} must be an integer >= 1"
+        return f"{where}.vector_size = {shown(layout['vector_size'])} must be an integer >= 1"
     if not (_is_int(layout["n_actions"], 1) and layout["n_actions"] <= 256):
-        return f"{where}.n_actions = {layout['n_actions']!r} must be an integer in 1..256"
+        return f"{where}.n_actions = {shown(layout['n_actions'])} must be an integer in 1..256"
     if not (isinstance(layers, list) and all(_is_int(v) and v < shape[0] for v in layers)
             and len(set(layers)) == len(layers)):
-        return f"{where}.binary_layers = {layers!r} must list distinct channels of 0..{shape[0] - 1}"
+        return f"{where}.binary_layers = {shown(layers)} must list distinct channels of 0..{shape[0] - 1}"
     return None
 
 
@@ -247,7 +257,7 @@ def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
         if key not in meta:
             return f"it lacks {key!r}"
         if not isinstance(meta[key], types):
-            return f"{key} = {meta[key]!r} must be {kind}"
+            return f"{key} = {shown(meta[key])} must be {kind}"
     problem = _check_layout(meta["layout"], "layout")
     if problem:
         return problem
@@ -255,7 +265,7 @@ def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
     for i, entry in enumerate(meta["shards"]):
         where = f"shards[{i}]"
         if not isinstance(entry, dict):
-            return f"{where} = {entry!r} must be a mapping (file, states, episodes, source, sha256)"
+            return f"{where} = {shown(entry)} must be a mapping (file, states, episodes, source, sha256)"
         for key in ("file", "states", "episodes", "source", "sha256"):
             if key not in entry:
                 return f"{where} lacks {key!r}"
@@ -268,14 +278,14 @@ def _index_problem(meta: dict, folder: Path, index: str) -> str | None:
                   ("expert", "text", isinstance(entry.get("expert", ""), str)))
         for key, kind, valid in checks:
             if not valid:
-                return f"{where}.{key} = {entry[key]!r} must be {kind}"
+                return f"{where}.{key} = {shown(entry[key])} must be {kind}"
         name = entry["file"]
         try:
             inside(folder, name, f"dataset index {index!r}")
         except OutsideFolder as exc:  # its message names the index and the fix
             raise DatasetError(str(exc)) from None
         if not SHARD_NAME.fullmatch(name):
-            return f"{where}.file = {name!r} is not a shard's name (shard-NNNNN.npz, in the dataset's own folder)"
+            return f"{where}.file = {shown(name)} is not a shard's name (shard-NNNNN.npz, in the dataset's own folder)"
         if name in seen:
             return f"it names {name} twice"
         seen.add(name)

@@ -20,6 +20,7 @@ from stable_baselines3.common.logger import configure
 from ..atomic import atomic_write, remove_made
 from ..training.checkpoints import PREFIX, list_checkpoints, save_checkpoint
 from .config import ImitateConfig
+from .dataset import shown
 
 __all__ = ["RoundRecord", "RunState", "RunWriter", "RecordError", "ResumePoint"]
 
@@ -70,7 +71,7 @@ def _checked(data: dict, where: str, kinds: dict[str, str], optional: tuple[str,
                 continue
             raise RecordError(f"{where} lacks {key!r}; {_FIX}")
         if not _is(data[key], kind):
-            raise RecordError(f"{where}.{key} = {data[key]!r} must be {_KINDS[kind.replace(' ', '')]}; {_FIX}")
+            raise RecordError(f"{where}.{key} = {shown(data[key])} must be {_KINDS[kind.replace(' ', '')]}; {_FIX}")
     return data
 
 
@@ -139,7 +140,7 @@ class RoundRecord:
         kinds = {f.name: str(f.type) for f in fields(cls)}
         unknown = sorted(str(k) for k in data if k not in kinds)
         if unknown:
-            raise RecordError(f"{source} holds unknown keys {unknown}; {_FIX}")
+            raise RecordError(f"{source} holds unknown keys {shown(unknown)}; {_FIX}")
         optional = tuple(f.name for f in fields(cls) if f.default is None)
         return cls(**_checked(data, source, kinds, optional))
 
@@ -190,7 +191,8 @@ class RunState:
         if "history" not in im:
             raise RecordError(f"{source} lacks 'history'; {_FIX}")
         if not isinstance(im["history"], list):
-            raise RecordError(f"{source}.history = {im['history']!r} must be a list of the rounds' records; {_FIX}")
+            raise RecordError(f"{source}.history = {shown(im['history'])} must be a list of the rounds' records; "
+                              f"{_FIX}")
         history = [RoundRecord.from_dict(r, f"{source}.history[{i}]") for i, r in enumerate(im["history"])]
         rounds = [r.round for r in history]
         rising = all(0 <= a < b for a, b in zip(rounds, rounds[1:], strict=False))
@@ -198,17 +200,17 @@ class RunState:
             raise RecordError(f"{source}.history holds rounds {rounds}, which must rise to its round {im['round']}; "
                               f"{_FIX}")
         if not 0 <= im["best_round"] <= im["round"]:
-            raise RecordError(f"{source}.best_round = {im['best_round']!r} must be a round of the run "
+            raise RecordError(f"{source}.best_round = {shown(im['best_round'])} must be a round of the run "
                               f"(0..{im['round']}); {_FIX}")
         key = im.get("best_key", [im["best_score"]])
         if not (isinstance(key, list) and key and all(_is(v, "float") for v in key)):
-            raise RecordError(f"{source}.best_key = {key!r} must be a list of numbers; {_FIX}")
+            raise RecordError(f"{source}.best_key = {shown(key)} must be a list of numbers; {_FIX}")
         reference = im.get("reference")
         if reference is not None and not (isinstance(reference, dict) and isinstance(reference.get("key"), str)
                                           and isinstance(reference.get("steps"), list)
                                           and all(_is(v, "int") for v in reference["steps"])):
-            raise RecordError(f"{source}.reference = {reference!r} must be null or a mapping of key (text) and steps "
-                              f"(a list of integers); {_FIX}")
+            raise RecordError(f"{source}.reference = {shown(reference)} must be null or a mapping of key (text) and "
+                              f"steps (a list of integers); {_FIX}")
         return cls(round=im["round"], history=history, best_key=tuple(key), best_score=im["best_score"],
                    best_round=im["best_round"], oracle_score=im["oracle_score"], elapsed=im["elapsed"],
                    updates=im["updates"], reference=reference)
@@ -242,17 +244,17 @@ class ResumePoint:
                               "sb3-realm train --resume)")
         im = saved["imitation"]
         if not isinstance(im, dict):
-            raise RecordError(f"{source}: imitation = {saved['imitation']!r} must be a mapping (the imitation run's "
-                              f"state); {_FIX}")
+            raise RecordError(f"{source}: imitation = {shown(saved['imitation'])} must be a mapping (the imitation "
+                              f"run's state); {_FIX}")
         state = RunState.from_dict(im, f"{source}: imitation")
         _checked(im, f"{source}: imitation", {"shards": "int"})
         shards, digests = im["shards"], im.get("shard_sha256")
         if shards < 1:
-            raise RecordError(f"{source}: imitation.shards = {shards!r} must be >= 1 (round 0 wrote one); {_FIX}")
+            raise RecordError(f"{source}: imitation.shards = {shown(shards)} must be >= 1 (round 0 wrote one); {_FIX}")
         if digests is not None and not (isinstance(digests, list) and len(digests) == shards and all(
                 isinstance(d, str) and re.fullmatch("[0-9a-f]{64}", d) for d in digests)):
-            raise RecordError(f"{source}: imitation.shard_sha256 = {digests!r} must list {shards} sha256 hex digests "
-                              f"(one per shard); {_FIX}")
+            raise RecordError(f"{source}: imitation.shard_sha256 = {shown(digests)} must list {shards} sha256 hex "
+                              f"digests (one per shard); {_FIX}")
         return cls(checkpoint, state, shards, digests, state.history[-1].states)
 
 
