@@ -117,7 +117,7 @@ def test_a_build_killed_mid_swap_is_restored_by_the_next_one(models, tmp_path):
     build_submission(models["ppo"], out)
     manifest = (out / "diy" / "manifest.json").read_bytes()
     os.replace(out, tmp_path / ".sub.old-4242")  # as a SIGKILL between the two renames leaves it
-    (tmp_path / ".sub.x1y2.tmp").mkdir()
+    (tmp_path / ".sub.x1y2z3w4.tmp").mkdir()  # as tempfile names an unfinished build
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(Exception, match="already exists; pass --force"):

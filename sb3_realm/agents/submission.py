@@ -8,11 +8,18 @@
 - :class:`SubmissionProcess`: in such a process, the Agent of a model the task saved (loaded as the platform's
   model loader does) or of the folder itself, answering competition observations with actions.
 - :class:`SubmissionPolicy`: a submission folder as a policy (``reset(env)``, ``act(env, obs)``).
+
+A built folder runs its own code by design (its Agent is the policy). What is checked first: every file against the
+manifest's sha256 (:func:`verify_package`: changed, missing and extra files, a sourceless ``.pyc``, symbolic links
+and special files are refused), and every path the manifest or the conf names stays inside the folder. Bytecode in
+the folder is never run: its modules are compiled from their verified sources (a private, empty bytecode cache
+folder in this process and in the guarded ones), so a ``__pycache__`` planted beside them is ignored.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -20,19 +27,22 @@ import inspect
 import io
 import json
 import os
+import shutil
+import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
 from .. import games
-from ..atomic import sha256_file
+from ..atomic import inside, sha256_file
 from ..games import GameEnv
 from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB, layout_spec
 
@@ -59,33 +69,55 @@ def _manifest_at(path: Path) -> dict | None:
 def read_manifest(folder: str | os.PathLike) -> dict:
     """The manifest of a folder built by build-submission (in its algorithm folder: the one its
     ``conf/configure_app.toml`` selects, or the only one with a manifest), or a ValueError saying what is
-    missing."""
+    missing. What it names is checked (:func:`_check_manifest`): a known layout and one of its algorithm folders, and
+    a weights file inside the folder."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{str(folder)!r} is not a built submission: it is not a folder (build one with sb3-realm "
                          "build-submission MODEL.zip --out DIR)")
-    candidates = sorted(folder.glob("*/manifest.json"))
+    candidates = sorted(path for path in folder.glob("*/manifest.json")
+                        if not path.parent.is_symlink() and not path.is_symlink())  # never read through a link
     selected = _selected_folders(folder)
     if selected is not None:
-        candidates = [folder / name / "manifest.json" for name in selected]
-    found = [m for m in (_manifest_at(path) for path in candidates) if m is not None]
+        candidates = [inside(folder, f"{name}/manifest.json", f"{str(conf)!r} (its algo)") for name, conf in selected]
+    found = [(m, path) for m, path in ((_manifest_at(path), path) for path in candidates) if m is not None]
     if len(found) != 1:
         where = f"in {', '.join(str(c) for c in candidates)}" if candidates else "in any of its folders"
         raise ValueError(f"{str(folder)!r} is not a built submission: no manifest of sb3-realm build-submission "
                          f"{where} (build one with sb3-realm build-submission MODEL.zip --out DIR)")
-    return found[0]
+    manifest, path = found[0]
+    _check_manifest(folder, manifest, path)
+    return manifest
 
 
-def _selected_folders(folder: Path) -> list[str] | None:
-    """The algorithm folders a code package's conf selects for training (one per layout whose conf is there:
-    ``[app] algo`` of the 2024 package, ``agent_<algo>`` of a 15.0.1 one's policy table); None when no conf selects
-    one. A ValueError when a conf does not parse."""
+def _check_manifest(folder: Path, manifest: dict, path: Path) -> None:
+    """A ValueError unless what the manifest ``path`` names can be used: its layout is one of
+    :data:`~sb3_realm.submission.LAYOUTS`, its ``algo_dir`` one of that layout's algorithm folders (the folder the
+    manifest is in) and its weights file a path inside ``folder``."""
+    fix = "the folder is damaged or was not written by sb3-realm build-submission; rebuild it with sb3-realm " \
+          "build-submission MODEL.zip --out DIR --force"
+    layout, algo = manifest.get("layout"), manifest.get("algo_dir")
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ValueError(f"{str(path)!r} names the layout {layout!r}, which is none of {sorted(LAYOUTS)}; {fix}")
+    if algo not in layout_spec(layout)["algo_dirs"] or path.parent.name != algo:
+        raise ValueError(f"{str(path)!r} names the algorithm folder {algo!r}, which is not the folder it is in or "
+                         f"not one of {layout_spec(layout)['algo_dirs']}; {fix}")
+    weights = manifest.get("weights")
+    if not isinstance(weights, dict) or not isinstance(weights.get("file"), str):
+        raise ValueError(f"{str(path)!r} names no weights file; {fix}")
+    inside(folder, weights["file"], f"the manifest {str(path)!r}")
+
+
+def _selected_folders(folder: Path) -> list[tuple[str, Path]] | None:
+    """The algorithm folders a code package's conf selects for training, each with the conf that names it (one per
+    layout whose conf is there: ``[app] algo`` of the 2024 package, ``agent_<algo>`` of a 15.0.1 one's policy
+    table); None when no conf selects one. A ValueError when a conf does not parse."""
     selected = []
     for name in LAYOUTS:
         layout = layout_spec(name)
         conf_file = folder / layout.get("policy_conf", layout["app_conf"])
         table = layout.get("policy_table", layout["app_table"])
-        if not conf_file.is_file():
+        if not conf_file.is_file() or conf_file.is_symlink():
             continue
         try:
             data = tomllib.loads(conf_file.read_text(encoding="utf-8"))
@@ -96,32 +128,65 @@ def _selected_folders(folder: Path) -> list[str] | None:
             data = data.get(part, {}) if isinstance(data, dict) else {}
         algo = str(data.get("algo", "")) if isinstance(data, dict) else ""
         if algo:
-            selected.append(layout.get("folder_prefix", "") + algo)
+            selected.append((layout.get("folder_prefix", "") + algo, conf_file))
     return selected or None
 
 
-def _bytecode(rel: Path) -> bool:
-    return "__pycache__" in rel.parts or rel.suffix == ".pyc"
+def _walk(folder: Path) -> Iterator[tuple[str, int]]:
+    """Every entry below ``folder`` but its folders, as (relative POSIX path, ``lstat`` mode), never through a
+    symbolic link (a link is an entry of its own)."""
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(folder / rel if rel else folder) as listing:
+            names = sorted(entry.name for entry in listing)
+        for name in names:
+            sub = f"{rel}/{name}" if rel else name
+            mode = os.lstat(folder / sub).st_mode
+            if stat.S_ISDIR(mode):
+                pending.append(sub)
+            else:
+                yield sub, mode
+
+
+def _cache(rel: str) -> bool:
+    """A file of a ``__pycache__`` folder: Python's bytecode cache of a module, never part of a package (and never
+    run: :func:`_sources_only`)."""
+    return "__pycache__" in rel.split("/")
 
 
 def package_differences(folder: str | os.PathLike, manifest: dict) -> dict[str, list[str]]:
-    """How a built package differs from its manifest: ``changed`` (sha256 differs), ``missing`` and ``extra`` files
-    (relative POSIX paths; Python's bytecode caches and the manifest itself are not part of a package)."""
+    """How a built package differs from its manifest (relative POSIX paths): ``changed`` (sha256 differs),
+    ``missing`` and ``extra`` files (a ``.pyc`` outside ``__pycache__``, which Python imports without a source, and a
+    named pipe or other special file among them), ``links`` (symbolic links: a package has none, and none is
+    followed here) and ``bytecode`` (the caches in ``__pycache__`` folders, which are not part of a package and are
+    never run). The manifest itself is not listed in it."""
     folder = Path(folder)
     listed: dict = manifest.get("files", {}) if isinstance(manifest.get("files"), dict) else {}
     own = f"{manifest.get('algo_dir')}/manifest.json"
-    present = {q.relative_to(folder).as_posix() for q in folder.rglob("*")
-               if q.is_file() and not _bytecode(q.relative_to(folder))}
+    present, links, caches, special = set(), [], [], []
+    for rel, mode in _walk(folder):
+        if stat.S_ISLNK(mode):
+            links.append(rel)
+        elif not stat.S_ISREG(mode):
+            special.append(rel)
+        elif _cache(rel):
+            caches.append(rel)
+        else:
+            present.add(rel)
     return {"changed": sorted(f for f in listed if f in present and sha256_file(folder / f) != listed[f]),
-            "missing": sorted(f for f in listed if f not in present),
-            "extra": sorted(present - set(listed) - {own})}
+            "missing": sorted(f for f in listed if f not in present and f not in links),
+            "extra": sorted((present - set(listed) - {own}) | set(special)), "links": sorted(links),
+            "bytecode": sorted(caches)}
 
 
 def verify_package(folder: str | os.PathLike, manifest: dict) -> None:
-    """Raise ``ValueError`` naming every file of ``folder`` that is not as its manifest records it."""
+    """Raise ``ValueError`` naming every file of ``folder`` that is not as its manifest records it (bytecode caches
+    aside: they are never run)."""
     diff = package_differences(folder, manifest)
-    parts = [f"{what} {', '.join(files[:5])}{', ...' if len(files) > 5 else ''}" for what, files in diff.items()
-             if files]
+    names = {"links": "symbolic links"}
+    parts = [f"{names.get(what, what)} {', '.join(files[:5])}{', ...' if len(files) > 5 else ''}"
+             for what, files in diff.items() if files and what != "bytecode"]
     if parts:
         raise ValueError(f"the package {str(folder)!r} is not as build-submission wrote it ({'; '.join(parts)}): it "
                          "would not play the model it records. Rebuild it with sb3-realm build-submission MODEL.zip "
@@ -148,15 +213,37 @@ def _obs_message(obs) -> tuple[dict, bytes]:
     return plain, buf.getvalue()
 
 
+@contextlib.contextmanager
+def _sources_only() -> Iterator[None]:
+    """Imports in the block compile every module from its source and write no bytecode: the bytecode cache is a
+    fresh, empty private folder (``sys.pycache_prefix``), so a ``.pyc`` in a package's ``__pycache__`` is never
+    read, whatever its header says."""
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    with tempfile.TemporaryDirectory(prefix="sb3-realm-no-bytecode-") as empty:
+        sys.pycache_prefix, sys.dont_write_bytecode = empty, True
+        importlib.invalidate_caches()
+        try:
+            yield
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = saved
+
+
 class _HarnessProcess:
-    """``harness.py`` in a fresh guarded process (see the module docstring); use as a context manager."""
+    """``harness.py`` in a fresh guarded process (see the module docstring); use as a context manager. It writes no
+    bytecode and reads none of the folder's: its bytecode cache is a private empty folder (``-X pycache_prefix``)."""
 
     def __init__(self, args: list[str], folder: Path, harness: Path = HARNESS) -> None:
         self.folder = folder
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
-        self.proc = subprocess.Popen([sys.executable, "-I", "-B", str(harness), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self._no_cache = tempfile.mkdtemp(prefix="sb3-realm-no-bytecode-")
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-B", "-X", f"pycache_prefix={self._no_cache}",
+                                          str(harness), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=env)
+        except BaseException:
+            shutil.rmtree(self._no_cache, ignore_errors=True)
+            raise
         # its three pipes: never None with PIPE, and binary buffered streams (the default bufsize=-1)
         self._stdin = cast(io.BufferedWriter, self.proc.stdin)
         self._stdout = cast(io.BufferedReader, self.proc.stdout)
@@ -218,6 +305,7 @@ class _HarnessProcess:
         self._drain.join(timeout=5)
         for stream in (self._stdin, self._stdout, self._stderr_pipe):  # closed before the folder is touched
             stream.close()
+        shutil.rmtree(self._no_cache, ignore_errors=True)  # the empty cache folder this process made
 
     def __enter__(self):
         return self
@@ -442,21 +530,22 @@ class SubmissionPolicy:
             saved_path = list(sys.path)
             sys.path.insert(0, str(self.folder))
             try:
-                agent_cls = importlib.import_module(f"{algo}.agent").Agent
+                with _sources_only():
+                    agent_cls = importlib.import_module(f"{algo}.agent").Agent
             finally:
                 sys.path[:] = saved_path
                 for key in [k for k in sys.modules if k.split(".")[0] == algo]:
                     del sys.modules[key]  # another package's folder of the same name can be imported later
             self.agent = agent_cls(agent_type="player", device="cpu")
-            self.agent.load_model(path=str((self.folder / self.manifest["weights"]["file"]).parent),
+            self.agent.load_model(path=str(inside(self.folder, self.manifest["weights"]["file"]).parent),
                                   id=self.manifest["weights"]["ckpt_id"])
         else:
             framework = platform_framework()
-            with framework.imported_package(self.folder, {algo, "conf"}):
+            with _sources_only(), framework.imported_package(self.folder, {algo, "conf"}):
                 self.definition = importlib.import_module(f"{algo}.feature.definition")
                 agent_cls = importlib.import_module(f"{algo}.algorithm.agent").Agent
             self.agent = agent_cls(agent_type="player", device="cpu")
-            weights = self.folder / self.manifest["weights"]["file"]
+            weights = inside(self.folder, self.manifest["weights"]["file"])
             self.agent.load_model(path=str(weights.parent), id=self.manifest["weights"]["ckpt_id"])
         self.name = self.folder.name
         self.env_kwargs = env_kwargs_of(self.manifest, None)

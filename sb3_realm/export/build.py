@@ -16,6 +16,7 @@ clear error): the frame-stacking extractors (``conv3d``, ``transformer``) and SB
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import io
 import json
@@ -27,6 +28,7 @@ import tempfile
 import tomllib
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +37,17 @@ import torch
 from .. import games
 from ..agents.checkpoint import UntrustedCheckpointError, load_model
 from ..agents.submission import package_differences, read_manifest
-from ..atomic import FolderInUse, check_writable_folder, hold_folder, not_a_file, sha256_file, writing
+from ..atomic import (
+    FolderInUse,
+    check_writable_folder,
+    hold_folder,
+    not_a_file,
+    own_leftovers,
+    remove_made,
+    sha256_file,
+    temp_names,
+    writing,
+)
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import feature_version_mismatch, run_config, run_game
@@ -44,6 +56,7 @@ from ..version import __version__
 from .code_package import (
     MERGE_FILE,
     CodePackageError,
+    copy_package,
     edit_settings,
     ensure_registration,
     ensure_table,
@@ -241,13 +254,11 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
     gorge15 = layout.get("kind") == "gorge15"
     kept: dict[str, bytes] = {}
     if package is not None:
-        shutil.copytree(package.root, root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        copy_package(package, root)  # never through a link out of the package (checked when it was read)
         for rel in layout.get("keep_user_files", []):  # the user's own settings in the folder we replace
             if (root / algo_dir / rel).is_file():
                 kept[rel] = (root / algo_dir / rel).read_bytes()
-        if (root / algo_dir).exists():
-            shutil.rmtree(root / algo_dir)  # the user's folder of that name, in the copy: ours replaces it
+        remove_made(root / algo_dir, root)  # the user's folder of that name, in the copy: ours replaces it
     algo_root = root / algo_dir
     _copy_template(layout, layout_dir, algo_root, algo_dir)
     for rel, data in kept.items():
@@ -307,7 +318,7 @@ def _zip_folder(folder: Path, target: Path, names: list[str]) -> None:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for p in sorted(folder.rglob("*")):
                 rel = p.relative_to(folder)
-                if p.is_file() and rel.parts[0] in names and "__pycache__" not in rel.parts:
+                if p.is_file() and not p.is_symlink() and rel.parts[0] in names and "__pycache__" not in rel.parts:
                     archive.write(p, rel.as_posix())
         os.replace(tmp, target)
     finally:
@@ -333,7 +344,8 @@ def _check_replaceable(out: Path, model_path: Path, code_package: Path | None) -
     if not isinstance(manifest, dict) or manifest.get("format") != "sb3-realm submission":
         raise ExportError(f"--force would replace {str(out)!r}, which is not a package built by sb3-realm "
                           "build-submission (no manifest): it is left alone; choose another --out")
-    extra = package_differences(out, manifest)["extra"]
+    differences = package_differences(out, manifest)
+    extra = differences["extra"] + differences["links"]
     if extra:
         raise ExportError(f"--force would replace {str(out)!r}, which holds files build-submission did not write "
                           f"({', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}): move them away or choose "
@@ -352,6 +364,39 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
     if not ours:
         raise ExportError(f"--zip would replace {str(zip_path)!r}, which is not a package archive written by "
                           "build-submission: it is left alone; move it away or choose another --out")
+
+
+def _check_model_file(model_path: str | os.PathLike) -> None:
+    """An :class:`ExportError` naming what is wrong with the model file itself: a folder (a training run's: name
+    its ``final_model.zip`` or ``best_model.zip``), a missing or empty file, a file that is not a zip archive (cut
+    short by a copy or a download, or another kind of file) or whose members are damaged. Its contents as a
+    checkpoint are read later (:func:`read_model`)."""
+    path = Path(model_path)
+    fix = "pass the .zip a training run saved (e.g. runs/ppo/final_model.zip or runs/ppo/best_model.zip)"
+    problem = not_a_file(model_path)
+    if problem == "is a folder, not a file":
+        saved = [name for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()]
+        if saved:
+            fix = f"pass one of its models, {' or '.join(str(path / name) for name in saved)}"
+        raise ExportError(f"model file {str(model_path)!r} is a folder (a training run's?), not a checkpoint; {fix}")
+    if problem:
+        raise ExportError(f"model file {str(model_path)!r} {problem}; {fix}")
+    size = path.stat().st_size
+    if size == 0:
+        raise ExportError(f"model file {str(model_path)!r} is empty (0 bytes); {fix}, or copy it again")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise ExportError(f"model file {str(model_path)!r} ({size} bytes) is not a complete zip archive ({exc}): it "
+                          f"was cut short by a copy or a download, or is another kind of file; {fix}, or copy it "
+                          "again") from None
+    except (zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
+        raise ExportError(f"model file {str(model_path)!r} is a zip archive that cannot be read ({exc}); {fix}") \
+            from None
+    if damaged is not None:
+        raise ExportError(f"model file {str(model_path)!r}: its member {damaged!r} is damaged (its checksum does not "
+                          f"match); {fix}, or copy it again")
 
 
 def _model_game(model_path: str | os.PathLike) -> games.GameSpec:
@@ -448,6 +493,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
                           "runs/NAME/upload")
     out = Path(out)
+    _check_model_file(model_path)  # a damaged model is named as such, before the code package is read
     game_spec, layout, algo_dir = _target(model_path, game, layout, algo_dir, code_package)
     spec = layout_spec(layout)
     if workflow not in WORKFLOWS:
@@ -481,10 +527,18 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         raise ExportError(str(exc)) from None
 
 
+def _set_aside(out: Path) -> re.Pattern:
+    """The names of the old packages a build of ``out`` sets aside (``.<name>.old-<pid>``), exactly."""
+    return re.compile(re.escape(f".{out.name}.old-") + "[0-9]+")
+
+
 def _leftovers(out: Path) -> tuple[list[Path], list[Path]]:
-    """The folders an interrupted build left beside ``out``: old packages set aside, unfinished new ones."""
-    old = sorted(out.parent.glob(f".{out.name}.old-*"))
-    unfinished = sorted(out.parent.glob(f".{out.name}.*.tmp"))
+    """The folders an interrupted build of ``out`` left beside it: old packages set aside, unfinished new ones (and
+    the temporary file of an unfinished ``<out>.zip``). Only its own, matched exactly: another output's leftovers
+    (``.<out>.v2.*.tmp``, a name with glob characters) are never among them."""
+    old = [p for p in own_leftovers(out.parent, _set_aside(out)) if p.is_dir()]
+    unfinished = [p for p in own_leftovers(out.parent, temp_names(out.name)) if p.is_dir()]
+    unfinished += [p for p in own_leftovers(out.parent, temp_names(out.name + ".zip")) if p.is_file()]
     return old, unfinished
 
 
@@ -500,10 +554,10 @@ def recover_interrupted_build(out: str | os.PathLike) -> str | None:
         done.append(f"restored the package that an interrupted build-submission had set aside ({old[-1].name})")
         old = old[:-1]
     for path in old:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_made(path, out.parent)
         done.append(f"removed the old package an interrupted build-submission left ({path.name})")
     for path in unfinished:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_made(path, out.parent)
         done.append(f"removed an unfinished build ({path.name})")
     return "; ".join(done) or None
 
@@ -533,17 +587,17 @@ def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_pat
         try:
             manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package)
         except CodePackageError as exc:
-            raise ExportError(f"--code-package {str(package_path)!r}: {exc}") from None
+            named = str(exc).startswith("--code-package")
+            raise ExportError(str(exc) if named else f"--code-package {str(package_path)!r}: {exc}") from None
         if out.exists():
             os.replace(out, old)
         os.replace(tmp, out)
     finally:  # whatever ends the swap (an error, Ctrl-C, SIGTERM), a package is at ``out``: the new or the old one
         if not out.exists() and old.exists():
             os.replace(old, out)
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists():
-            shutil.rmtree(old, ignore_errors=True)
+        for made in (tmp, old):  # what this build made beside out, and nothing else
+            with contextlib.suppress(OSError):
+                remove_made(made, out.parent)
     if make_zip:  # the three folders of the 2024 recipe's upload; the whole code package of a 15.0.1 one
         names = sorted(p.name for p in out.iterdir()) if layout_spec(layout).get("kind") == "gorge15" else \
             ["ckpt", "conf", algo_dir]

@@ -36,6 +36,7 @@ from ..agents.submission import (
     platform_obs,
     read_manifest,
 )
+from ..atomic import inside
 from ..evaluation import game_seed, protocol_configs
 from ..submission import BLOCKED_MODULES, layout_spec
 
@@ -53,13 +54,16 @@ def same_weights(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
     return set(a) == set(b) and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
 
 
-def _judge_task(report: dict, exported: Path, episodes: int) -> dict:
+def _judge_task(report: dict, exported: Path, episodes: int, task_dir: str | os.PathLike) -> dict:
     """A finished training task's report with each save compared to the ``exported`` weights file
     (``exported_weights``, ``exported_weights_kept``) and ``ok``: no crash or ERROR line, ``episodes`` games ended,
-    two saves, every one the exported weights, no blocked module imported."""
+    two saves, every one the exported weights, no blocked module imported. A save is read only from inside the
+    task's folder ``task_dir`` (the report comes from the process that ran the package's code)."""
+    room = Path(os.path.realpath(task_dir))
     for save in report["saves"]:
-        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
-        save["exported_weights"] = saved.is_file() and same_weights(saved, exported)
+        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{int(save['id'])}.pkl"
+        save["exported_weights"] = (Path(os.path.realpath(saved)).is_relative_to(room) and saved.is_file()
+                                    and same_weights(saved, exported))
     report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
     report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
                     and len(report["saves"]) >= 2 and report["exported_weights_kept"]
@@ -81,7 +85,7 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
         report = task.run(env)
     if "platform_error" in report:
         return {**report, "ok": False, "saves": [], "exported_weights_kept": False}
-    return _judge_task(report, Path(folder) / manifest["weights"]["file"], episodes)
+    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir)
 
 
 def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
@@ -243,7 +247,7 @@ def run_platform_task15(folder: str | os.PathLike, task_dir: str | os.PathLike, 
                 "errors": [], "crashed": None}
     report = done["report"]
     report["faults_injected"] = env.faults
-    return _judge_task(report, Path(folder) / manifest["weights"]["file"], episodes)
+    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir)
 
 
 class _ParityServer:

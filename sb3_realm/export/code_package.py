@@ -1,8 +1,11 @@
 """The user's own code package (the folder their Kaiwu client gives them): what ``build-submission --code-package``
 reads of it and the few lines it edits, keeping every other line of the file as it was.
 
-- :func:`read_code_package`: its ``kaiwu.json`` (refused, with what was found, when it is another project or
-  edition than the layout builds for), ``conf/configure_app.toml`` and the algorithm registry;
+- :func:`read_code_package`: every entry of the folder first (a symbolic link leading out of it, to a folder or to
+  nowhere, and a named pipe, socket or device are refused, naming the entry: nothing is ever read through them), then
+  its ``kaiwu.json`` (refused, with what was found, when it is another project or edition than the layout builds
+  for), ``conf/configure_app.toml`` and the algorithm registry;
+- :func:`copy_package`: its files into the upload folder (bytecode caches aside), each read from inside the package;
 - :func:`edit_settings`: ``key = value`` settings of one TOML table replaced in place, new ones added, and some moved
   to the table's end (the eval lines, which the platform's recipe wants last); checked by parsing the result;
 - :func:`ensure_registration`: the algorithm folder's entry in the registry (``conf/nature_algo_<game>.yaml``);
@@ -13,15 +16,19 @@ reads of it and the few lines it edits, keeping every other line of the file as 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-__all__ = ["CodePackage", "CodePackageError", "read_code_package", "edit_settings", "ensure_registration",
-           "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE", "EVAL_KEYS"]
+__all__ = ["CodePackage", "CodePackageError", "read_code_package", "package_entries", "copy_package", "edit_settings",
+           "ensure_registration", "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE",
+           "EVAL_KEYS"]
 
 MERGE_FILE = "merge_into_configure_app.toml"
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -42,6 +49,99 @@ class CodePackage:
     app: dict
     registry: str | None
     policy: str | None = None  # the conf that selects the training algorithm, where the layout has one
+    entries: tuple[str, ...] = ()  # its folders and files (relative POSIX paths, parents first), as checked
+
+
+def _skipped(name: str) -> bool:
+    """Python's bytecode caches: never part of a package, never copied."""
+    return name == "__pycache__" or name.endswith(".pyc")
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device file"),
+          (stat.S_ISBLK, "a device file"))
+
+
+def _entry_problem(real_root: Path, path: Path) -> str | None:
+    """Why the entry ``path`` of the package whose resolved folder is ``real_root`` cannot be copied, or None: a
+    symbolic link must lead to a file inside the package; anything else must be a file or a folder. Nothing is
+    opened, so a named pipe cannot block."""
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        target = os.readlink(path)
+        real = Path(os.path.realpath(path))
+        if not os.path.exists(real):
+            return (f"is a symbolic link to {target!r}, which does not exist (a dangling link); remove it or point "
+                    "it at a file of the package")
+        if not real.is_relative_to(real_root):
+            return (f"is a symbolic link to {target!r}, outside the code package, and build-submission never copies "
+                    "what such a link points to; put the file itself in the package (or remove the link)")
+        if real.is_dir():
+            return (f"is a symbolic link to the folder {target!r}; build-submission copies a link to a file of the "
+                    "package only: put the folder itself there (or remove the link)")
+        if not real.is_file():
+            return f"is a symbolic link to {target!r}, which is not a plain file; remove it from the code package"
+        return None
+    for test, kind in _KINDS:
+        if test(mode):
+            return f"is {kind}, not a file or a folder; remove it from the code package"
+    return None
+
+
+def package_entries(root: str | Path) -> tuple[str, ...]:
+    """The folders and files of the code package ``root`` (relative POSIX paths, parents first; bytecode caches
+    aside), each checked (:func:`_entry_problem`): the first that cannot be copied raises a
+    :class:`CodePackageError` naming it and the fix."""
+    root = Path(root)
+    real_root = Path(os.path.realpath(root))
+    found: list[str] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop(0)
+        try:
+            with os.scandir(root / rel if rel else root) as listing:
+                names = sorted(entry.name for entry in listing)
+        except OSError as exc:
+            raise CodePackageError(f"--code-package {str(root)!r}: cannot list {rel or '.'!r} ({exc.strerror}); fix "
+                                   "its permissions") from None
+        for name in names:
+            if _skipped(name):
+                continue
+            sub = f"{rel}/{name}" if rel else name
+            problem = _entry_problem(real_root, root / sub)
+            if problem:
+                raise CodePackageError(f"--code-package {str(root)!r}: {sub!r} {problem}; nothing was built")
+            found.append(sub)
+            if stat.S_ISDIR(os.lstat(root / sub).st_mode):
+                pending.append(sub)
+    return tuple(found)
+
+
+def copy_package(package: CodePackage, target: str | Path) -> None:
+    """The files of ``package`` (as :func:`package_entries` listed them) into the folder ``target``, with their
+    permissions and times. Each is checked again as it is copied and read from its place inside the package, never
+    through a link that leads out, and opened without waiting, so a file swapped meanwhile for a link out or a
+    named pipe is refused (:class:`CodePackageError`) rather than copied."""
+    root, target = Path(package.root), Path(target)
+    real_root = Path(os.path.realpath(root))
+    target.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    for rel in package.entries:
+        src = root / rel
+        problem = _entry_problem(real_root, src)
+        if problem:
+            raise CodePackageError(f"--code-package {str(root)!r}: {rel!r} {problem}; nothing was built")
+        if stat.S_ISDIR(os.lstat(src).st_mode):
+            (target / rel).mkdir(exist_ok=True)
+            continue
+        real = os.path.realpath(src)  # a file of the package, or a link to one (checked above)
+        fd = os.open(real, flags)
+        with open(fd, "rb") as source:
+            if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+                raise CodePackageError(f"--code-package {str(root)!r}: {rel!r} is not a plain file; remove it from "
+                                       "the code package; nothing was built")
+            with open(target / rel, "wb") as copy:
+                shutil.copyfileobj(source, copy)
+        shutil.copystat(real, target / rel)
 
 
 def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodePackage:
@@ -51,6 +151,7 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
             "conf/ and train_test.py)")
     if not root.is_dir():
         raise CodePackageError(f"--code-package {str(root)!r} is not a folder; {hint}")
+    entries = package_entries(root)  # before any file is read: nothing is read through a link out or a pipe
     kaiwu_path = root / "kaiwu.json"
     try:
         kaiwu = json.loads(kaiwu_path.read_text(encoding="utf-8"))
@@ -94,7 +195,7 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
         if "algo" not in found:
             raise CodePackageError(f"{policy_path} has no [{layout['policy_table']}] table with algo; restore it "
                                    "from your Kaiwu client's code package")
-    return CodePackage(root, kaiwu, conf, app, registry, policy)
+    return CodePackage(root, kaiwu, conf, app, registry, policy, entries)
 
 
 def _check_registry(path: Path, text: str) -> None:
