@@ -20,6 +20,7 @@ from .agents.load import policy_game
 from .arguments import ArgumentParser, json_dict, map_file
 from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
+from .evaluation.reports import check_outputs_apart, input_paths
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
@@ -310,10 +311,19 @@ def _eval_env_kwargs(args) -> dict:
         kwargs["mask_wall_moves"] = True
     maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
     if maps_dir is not None and "maps_dir" in takes:
+        if not os.path.isdir(maps_dir):  # before any game, naming where the folder came from
+            given = (f"--maps-dir {maps_dir!r}" if args.maps_dir is not None
+                     else f"the environment variable SB3_REALM_GORGE_MAPS={maps_dir!r}")
+            what = "does not exist" if not os.path.lexists(maps_dir) else "is not a folder"
+            raise ValueError(f"{given} {what}; give the folder that holds the open maps gorge_chase_map_<k>.json, "
+                             f"or {'leave --maps-dir out' if args.maps_dir is not None else 'unset the variable'}")
         kwargs["maps_dir"] = maps_dir
     elif args.maps_dir is not None:
+        others = [other for other in games.GAMES.values() if "maps_dir" in inspect.signature(other.make_env).parameters]
+        hint = "".join(f" (or pass --game {other.name}: --maps-dir is an option of {other.title})" for other in others
+                       if args.game is None)
         raise ValueError(f"--maps-dir {args.maps_dir!r}: {spec.title} plays one map, given with --map PATH: drop "
-                         "--maps-dir")
+                         f"--maps-dir{hint}")
     return kwargs
 
 
@@ -321,6 +331,7 @@ def _cmd_eval(args) -> None:
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
         if path is not None:
             check_output_file(path, flag)  # before any game is played
+    check_outputs_apart({"--json": args.json_path, "--plot": args.plot}, input_paths(args.policy, args.map_path))
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .. import games
 from ..models.algorithms import algorithm, detect_algorithm, model_kwargs, read_sb3_data
 from ..models.extractors import policy_kwargs_of
-from ..models.saved import run_config, serialized_entries
+from ..models.saved import check_checkpoint_file, run_config, serialized_entries
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -115,7 +115,7 @@ def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | N
     :param device: as SB3's ``load``.
     :param kwargs: as SB3's ``load``.
     """
-    path = Path(path)
+    path = check_checkpoint_file(path)  # a missing, empty, truncated or non-zip file is named as such
     data = read_sb3_data(path)
     algo = detect_algorithm(path, data)
     _check_members(path)

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from .. import games
 from ..games import GameEnv
-from ..models.saved import run_game
+from ..models.algorithms import read_sb3_data
+from ..models.saved import check_checkpoint_file, run_config, run_game
 from .base import Policy, RandomPolicy
 from .sb3 import SB3Policy
-from .submission import SubmissionPolicy, folder_game, read_manifest
+from .submission import SubmissionPolicy, manifest_game, read_manifest
 
 __all__ = ["PolicySpec", "load_policy", "run_folder", "policy_game"]
 
@@ -85,14 +86,90 @@ def run_folder(path: Path) -> None:
                          f"{models}")
 
 
+def _expert_game(name: str, game: str | None) -> games.GameSpec:
+    """The game the policy name ``name`` (``random`` or an expert's name) is played in, or a ``ValueError`` when the
+    expert is another game's than ``game`` (None: the default game) says which game it is of and the ``--game`` to
+    pass."""
+    spec = games.get(game)
+    if name == "random" or name in spec.experts:
+        return spec
+    owners = [other for other in games.GAMES.values() if name in other.experts]
+    offered = ", ".join(repr(expert) for expert in ("random", *spec.experts))
+    where = f"--game {game}" if game is not None else "the default game"
+    hint = " or ".join(f"pass --game {other.name} to play {other.title}" for other in owners)
+    raise ValueError(f"policy {name!r} is an expert of {' and '.join(o.title for o in owners)}, not of {spec.title} "
+                     f"({where}); {hint}, or give a policy of {spec.title}: {offered}, an SB3 checkpoint or a "
+                     "submission folder")
+
+
+def _refuse_other_game(path: Path, recorded: games.GameSpec, why: str, game: str | None) -> None:
+    """A ``ValueError`` when the policy at ``path``, of the game ``recorded`` (``why`` says how that is known), is
+    asked to play ``game`` (None: the default game): a network of one game cannot read another's observations."""
+    asked = games.get(game)
+    if recorded.name == asked.name:
+        return
+    where = f"--game {game}" if game is not None else "the default game"
+    fix = f"pass --game {recorded.name}" + (" (or leave --game out: a model plays the game it records)"
+                                            if game is not None else "")
+    raise ValueError(f"{str(path)!r} is a model of {recorded.title} ({why}), not of {asked.title} ({where}), whose "
+                     f"observations its network cannot read; {fix}")
+
+
+def _game_of_spaces(path: Path) -> games.GameSpec | None:
+    """The one game whose observation space a checkpoint's JSON shows (as SB3 wrote it); None when no game's or
+    several games' match (a frame-stacked model, a space written by another gymnasium version), or the file is not
+    a checkpoint (its loading says so)."""
+    try:
+        shown = (read_sb3_data(path).get("observation_space") or {}).get("spaces")
+    except (ValueError, AttributeError):
+        return None
+    found = []
+    for spec in games.GAMES.values():
+        parts = getattr(spec.spaces()[0], "spaces", None)
+        if isinstance(parts, dict) and shown == repr(dict(parts)):
+            found.append(spec)
+    return found[0] if len(found) == 1 else None
+
+
 def policy_game(policy, game: str | None = None) -> games.GameSpec:
-    """The game ``policy`` plays: ``game`` when given, else the one an SB3 checkpoint's run config or a submission
-    folder's manifest records, else the default game (``random``, an expert, a policy object)."""
+    """The game ``policy`` plays: the one an SB3 checkpoint's run config or a submission folder's manifest records,
+    else ``game``, else the default game (``random``, an expert, a policy object).
+
+    A policy named by a string is checked here, before anything is played, with one ``ValueError`` naming what is
+    wrong: an expert of another game, a path that does not exist, a checkpoint file that is empty, truncated or not
+    a zip archive, a training run's folder, a folder that is not a built submission, a run config beside a
+    checkpoint that does not read, and a model of another game than ``game`` (or, without ``game``, a model whose
+    observation space is another game's than the default one)."""
     if game is not None:
+        games.get(game)  # an unknown game is named first
+    if not isinstance(policy, (str, Path)):
         return games.get(game)
-    path = Path(policy) if isinstance(policy, (str, Path)) else None
-    if path is not None and path.is_file():
-        return run_game(path)  # the default game for a file that records none
-    if path is not None and path.is_dir():
-        return folder_game(path)
-    return games.get()
+    text = str(policy)
+    if isinstance(policy, str) and (text == "random" or any(text in spec.experts for spec in games.GAMES.values())):
+        return _expert_game(text, game)
+    if not text.strip():
+        return games.get(game)  # load_policy says what a policy is
+    path = Path(policy)
+    if path.is_dir():
+        run_folder(path)
+        recorded = manifest_game(read_manifest(path))  # a ValueError for a folder that is not a built submission
+        if game is not None:
+            _refuse_other_game(path, recorded, f"its manifest records game: {recorded.name}", game)
+        return recorded
+    if not path.exists() and not path.is_symlink():
+        names = ", ".join(repr(expert) for expert in ("random", *games.get(game).experts))
+        raise ValueError(f"policy {text!r} does not exist: it is neither {names}, an SB3 checkpoint file (.zip "
+                         "saved by model.save) nor a submission folder (built by build-submission); check the path")
+    check_checkpoint_file(path)
+    recorded_name = (run_config(path) or {}).get("game")
+    if recorded_name is None:  # a model saved outside sb3-realm: its observation space may still say its game
+        by_space = _game_of_spaces(path)
+        if by_space is not None:
+            _refuse_other_game(path, by_space, f"its observation space is {by_space.title}'s", game)
+        return games.get(game)
+    if game is not None and (not isinstance(recorded_name, str) or recorded_name not in games.GAMES):
+        return games.get(game)  # a game unknown here: --game decides
+    recorded = run_game(path)  # a ValueError naming a game unknown here
+    if game is not None:
+        _refuse_other_game(path, recorded, f"its run config records game: {recorded.name}", game)
+    return recorded

@@ -5,14 +5,13 @@ stacking (as ``VecFrameStack``: oldest first, zeros after a reset)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..games import GameEnv
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
-from ..models.saved import run_frame_stack, run_mask_wall_moves
+from ..models.saved import check_checkpoint_file, run_frame_stack, run_mask_wall_moves
 from .checkpoint import load_model
 
 if TYPE_CHECKING:
@@ -165,7 +164,7 @@ class SB3Policy(ModelPolicy):
 
     def __init__(self, path: str | os.PathLike, algo: str | None = None, device: str = "cpu",
                  frame_stack: int | None = None, trust_pickle: bool | None = None) -> None:
-        self.path = Path(path)
+        self.path = check_checkpoint_file(path)  # a missing, empty, truncated or non-zip file is named as such
         self.algo = algo or detect_algorithm(self.path)
         model = load_model(self.path, algo_cls=algorithm(self.algo).cls, device=device, trust_pickle=trust_pickle)
         super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path),

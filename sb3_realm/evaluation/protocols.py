@@ -86,6 +86,28 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
                                    details=_WORKER["game"].result_details(info), **extra)
 
 
+def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | None) -> None:
+    """A ``ValueError`` for a protocol of another game than the one ``policy`` plays, naming that game and the
+    ``--game`` to pass (a protocol of no game is left to the game's own message)."""
+    if protocol in played.protocols:
+        return
+    owners = [spec for spec in _games.GAMES.values() if protocol in spec.protocols]
+    if not owners:
+        return
+    fix = " or ".join(f"pass --game {spec.name}" for spec in owners)
+    if game is not None:
+        why = f"--game {game}"
+    elif isinstance(policy, str) and policy in played.experts:
+        why, fix = "an expert of that game", f"give a policy of {' or '.join(spec.title for spec in owners)}"
+    elif isinstance(policy, (str, Path)) and policy != "random" and Path(policy).exists():
+        why, fix = "the game the policy records", f"give a policy of {' or '.join(spec.title for spec in owners)}"
+    else:
+        why = "the default game"
+    raise ValueError(f"--protocol {protocol!r} is a protocol of {' and '.join(spec.title for spec in owners)}, and "
+                     f"{str(policy)!r} plays {played.title} ({why}), whose protocols are {list(played.protocols)}: "
+                     f"{fix}, or choose one of {played.title}'s")
+
+
 def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None, seed: int = 0,
              treasures: int | None = None, games: int | None = None, custom: list[list[int]] | None = None,
              max_step: int | None = None, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
@@ -115,6 +137,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     played = policy_game(policy, game)
     name = played.name
     protocol = played.protocols[0] if protocol is None else protocol
+    _check_protocol(protocol, played, policy, game)
     configs = protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
                                max_step=max_step, game=name, maps=maps)
     named_maps = list(dict.fromkeys(c["map_name"] for c in configs if "map_name" in c))

@@ -15,6 +15,7 @@ from ..agents import PolicySpec, RandomPolicy, play_episode
 from ..agents.load import policy_game
 from ..atomic import atomic_write, check_output_file, check_writable_folder
 from ..games import GameEnv
+from .reports import check_outputs_apart, input_paths
 from .training_map import warn_training_map
 
 __all__ = ["Episode", "record_episode", "plot_route", "replay", "replay_paths", "run_demo", "save_gif"]
@@ -101,11 +102,13 @@ def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, 
            game: str | None = None) -> dict:
     """Write the GIF of one episode and the PNG of its route (:func:`replay_paths`: ``out`` and ``out`` with
     ``.png``, or for an ``out`` ending in ``.png``, ``out`` with ``.gif`` and ``out``); both paths are checked before
-    the episode is played, and both are returned (``gif``, ``png``)."""
+    the episode is played (neither may be a file the replay reads: the checkpoint, its run config, the map), and both
+    are returned (``gif``, ``png``)."""
     check_output_file(out, "replay --out")
     gif_path, png_path = replay_paths(out, route_png)
     check_output_file(gif_path, "replay --out")
     check_output_file(png_path, "the route image")
+    check_outputs_apart({"replay --out": gif_path, "the route image": png_path}, input_paths(policy, map_path))
     spec = policy_game(policy, game)
     ep, env = record_episode(policy, map_path=map_path, usr_conf=usr_conf, seed=seed, env_kwargs=env_kwargs,
                              game=spec.name)

@@ -11,8 +11,10 @@ import numpy as np
 
 from .. import games as _games
 from ..atomic import atomic_write
+from ..models.saved import run_config_files
 
-__all__ = ["GameResult", "EvalReport", "format_report", "write_json_atomic", "plot_scores"]
+__all__ = ["GameResult", "EvalReport", "format_report", "write_json_atomic", "plot_scores", "check_outputs_apart",
+           "input_paths"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,58 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
     lines.append("")
     lines.extend(spec.worst_table(report.games, worst, yardstick))
     return "\n".join(lines)
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (after links; a hard link to it too, where both exist)."""
+    if os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b)):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _is_inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies inside ``folder`` (after links)."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def check_outputs_apart(outputs: dict[str, str | os.PathLike | None],
+                        inputs: dict[str, str | os.PathLike | None]) -> None:
+    """A ``ValueError`` (before anything is played or written) when an output would overwrite what the command reads
+    or another output: an output path that is an input file (the checkpoint, its run config, the map) or lies inside
+    an input folder (a submission folder), or two outputs that are one file. ``outputs`` and ``inputs`` map what each
+    path is (``--json``, ``the policy``) to the path (None: not given)."""
+    given = {what: Path(path) for what, path in outputs.items() if path is not None and str(path).strip()}
+    sources = {what: Path(path) for what, path in inputs.items() if path is not None and str(path).strip()}
+    for what, out in given.items():
+        for source_what, source in sources.items():
+            if source.is_dir() and _is_inside(out, source):
+                raise ValueError(f"{what} {str(out)!r} is inside {source_what} {str(source)!r}, which this command "
+                                 "reads and would change; write it elsewhere, e.g. runs/NAME/" + out.name)
+            if not source.is_dir() and _same_path(out, source):
+                raise ValueError(f"{what} {str(out)!r} is {source_what} {str(source)!r}, which this command reads: "
+                                 "writing there would destroy it; give another path")
+    names = list(given)
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            if _same_path(given[first], given[second]):
+                raise ValueError(f"{first} and {second} are both {str(given[first])!r}; give each its own file")
+
+
+def input_paths(policy, map_path: str | os.PathLike | None = None) -> dict[str, Path]:
+    """The files and folders a command that plays ``policy`` on ``map_path`` reads (for :func:`check_outputs_apart`):
+    the policy's checkpoint file or submission folder, the run config beside a checkpoint, the map file."""
+    inputs: dict[str, Path] = {}
+    if isinstance(policy, (str, Path)) and str(policy).strip() and Path(policy).exists():
+        inputs["the policy"] = Path(policy)
+        if Path(policy).is_file():
+            for number, cfg in enumerate(run_config_files(policy)):
+                inputs["the run config of the policy" + " (the run's)" * number] = cfg
+    if map_path is not None and str(map_path).strip():
+        inputs["the map"] = Path(map_path)
+    return inputs
 
 
 def write_json_atomic(data: dict, path: str | os.PathLike) -> Path:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import warnings
+import zipfile
 from pathlib import Path
 
 from .. import games
 from .algorithms import detect_algorithm, read_sb3_data
 
-__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "run_config", "serialized_entries", "run_frame_stack",
-           "run_mask_wall_moves", "run_game", "model_feature_version", "feature_version_mismatch",
-           "FeatureVersionWarning", "warn_feature_version"]
+__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "check_checkpoint_file", "run_config_files", "run_config",
+           "serialized_entries", "run_frame_stack", "run_mask_wall_moves", "run_game", "model_feature_version",
+           "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
 
 LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
 # the resolved run config, as plain JSON inside every checkpoint the package writes (the model's attribute of that
@@ -23,13 +25,80 @@ def serialized_entries(data: dict) -> list[str]:
     return [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
 
 
-def run_config(path: Path, data: dict | None = None) -> dict | None:
-    """The config of the training run a checkpoint belongs to, as plain data: the one recorded in the checkpoint
-    (:data:`CONFIG_ENTRY`), else the run's ``config.yaml`` (in the checkpoint's folder, or two levels up for
-    ``checkpoints/step_*/model.zip``); None when there is neither. ``data``: the checkpoint's JSON when the caller has
-    read it already."""
+_ZIP_START = b"PK\x03\x04"  # the first bytes of a zip archive's first member
+
+
+def check_checkpoint_file(path: str | os.PathLike) -> Path:
+    """``path`` when it is a file that can be read as a zip archive, else a ``ValueError`` naming what is wrong with
+    it (it does not exist, is a folder or not a regular file, is empty, is truncated, is not a zip archive) and what
+    to do. Reads nothing but the archive's first bytes and its end; a named pipe or device is never opened."""
+    path = Path(path)
+    use = "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)"
+    if not path.exists():
+        what = "a link to a file that does not exist" if path.is_symlink() else "does not exist"
+        raise ValueError(f"{str(path)!r} {'is ' if path.is_symlink() else ''}{what}; check the path, or {use}")
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a folder, not an SB3 checkpoint file; {use}")
+    if not path.is_file():
+        raise ValueError(f"{str(path)!r} is not a regular file (a pipe, a device or a socket); {use}")
+    size = path.stat().st_size
+    if size == 0:
+        raise ValueError(f"{str(path)!r} is empty (0 bytes), so it holds no model: a save or copy that was cut short; "
+                         f"copy or save it again, or {use}")
+    with open(path, "rb") as fh:
+        start = fh.read(len(_ZIP_START))
+    if zipfile.is_zipfile(path):
+        return path
+    if start == _ZIP_START:
+        raise ValueError(f"{str(path)!r} is truncated: it starts as a zip archive but its end, which lists the "
+                         f"members, is missing ({size} bytes; a save or copy that was cut short); copy or save it "
+                         f"again, or {use}")
+    raise ValueError(f"{str(path)!r} is not a zip archive (it starts with the bytes {start!r}), so it is not an SB3 "
+                     f"checkpoint (a .zip saved by model.save); {use}")
+
+
+def run_config_files(path: str | os.PathLike) -> list[Path]:
+    """Where the run config of the checkpoint ``path`` may be: its folder's ``config.yaml``, and for a checkpoint of
+    a run (``<run>/checkpoints/step_*/model.zip``) the run's."""
+    path = Path(path)
+    files = [path.parent / "config.yaml"]
+    if path.parent.parent.name == "checkpoints" and path.parent.name.startswith("step_"):
+        files.append(path.parent.parent.parent / "config.yaml")
+    return files
+
+
+def _read_config_file(cfg: Path, path: Path) -> dict:
+    """The run config ``cfg`` beside the checkpoint ``path``, as plain data (YAML read safely: a tag that names
+    Python code is refused, never run), or a ``ValueError`` naming the file."""
     import yaml  # lazy: only checkpoints read it; at the top it costs `sb3-realm --help` 15 ms
 
+    fix = (f"fix or remove it (a checkpoint saved by sb3-realm train records its run config inside, so "
+           f"{str(path)!r} does not need the file if it came from there)")
+    try:
+        data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{str(cfg)!r}, the run config beside the checkpoint {str(path)!r}, is not UTF-8 text; "
+                         f"{fix}") from None
+    except yaml.YAMLError as exc:  # a ConstructorError for a !!python/... tag: nothing of it was built or run
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())[:200]
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ValueError(f"{str(cfg)!r}, the run config beside the checkpoint {str(path)!r}, is not plain YAML data: "
+                         f"{problem}{where}; it was not used, and nothing in it ran; {fix}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{str(cfg)!r}, the run config beside the checkpoint {str(path)!r}, holds a "
+                         f"{type(data).__name__}, not a mapping of settings; {fix}")
+    return data
+
+
+def run_config(path: Path, data: dict | None = None) -> dict | None:
+    """The config of the training run a checkpoint belongs to, as plain data: the one recorded in the checkpoint
+    (:data:`CONFIG_ENTRY`), else the run's ``config.yaml`` (in the checkpoint's folder, or the run's for
+    ``checkpoints/step_*/model.zip``); None when there is neither. A ``ValueError`` names a ``config.yaml`` that is
+    not plain YAML data (a Python tag in it is refused, never run). ``data``: the checkpoint's JSON when the caller
+    has read it already."""
     path = Path(path)
     try:
         recorded = (read_sb3_data(path) if data is None else data).get(CONFIG_ENTRY)
@@ -37,17 +106,21 @@ def run_config(path: Path, data: dict | None = None) -> dict | None:
         recorded = None
     if isinstance(recorded, dict):
         return recorded
-    for folder in (path.parent, path.parent.parent.parent):
-        cfg = folder / "config.yaml"
+    for cfg in run_config_files(path):
         if cfg.is_file():
-            return yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+            return _read_config_file(cfg, path)
     return None
 
 
 def run_game(path: str | Path) -> games.GameSpec:
     """The game a checkpoint was trained on: the ``game`` of its run config (:data:`~sb3_realm.games.DEFAULT_GAME`
-    when it names none, as every run made before the toolkit had two games)."""
-    return games.get((run_config(Path(path)) or {}).get("game"))
+    when it names none, as every run made before the toolkit had two games); a ``ValueError`` naming the checkpoint
+    when its config names a game this package does not have."""
+    name = (run_config(Path(path)) or {}).get("game")
+    if name is not None and (not isinstance(name, str) or name not in games.GAMES):
+        raise ValueError(f"{str(path)!r}: its run config records game = {name!r}, not a game of this package "
+                         f"({', '.join(games.GAMES)}); pass --game with the game it plays")
+    return games.get(name)
 
 
 def run_frame_stack(path: Path) -> int:
