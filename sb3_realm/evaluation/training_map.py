@@ -2,15 +2,20 @@
 
 A model learns the walls and positions of one map; played on another, its scores say how it does on a map it never
 saw. A game with many maps (Gorge Chase) evaluates on named maps, and a checkpoint is refused on the maps its run
-trained on (:func:`check_training_maps`) unless asked. The training map is read from the run config the policy
-records (``env.map_path``, else the shipped map that ``env.map_name`` names): in an SB3 checkpoint or the run's
-``config.yaml`` beside it, or in a submission folder's manifest. Maps are compared by content (walls and the 16
-positions), so a copy of the same file counts as the same map; a training map file that is not on this machine is
-compared by its file name."""
+trained on (:func:`check_training_maps`) unless asked: every map of the run's history (``env.map_history``: the maps
+of each part of a resumed run and of the model it started from), beside the maps its config names now. The training
+map is read from the run config the policy records (``env.map_path``, else the shipped map that ``env.map_name``
+names): in an SB3 checkpoint or the run's ``config.yaml`` beside it, or in a submission folder's manifest. Maps are
+compared by content (walls and positions), so a copy of the same file, an alias (``default``) or a map given by its
+file path counts as the same map; a training map that cannot be loaded on this machine is compared by its name (a
+file by its name without folder)."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +24,7 @@ from ..agents.submission import read_manifest
 from ..models.saved import run_config
 
 __all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map", "training_maps",
-           "check_training_maps"]
+           "check_training_maps", "env_maps", "named_map", "same_maps"]
 
 
 class TrainingMapWarning(UserWarning):
@@ -94,34 +99,102 @@ def warn_training_map(policy, played, stacklevel: int = 3, game: str | None = No
         warnings.warn(message, TrainingMapWarning, stacklevel=stacklevel)
 
 
+def env_maps(env: dict) -> list[str]:
+    """The maps an ``env`` section (a run config's, as plain data) trains on now: ``map_names``, else ``map_path``,
+    else ``map_name`` (``default`` when it names none)."""
+    names = [str(n) for n in env.get("map_names") or ()] or [str(env[k]) for k in ("map_path",) if env.get(k)]
+    return names or [str(env.get("map_name") or "default")]
+
+
 def training_maps(policy, game: str | None = None) -> list[str]:
-    """The names of the maps the run of ``policy`` (a path) trained on, as its recorded ``env`` section names them
-    (``map_names``, else ``map_path``, else ``map_name``; ``default`` is the game's default map, by its own name);
-    [] for a policy that records none."""
+    """The names of the maps the run of ``policy`` (a path) trained on: its recorded ``env`` section's history
+    (``map_history``) and the maps it names now (:func:`env_maps`), each once (``default`` is the game's default map,
+    by its own name); [] for a policy that records none."""
     if not isinstance(policy, (str, Path)):
         return []
     env = recorded_env(str(policy))
     if env is None:
         return []
-    names = [str(n) for n in env.get("map_names") or ()] or [str(env[k]) for k in ("map_path",) if env.get(k)]
-    if not names:
-        names = [str(env.get("map_name") or "default")]
+    history = env.get("map_history")
+    names = [str(n) for n in history if isinstance(n, str)] if isinstance(history, list) else []
     spec = games.get(game)
-    return [spec.builtin_maps["default"]().name if n == "default" and "default" in spec.builtin_maps else n
-            for n in names]
+    return list(dict.fromkeys(spec.builtin_maps["default"]().name if n == "default" and "default" in spec.builtin_maps
+                              else n for n in (*names, *env_maps(env))))
 
 
-def check_training_maps(policy, played: list[str], game: str | None = None) -> None:
+def _name_key(name: str) -> str:
+    """A map's name as compared when its content is not at hand: a file by its name without folder."""
+    return Path(name).name if name.endswith((".json", ".json.gz")) else name
+
+
+def named_map(spec: games.GameSpec, name: str, maps_dirs: Iterable[str | os.PathLike | None] = ()):
+    """The map ``name`` names for ``spec``'s game (a shipped map, a map file, or a name the game's env reads from a
+    maps folder of ``maps_dirs``, e.g. Gorge Chase's ``open_<k>``), or None when it cannot be loaded here."""
+    if name in spec.builtin_maps:
+        return spec.builtin_maps[name]()
+    if Path(name).is_file():
+        try:
+            return spec.load_map(name)
+        except (ValueError, OSError):
+            return None
+    if "map_names" not in inspect.signature(spec.make_env).parameters:
+        return None
+    for folder in dict.fromkeys(str(d) for d in maps_dirs if d):
+        try:
+            env = spec.make_env(map_names=[name], maps_dir=folder)
+        except (ValueError, OSError):
+            continue
+        try:
+            return env.game_map
+        finally:
+            env.close()
+    return None
+
+
+def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
+              maps_dirs: Iterable[str | os.PathLike | None] = ()) -> list[tuple[str, str]]:
+    """The pairs ``(name, other)`` of ``names`` and ``others`` that are the same map: the same name (a file: the same
+    name without folder), or maps of the same content (``spec.same_map``) where both load here
+    (:func:`named_map`). Each name of ``names`` appears at most once, with the first match."""
+    maps_dirs = list(maps_dirs)
+    others = list(others)
+    loaded: dict[str, object] = {}
+
+    def load(name: str):
+        if name not in loaded:
+            loaded[name] = named_map(spec, name, maps_dirs)
+        return loaded[name]
+
+    pairs = []
+    for name in names:
+        for other in others:
+            if _name_key(name) == _name_key(other):
+                pairs.append((name, other))
+                break
+            a, b = load(name), load(other)
+            if a is not None and b is not None and spec.same_map(a, b):
+                pairs.append((name, other))
+                break
+    return pairs
+
+
+def check_training_maps(policy, played: list[str], game: str | None = None,
+                        maps_dir: str | os.PathLike | None = None) -> None:
     """A ``ValueError`` when ``policy`` (a path; others pass) trained on one of the ``played`` maps: its scores there
-    say little about the maps it never saw, which decide the ranking. Maps are compared by name, a file by its name
-    without folder."""
-    def key(name: str) -> str:
-        return Path(name).name if name.endswith((".json", ".json.gz")) else name
-
-    trained = {key(n) for n in training_maps(policy, game)}
-    both = [m for m in played if key(m) in trained]
-    if both:
-        raise ValueError(f"{str(policy)!r} trained on {', '.join(both)}, which this protocol plays too: scores on its "
+    say little about the maps it never saw, which decide the ranking. Every map of the run's history counts
+    (:func:`training_maps`); maps are compared by content where both load here, else by name
+    (:func:`same_maps`). Names the game reads from a maps folder load from ``maps_dir``, the folder the run
+    recorded, or ``$SB3_REALM_GORGE_MAPS``."""
+    trained = training_maps(policy, game)
+    if not trained:
+        return
+    env = recorded_env(str(policy)) or {}
+    spec = games.get(game)
+    pairs = same_maps(spec, played, trained, (maps_dir, env.get("maps_dir"), os.environ.get("SB3_REALM_GORGE_MAPS")))
+    if pairs:
+        both = ", ".join(m if _name_key(m) == _name_key(t) else f"{m} (the same map as its training map {t})"
+                         for m, t in pairs)
+        raise ValueError(f"{str(policy)!r} trained on {both}, which this protocol plays too: scores on its "
                          "training maps say little about maps it never saw; evaluate it on maps it never trained on "
                          "(another --protocol, or --protocol maps --maps ...), or pass --allow-overlap "
                          "(allow_overlap=True) to score it there anyway")

@@ -31,9 +31,42 @@ from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
-           "SUCCESS_METRICS", "StopAtTimesteps"]
+           "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
+
+
+def read_eval_history(path: str | os.PathLike) -> list[dict]:
+    """The evaluations of a run's ``eval.json`` (as :class:`CompetitionEvalCallback` writes it), once each entry has
+    the shape a resumed run relies on: a mapping with ``timesteps`` a whole number >= 0, and ``best_score`` and
+    ``wall_s`` numbers and ``new_best`` true or false where present; else a ``ValueError`` naming the file, the
+    entry and the fix."""
+    path = Path(path)
+    fix = "it is damaged or not this run's: restore it, or move it away to start the run's evaluation list afresh"
+    try:
+        history = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{str(path)!r} cannot be read as the run's evaluations ({exc}); {fix}") from None
+    if not isinstance(history, list):
+        raise ValueError(f"{str(path)!r} holds a {type(history).__name__}, not the list of the run's evaluations; "
+                         f"{fix}")
+    for i, entry in enumerate(history):
+        steps = entry.get("timesteps") if isinstance(entry, dict) else None
+        problem = None
+        if not isinstance(entry, dict):
+            problem = f"is a {type(entry).__name__}, not a mapping"
+        elif isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            problem = f"has timesteps = {steps!r}, not a whole number >= 0"
+        else:
+            for key, number in (("best_score", True), ("wall_s", True), ("new_best", False)):
+                value = entry.get(key)
+                right = (isinstance(value, int | float) and not isinstance(value, bool)) if number \
+                    else isinstance(value, bool)
+                if key in entry and not right:
+                    problem = f"has {key} = {value!r}, of the wrong type"
+        if problem is not None:
+            raise ValueError(f"{str(path)!r}: entry {i} {problem}; {fix}")
+    return history
 #: the default game's curriculum success metrics (each game's are its spec's ``success_metrics``)
 SUCCESS_METRICS: Mapping[str, Callable[[dict], float]] = games.get().success_metrics
 
@@ -206,7 +239,7 @@ class CompetitionEvalCallback(BaseCallback):
     def _init_callback(self) -> None:
         self.best_model_path.parent.mkdir(parents=True, exist_ok=True)
         if self.json_path is not None and self.json_path.is_file() and not self.history:
-            self.history = json.loads(self.json_path.read_text(encoding="utf-8"))
+            self.history = read_eval_history(self.json_path)
             self.n_evals = len(self.history)
             if self.history and self.best_model_path.is_file():
                 self.best_score = max(self.best_score, float(self.history[-1].get("best_score", -np.inf)))

@@ -3,15 +3,18 @@
 ``<run>/checkpoints/step_<timesteps>/`` holds ``model.zip`` (weights, optimizer, timesteps), ``vecnormalize.json``
 (the normalisation statistics as plain numbers, never a pickle) when the run normalises, and ``state.json``
 (timesteps, curriculum phase, algorithm). A folder is renamed into place only once complete, so a kill at any moment
-leaves either the previous checkpoints or a new complete one; leftover ``.tmp-*`` folders are ignored and cleaned on
-resume.
+leaves either the previous checkpoints or a new complete one; leftover temporary folders (``.tmp-`` and the eight
+letters of ``tempfile``) are ignored and cleaned on resume. Only this package's own names are ever removed: a
+checkpoint is ``step_`` and exactly 12 digits, a real folder, never a symbolic link; anything else in the folder (a
+user's ``step_best`` or ``.tmp-notes``, a link to a folder elsewhere) is left alone and never read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
+import re
 import tempfile
 import warnings
 import zipfile
@@ -23,15 +26,21 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ..agents.checkpoint import TRUST_HINT, trusted
-from ..atomic import atomic_write, writing
+from ..atomic import atomic_write, own_leftovers, remove_made, temp_names, writing
 
 __all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
-           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside"]
+           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside",
+           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state"]
 
 VECNORMALIZE_FILE = "vecnormalize.json"
 _SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
 
 PREFIX = "step_"
+#: the name of a checkpoint folder (:func:`save_checkpoint`), matched whole: the only folders listed and rotated away
+CHECKPOINT_NAME = re.compile(re.escape(PREFIX) + "[0-9]{12}")
+#: the name of a checkpoint being written (``tempfile.mkdtemp(prefix=".tmp-")``), matched whole: the only leftovers
+#: cleaned
+TEMP_NAME = temp_names("", prefix=".tmp-", suffix="")
 
 
 class CheckpointError(ValueError):
@@ -74,22 +83,41 @@ def save_checkpoint(model, folder: str | os.PathLike, curriculum_state: dict | N
         for f in tmp.iterdir():
             with open(f, "rb") as handle:
                 os.fsync(handle.fileno())
-        if final.exists():  # the same timestep saved twice (e.g. the final save): replace it
-            shutil.rmtree(final)
+        if final.exists() or final.is_symlink():  # the same timestep saved twice (e.g. the final save): replace it
+            remove_made(final, folder)  # a link there is unlinked, its target left alone
         os.rename(tmp, final)
         _fsync_dir(folder)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_made(tmp, folder)
         raise
     return final
 
 
 def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
-    """Complete checkpoint folders, oldest first."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
+    """Complete checkpoint folders, oldest first: the real folders named :data:`CHECKPOINT_NAME` (a link, or a
+    folder of another name, is not one of this package's checkpoints)."""
+    return [p for p in own_leftovers(folder, CHECKPOINT_NAME) if p.is_dir()]
+
+
+def checkpoint_state(state, where: str | os.PathLike) -> dict:
+    """``state`` (the content of a checkpoint's ``state.json``) once it has the shape :func:`save_checkpoint` writes:
+    a mapping with ``num_timesteps`` a whole number >= 0, ``curriculum`` null or a mapping, ``algo`` and
+    ``feature_version`` null or of their types; else a :class:`CheckpointError` naming the file and the key."""
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"{str(where)!r} {what}: it is damaged or not this package's; delete the checkpoint "
+                               "folder to resume from the one before")
+
+    if not isinstance(state, dict):
+        raise bad(f"holds a {type(state).__name__}, not the mapping of a checkpoint's state")
+    steps = state.get("num_timesteps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise bad(f"has num_timesteps = {steps!r}, not a whole number >= 0")
+    for key, types_ in (("curriculum", dict), ("algo", str), ("feature_version", (int, str))):
+        value = state.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types_)):
+            raise bad(f"has {key} = {value!r}, of the wrong type")
+    return state
 
 
 def _check(ckpt: Path) -> dict:
@@ -97,10 +125,10 @@ def _check(ckpt: Path) -> dict:
     if not state_file.is_file() or not model_file.is_file():
         raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks state.json or model.zip")
     try:
-        state = json.loads(state_file.read_text(encoding="utf-8"))
+        state = checkpoint_state(json.loads(state_file.read_text(encoding="utf-8")), state_file)
         with zipfile.ZipFile(model_file) as archive:
             bad = archive.testzip()
-    except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile, OSError) as exc:
         raise CheckpointError(f"checkpoint {str(ckpt)!r} is corrupt ({exc}); delete it to resume from the one "
                               "before") from exc
     if bad is not None:
@@ -112,9 +140,9 @@ def latest_checkpoint(folder: str | os.PathLike, warn: bool = True) -> tuple[Pat
     """The newest checkpoint that passes the integrity checks (``None`` if there is none); cleans temp folders. Each
     newer, damaged one passed over is named in a :class:`ResumeWarning` (with ``warn``), with the one used."""
     folder = Path(folder)
-    if folder.is_dir():
-        for p in folder.glob(".tmp-*"):
-            shutil.rmtree(p, ignore_errors=True)
+    for leftover in own_leftovers(folder, TEMP_NAME):
+        with contextlib.suppress(OSError):
+            remove_made(leftover, folder)
     damaged = []
     for ckpt in reversed(list_checkpoints(folder)):
         try:
@@ -188,7 +216,8 @@ class RunCheckpointCallback(BaseCallback):
         path = save_checkpoint(self.model, self.folder, state, self.algo)
         self._last_saved = self.num_timesteps
         for old in list_checkpoints(self.folder)[:-self.keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_made(old, self.folder)
         if self.verbose:
             print(f"checkpoint: {path}")
         return path

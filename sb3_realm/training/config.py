@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import math
 import os
 import types
 import typing
@@ -20,18 +21,24 @@ import yaml
 
 from .. import games
 from ..atomic import atomic_write, check_portable_path
+from ..evaluation.training_map import env_maps, same_maps
 from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 from .config_files import RENAMED_CONFIGS, apply_overrides, merge_config, read_config_file
 
 __all__ = ["EnvConfig", "AlgoConfig", "FinetuneConfig", "TrainConfig", "load_config",
            "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS", "merge_config",
-           "read_config_file", "RENAMED_CONFIGS", "COMPETITION_MAP"]
+           "read_config_file", "RENAMED_CONFIGS", "COMPETITION_MAP", "MAX_REWARD_WEIGHT"]
 
 #: ``env.map_name`` of a recipe tuned for the competition's own map, which the package does not ship: such a config
 #: runs only with ``env.map_path`` (``--map``)
 COMPETITION_MAP = "competition"
 
+#: the largest size of a reward weight. A term of one step is at most a few thousand in size (the Realm's progress
+#: potential, in cells; the other terms are counts and 0/1 events), so with every weight within 1e6 a step's reward, an
+#: episode's return and PPO's squared value error stay far inside float32 (about 3.4e38), in which the envs and the
+#: networks compute; a larger weight overflows to inf and training ends in NaN
+MAX_REWARD_WEIGHT = 1e6
 
 
 @dataclass
@@ -43,6 +50,10 @@ class EnvConfig:
         competition's map, which is Tencent's and not shipped: such a config runs only with ``map_path`` (``--map``).
         Gorge Chase: one map's name (``own_1``.. ``own_10``, ``open_1``.. ``open_10``).
     :param map_names: Gorge Chase: the maps drawn per episode (e.g. ``[own_1, own_2, open_3]``); empty: ``map_name``.
+    :param map_history: every map the run trained on before this part of it (each as its config named it, a file by
+        its full path), kept by ``train``: a resume that changes the maps, and a run started from a model
+        (``--init-from``), add the maps trained on so far. An evaluation refuses a checkpoint on any of them, and
+        ``eval_maps`` may name none. Leave it out of your configs (``train`` writes it; entries are never removed).
     :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
         names; None: the environment variable ``SB3_REALM_GORGE_MAPS``.
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
@@ -59,6 +70,7 @@ class EnvConfig:
     map_path: str | None = None
     map_name: str = "default"
     map_names: list = field(default_factory=list)
+    map_history: list = field(default_factory=list)
     maps_dir: str | None = None
     usr_conf: dict = field(default_factory=dict)
     reward_weights: dict = field(default_factory=dict)
@@ -83,7 +95,11 @@ class EnvConfig:
                                  f"env.map_name); remove env.{key}")
         if not isinstance(self.map_names, list) or not all(isinstance(m, str) for m in self.map_names):
             raise ValueError(f"env.map_names = {self.map_names!r} must be a list of map names, e.g. [own_1, own_2]")
+        if not all(isinstance(m, str) and m.strip() for m in self.map_history):
+            raise ValueError(f"env.map_history = {self.map_history!r} must be a list of map names (train keeps it: "
+                             "copy it from the run's config.yaml, or leave it out)")
         game.episode_config.from_usr_conf(self.usr_conf)
+        self._check_reward_weights()
         game.reward_weights.from_dict(self.reward_weights)
         game.rules.from_dict(self.rules)
         if self.vec_env not in ("dummy", "subproc"):
@@ -92,6 +108,28 @@ class EnvConfig:
             raise ValueError(f"env.n_envs = {self.n_envs} must be >= 1")
         if self.frame_stack < 1:
             raise ValueError(f"env.frame_stack = {self.frame_stack} must be >= 1")
+
+    def _check_reward_weights(self) -> None:
+        """Each reward weight a finite number within :data:`MAX_REWARD_WEIGHT` in size. A weight YAML read as a
+        string because it has no dot (``1e-3``, ``1e6``) is taken as the number it writes."""
+        for name, weight in list(self.reward_weights.items()):
+            if isinstance(weight, str):
+                try:
+                    weight = self.reward_weights[name] = float(weight)
+                except ValueError:
+                    continue  # the game's weights class names a weight of the wrong type
+            if isinstance(weight, bool) or not isinstance(weight, int | float):
+                continue  # the game's weights class names a weight of the wrong type
+            if not math.isfinite(weight) or abs(weight) > MAX_REWARD_WEIGHT:
+                raise ValueError(f"env.reward_weights.{name} = {weight!r} is out of range: a weight must be a finite "
+                                 f"number within +-{MAX_REWARD_WEIGHT:g} (a step's reward terms reach a few thousand, "
+                                 "and the reward, the returns and the value loss are computed in float32, whose "
+                                 "range ends near 3.4e38: a larger weight overflows and training ends in NaN); "
+                                 "scale the weights down together")
+
+    def maps_dirs(self) -> list[str | None]:
+        """The folders a map name of the env may be read from: ``maps_dir``, else ``$SB3_REALM_GORGE_MAPS``."""
+        return [self.maps_dir, os.environ.get("SB3_REALM_GORGE_MAPS")]
 
     def env_kwargs(self, usr_conf: bool = True) -> dict:
         """Keyword arguments of the game's env (without the episode configuration when
@@ -313,11 +351,13 @@ class TrainConfig:
                              "train it from Python with Stable-Baselines3 on its Gymnasium env, or set game: realm")
         self.env.validate(self.spec)
         self.held_out_configs()  # the game refuses eval_maps it cannot play
-        trained_on = set(self.env.map_names or [self.env.map_name])
-        overlap = sorted(trained_on & set(self.eval_maps or []))
-        if overlap:
-            raise ValueError(f"eval_maps {overlap} are maps the run trains on (env.map_names / env.map_name): the "
-                             "held-out evaluation would select the model on its training maps; evaluate on others")
+        trained_on = [*self.env.map_history, *env_maps(dataclasses.asdict(self.env))]
+        pairs = same_maps(self.spec, self.eval_maps or [], trained_on, self.env.maps_dirs())
+        if pairs:
+            overlap = [m if m == t else f"{m} (the same map as {t})" for m, t in pairs]
+            raise ValueError(f"eval_maps {overlap} are maps the run trains on (env.map_names / env.map_path / "
+                             "env.map_name, or env.map_history: maps of its earlier parts): the held-out evaluation "
+                             "would select the model on its training maps; evaluate on others")
         self.algo.validate()
         self.finetune.validate(self.algo.name)
         self._check_rollout()

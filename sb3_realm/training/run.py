@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .. import games
 from ..agents.checkpoint import load_model
-from ..atomic import atomic_write, check_writable_folder, hold_folder
+from ..atomic import atomic_write, check_writable_folder, hold_folder, remove_made
+from ..evaluation.training_map import env_maps, training_maps
 from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import CONFIG_ENTRY, warn_feature_version
@@ -27,8 +30,16 @@ from .callbacks import (
     CurriculumCallback,
     RealmMetricsCallback,
     StopAtTimesteps,
+    read_eval_history,
 )
-from .checkpoints import RunCheckpointCallback, keep_final_aside, latest_checkpoint, load_vecnormalize
+from .checkpoints import (
+    CheckpointError,
+    RunCheckpointCallback,
+    keep_final_aside,
+    latest_checkpoint,
+    list_checkpoints,
+    load_vecnormalize,
+)
 from .config import EnvConfig, TrainConfig, config_to_dict, load_config, save_config
 from .finetune import (
     StartScalarsCallback,
@@ -40,7 +51,8 @@ from .finetune import (
 )
 
 __all__ = ["train", "build_model", "record_config", "make_vec_env", "policy_kwargs", "policy_name", "resume_config",
-           "start_new_run", "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL"]
+           "start_new_run", "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL", "MADE_BY_A_RUN",
+           "map_history"]
 
 
 def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:
@@ -130,6 +142,29 @@ FIXED_ON_RESUME = ("game", "algo.name", "algo.extractor", "algo.extractor_kwargs
                    "finetune.init_from")
 #: where a run started from another model (``--init-from``) keeps a copy of it
 INIT_MODEL = "init_model.zip"
+#: everything a run may write at its top level; a new run that fails before it saved a model removes those it made
+MADE_BY_A_RUN = ("config.yaml", "checkpoints", "tb", INIT_MODEL, "warm_start.json", "eval.json", "vecnormalize.json",
+                 "best_model.zip", "final_model.zip")
+
+
+def _history_entry(name: str) -> str:
+    """A map as the history keeps it: a file by its full path (so that it is found from any folder), a name as it
+    is."""
+    return str(Path(name).resolve()) if Path(name).is_file() else name
+
+
+def map_history(config: TrainConfig, stored: TrainConfig | None = None) -> list[str]:
+    """Every map the run of ``config`` trains on, the earlier ones first, each once: ``stored``'s history and maps (the
+    run's config.yaml, on resume), the history ``config`` brings, the maps the model of ``finetune.init_from`` was
+    trained on (a new run from a model), and ``config``'s own maps. Entries are only ever added."""
+    names: list[str] = []
+    if stored is not None:
+        names += [*stored.env.map_history, *env_maps(config_to_dict(stored)["env"])]
+    names += config.env.map_history
+    if stored is None and config.finetune.init_from:
+        names += training_maps(config.finetune.init_from, config.game)
+    names += env_maps(config_to_dict(config)["env"])
+    return list(dict.fromkeys(_history_entry(n) for n in names))
 
 
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
@@ -186,12 +221,59 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     :mod:`.finetune`: checks, critic warm start, anchor). ``callbacks``: extra SB3 callbacks (e.g. an Optuna pruning
     callback), called after the run's own ones. A resumed checkpoint is loaded without unpickling anything unless
     ``trust_pickle`` (:mod:`sb3_realm.agents.checkpoint`). The run folder is held for the run
-    (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused.
+    (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused. A new run that fails before it saved
+    a model removes what it made (:func:`_remove_unfinished_run`), so that the same command can run again. The run
+    records every map it trained on in ``env.map_history`` (:func:`map_history`).
     """
     config.validate()
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
     with hold_folder(run_dir, "run directory"):  # one command at a time in a run
-        return _train(config, run_dir, resume, callbacks, trust_pickle)
+        if resume is not None:
+            return _train(config, run_dir, resume, callbacks, trust_pickle)
+        existed = run_dir.is_dir()
+        before = _entries(run_dir) if existed else set()
+        try:
+            return _train(config, run_dir, resume, callbacks, trust_pickle)
+        except BaseException:
+            _remove_unfinished_run(run_dir, existed, before)
+            raise
+
+
+def _entries(run_dir: Path) -> set[str]:
+    """The entries of ``run_dir`` a run may add to (:data:`MADE_BY_A_RUN`), and those of its folders among them
+    (``tb/run_1``), as relative POSIX paths."""
+    found = set(os.listdir(run_dir))
+    for name in MADE_BY_A_RUN:
+        folder = run_dir / name
+        if folder.is_dir() and not folder.is_symlink():
+            found |= {f"{name}/{child}" for child in os.listdir(folder)}
+    return found
+
+
+def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str]) -> None:
+    """After a new run failed: when it saved no model (no checkpoint, no best or final model), remove what it made
+    (the run folder when it made it, else the entries of :data:`MADE_BY_A_RUN` it added, and what it added in
+    those folders that were there before, such as ``tb/run_2``), so that the same command can run again; a run that
+    saved a model is left for ``--resume`` or the user."""
+    if not run_dir.is_dir() or list_checkpoints(run_dir / "checkpoints"):
+        return
+    if any((run_dir / name).exists() and name not in before for name in ("best_model.zip", "final_model.zip")):
+        return
+    if not existed:
+        with contextlib.suppress(OSError):
+            remove_made(run_dir, run_dir.parent)
+        return
+    for name in MADE_BY_A_RUN:
+        path = run_dir / name
+        if name not in before:
+            made = [path] if path.exists() or path.is_symlink() else []
+        elif path.is_dir() and not path.is_symlink():
+            made = [path / child for child in os.listdir(path) if f"{name}/{child}" not in before]
+        else:
+            made = []
+        for item in made:
+            with contextlib.suppress(OSError):
+                remove_made(item, run_dir)
 
 
 # C901 exempt: the run in order (new, resumed or fine-tuned model; envs; callbacks; learn; final save), read top down
@@ -202,6 +284,8 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
         start_new_run(config, run_dir)
         if fine.init_from:
             check_init_model(fine.init_from, config.algo.name, game=config.game)
+        config.env.map_history = map_history(config)
+        config.validate()  # eval_maps against the maps of the model it starts from, too
     else:
         found = latest_checkpoint(run_dir / "checkpoints")
         if found is None:
@@ -211,6 +295,14 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
                              f"--resume {run_dir}, or train from its model with --init-from "
                              f"{run_dir / 'final_model.zip'}")
         changes = resume_changes(run_dir, config)
+        if found[1].get("algo") not in (None, config.algo.name):
+            raise CheckpointError(f"checkpoint {str(found[0])!r} is of algorithm {found[1]['algo']!r}, and the run's "
+                                  f"config.yaml trains {config.algo.name!r}: the checkpoint is not this run's; "
+                                  "restore the run's checkpoints or start a new run with --out")
+        config.env.map_history = map_history(config, load_config(run_dir / "config.yaml"))
+        config.validate()  # eval_maps against every map of the run's history
+        if (run_dir / "eval.json").exists():
+            read_eval_history(run_dir / "eval.json")  # a damaged file is named now, before anything is written
         if fine.anchor_coef and not (run_dir / INIT_MODEL).is_file():
             raise ValueError(f"--resume {str(run_dir)!r}: finetune.anchor_coef needs the model the run started from, "
                              f"{run_dir / INIT_MODEL}, which is gone; set finetune.anchor_coef=0 to go on without "
@@ -226,6 +318,10 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
             venv = load_vecnormalize(ckpt, venv, trust_pickle)
             model = load_model(ckpt / "model.zip", algo_cls=_algo_class(config), env=venv, device=config.device,
                                trust_pickle=trust_pickle, tensorboard_log=str(run_dir / "tb"), **changes)
+            if model.num_timesteps != state["num_timesteps"]:
+                raise CheckpointError(f"checkpoint {str(ckpt)!r}: its state.json says {state['num_timesteps']} "
+                                      f"steps and its model.zip {model.num_timesteps}; the folder is damaged or "
+                                      "mixed: delete it to resume from the checkpoint before")
             record_config(model, config)
             if curriculum is not None and state.get("curriculum"):
                 curriculum.load_state_dict(state["curriculum"])
