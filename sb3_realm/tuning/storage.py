@@ -90,17 +90,27 @@ def check_storage_file(url: str) -> None:
     check_output_file(path, "--storage file")
     if not path.is_file() or path.stat().st_size == 0:
         return
-    problem = _journal_problem(path) if storage_kind(url) == "journal" else _sqlite_problem(path)
+    journal = storage_kind(url) == "journal"
+    problem = _journal_problem(path) if journal else _sqlite_problem(path)
+    for _ in range(10):  # a last line cut short may be another worker's append, seen half done: look again
+        if not (journal and problem and problem.endswith(_CUT_SHORT)):
+            break
+        time.sleep(0.1)
+        problem = _journal_problem(path)
     if problem:
         raise ValueError(f"--storage {url!r}: {str(path)!r} {problem}; it was left as it was: give another file (a "
                          "new one is created), or move that one away")
+
+
+_CUT_SHORT = "is cut short (no newline at its end)"
 
 
 def _journal_problem(path: Path) -> str | None:
     with open(path, "rb") as f:
         for number, line in enumerate(f, start=1):
             if not line.endswith(b"\n"):
-                return f"is not an Optuna journal file: line {number} is cut short (no newline at its end)"
+                return f"is not an Optuna journal file, or one whose last write was stopped midway: line {number} " \
+                       f"{_CUT_SHORT}"
             try:
                 entry = json.loads(line)
             except ValueError:
