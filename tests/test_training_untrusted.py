@@ -24,6 +24,7 @@ from sb3_realm.training.checkpoints import (
     CheckpointError,
     ResumeWarning,
     RunCheckpointCallback,
+    keep_final_aside,
     latest_checkpoint,
     list_checkpoints,
     save_checkpoint,
@@ -294,3 +295,27 @@ def test_a_run_keeps_every_map_it_trained_on_across_a_resume_and_a_fine_tune(tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tm.check_training_maps(run2 / "final_model.zip", ["own_4"], game="gorge")
+
+
+def test_a_curriculum_state_that_cannot_be_restored_is_refused_before_writing(tiny_run, tmp_path):
+    run = copy_run(tiny_run, tmp_path / "run")
+    state_file = list_checkpoints(run / "checkpoints")[-1] / "state.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    state_file.write_text(json.dumps({**state, "curriculum": {"phase": 0, "rng": "not a generator"}}),
+                          encoding="utf-8")
+    before = snapshot(run)
+    config = resume_config(run, ["total_timesteps=1024", "curriculum=[{usr_conf: {treasure_num: 2}}]"])
+    with pytest.raises(CheckpointError, match=r"curriculum state in its state.json cannot be restored"):
+        train(config, resume=run)
+    assert snapshot(run) == before
+
+
+def test_a_model_set_aside_never_replaces_one_set_aside_before(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    _Model(1024).save(run / "final_model.zip")
+    (run / "final_model.step-1024.zip").write_bytes(b"set aside by an earlier resume")
+    with pytest.warns(ResumeWarning, match="kept as final_model.step-1024.2.zip"):
+        aside = keep_final_aside(run, 512)
+    assert aside == run / "final_model.step-1024.2.zip"
+    assert (run / "final_model.step-1024.zip").read_bytes() == b"set aside by an earlier resume"

@@ -28,7 +28,7 @@ from ..agents import ModelPolicy
 from ..atomic import atomic_write
 from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..models.algorithms import algorithm_of
-from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, save_vecnormalize
+from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, free_name, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
            "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history"]
@@ -269,8 +269,8 @@ class CompetitionEvalCallback(BaseCallback):
         lost, self.history, self.n_evals = self.history[len(kept):], kept, len(kept)
         best_lost = [h for h in lost if h.get("new_best")]
         if best_lost and self.best_model_path.is_file():
-            aside = self.best_model_path.with_name(f"{self.best_model_path.stem}.before-resume-step-"
-                                                   f"{best_lost[-1]['timesteps']}.zip")
+            aside = free_name(self.best_model_path.with_name(f"{self.best_model_path.stem}.before-resume-step-"
+                                                             f"{int(best_lost[-1]['timesteps'])}.zip"))
             os.replace(self.best_model_path, aside)
             warnings.warn(f"the best model came from step {best_lost[-1]['timesteps']}, after the checkpoint this run "
                           f"resumes from (step {self.num_timesteps}); it is kept as {aside.name} and the next "

@@ -30,7 +30,7 @@ from ..atomic import atomic_write, own_leftovers, remove_made, temp_names, writi
 
 __all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
            "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside",
-           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state"]
+           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state", "free_name"]
 
 VECNORMALIZE_FILE = "vecnormalize.json"
 _SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
@@ -157,6 +157,16 @@ def latest_checkpoint(folder: str | os.PathLike, warn: bool = True) -> tuple[Pat
     return None
 
 
+def free_name(path: Path) -> Path:
+    """``path``, or when a file of that name is there already (one kept aside before), the first of
+    ``<stem>.2<suffix>``, ``<stem>.3<suffix>``, ... that is free: a file set aside never replaces another."""
+    candidate, n = path, 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{path.stem}.{n}{path.suffix}")
+    return candidate
+
+
 def keep_final_aside(run_dir: Path, resumed_from: int) -> Path | None:
     """Before a resumed run writes its final model: when ``final_model.zip`` holds training beyond the checkpoint the
     run resumed from (that training is lost), move it aside as ``final_model.step-<its steps>.zip``, say so
@@ -171,7 +181,7 @@ def keep_final_aside(run_dir: Path, resumed_from: int) -> Path | None:
         steps = -1  # unreadable: keep it too, it is the user's
     if 0 <= steps <= resumed_from:
         return None
-    aside = run_dir / f"final_model.step-{max(steps, 0)}.zip"
+    aside = free_name(run_dir / f"final_model.step-{max(steps, 0)}.zip")
     os.replace(final, aside)
     warnings.warn(f"{final} held {steps} steps of training, beyond step {resumed_from} that this run resumed from; "
                   f"it is kept as {aside.name}", ResumeWarning, stacklevel=2)

@@ -324,7 +324,12 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
                                       "mixed: delete it to resume from the checkpoint before")
             record_config(model, config)
             if curriculum is not None and state.get("curriculum"):
-                curriculum.load_state_dict(state["curriculum"])
+                try:
+                    curriculum.load_state_dict(state["curriculum"])
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise CheckpointError(f"checkpoint {str(ckpt)!r}: the curriculum state in its state.json cannot "
+                                          f"be restored ({exc}); delete the folder to resume from the checkpoint "
+                                          "before") from None
             if fine.anchor_coef:
                 model.set_anchor(reference_policy(model, run_dir / INIT_MODEL), fine.anchor_coef, fine.anchor_epochs)
         else:
