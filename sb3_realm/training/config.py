@@ -50,10 +50,11 @@ class EnvConfig:
         competition's map, which is Tencent's and not shipped: such a config runs only with ``map_path`` (``--map``).
         Gorge Chase: one map's name (``own_1``.. ``own_10``, ``open_1``.. ``open_10``).
     :param map_names: Gorge Chase: the maps drawn per episode (e.g. ``[own_1, own_2, open_3]``); empty: ``map_name``.
-    :param map_history: every map the run trained on before this part of it (each as its config named it, a file by
-        its full path), kept by ``train``: a resume that changes the maps, and a run started from a model
-        (``--init-from``), add the maps trained on so far. An evaluation refuses a checkpoint on any of them, and
-        ``eval_maps`` may name none. Leave it out of your configs (``train`` writes it; entries are never removed).
+    :param map_history: the maps the run trained on before and no longer names in ``map_names`` / ``map_path`` /
+        ``map_name`` (each as its config named it, a file by its full path), kept by ``train``: a resume that changes
+        the maps, and a run started from a model (``--init-from``) trained elsewhere, add them. An evaluation refuses
+        a checkpoint on any of them as on the maps the config names, and ``eval_maps`` may name none. Leave it out of
+        your configs (``train`` writes it; a map is never dropped from it while the config does not name it).
     :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
         names; None: the environment variable ``SB3_REALM_GORGE_MAPS``.
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).

@@ -154,17 +154,19 @@ def _history_entry(name: str) -> str:
 
 
 def map_history(config: TrainConfig, stored: TrainConfig | None = None) -> list[str]:
-    """Every map the run of ``config`` trains on, the earlier ones first, each once: ``stored``'s history and maps (the
-    run's config.yaml, on resume), the history ``config`` brings, the maps the model of ``finetune.init_from`` was
-    trained on (a new run from a model), and ``config``'s own maps. Entries are only ever added."""
+    """The maps the run of ``config`` trained on before and no longer names (its ``env.map_history``), the earlier
+    ones first, each once: ``stored``'s history and maps (the run's config.yaml, on resume), the history ``config``
+    brings, and the maps the model of ``finetune.init_from`` was trained on (a new run from a model); less the maps
+    ``config`` names now, which count as training maps anyway. A map trained on is never dropped: it is either in
+    the history or among the maps the config names."""
     names: list[str] = []
     if stored is not None:
         names += [*stored.env.map_history, *env_maps(config_to_dict(stored)["env"])]
     names += config.env.map_history
     if stored is None and config.finetune.init_from:
         names += training_maps(config.finetune.init_from, config.game)
-    names += env_maps(config_to_dict(config)["env"])
-    return list(dict.fromkeys(_history_entry(n) for n in names))
+    now = {_history_entry(n) for n in env_maps(config_to_dict(config)["env"])}
+    return [n for n in dict.fromkeys(_history_entry(n) for n in names) if n not in now]
 
 
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
