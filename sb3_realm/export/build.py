@@ -374,11 +374,9 @@ def _check_model_file(model_path: str | os.PathLike) -> None:
     path = Path(model_path)
     fix = "pass the .zip a training run saved (e.g. runs/ppo/final_model.zip or runs/ppo/best_model.zip)"
     problem = not_a_file(model_path)
-    if problem == "is a folder, not a file":
-        saved = [name for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()]
-        if saved:
-            fix = f"pass one of its models, {' or '.join(str(path / name) for name in saved)}"
-        raise ExportError(f"model file {str(model_path)!r} is a folder (a training run's?), not a checkpoint; {fix}")
+    saved = [name for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()] if problem else []
+    if saved:
+        fix = f"it is a training run: pass one of its models, {' or '.join(str(path / name) for name in saved)}"
     if problem:
         raise ExportError(f"model file {str(model_path)!r} {problem}; {fix}")
     size = path.stat().st_size
@@ -388,9 +386,9 @@ def _check_model_file(model_path: str | os.PathLike) -> None:
         with zipfile.ZipFile(path) as archive:
             damaged = archive.testzip()
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise ExportError(f"model file {str(model_path)!r} ({size} bytes) is not a complete zip archive ({exc}): it "
-                          f"was cut short by a copy or a download, or is another kind of file; {fix}, or copy it "
-                          "again") from None
+        raise ExportError(f"model file {str(model_path)!r} ({size} bytes) is not a Stable-Baselines3 checkpoint: it "
+                          f"is not a complete zip archive ({exc}), so it was cut short by a copy or a download, or is "
+                          f"another kind of file; {fix}, or copy it again") from None
     except (zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
         raise ExportError(f"model file {str(model_path)!r} is a zip archive that cannot be read ({exc}); {fix}") \
             from None
