@@ -87,6 +87,10 @@ def test_a_dangling_link_or_a_named_pipe_in_the_code_package_is_named(models, tm
     assert out.returncode == 2 and len(lines) == 1, out.stderr[-2000:]
     assert "'diy/pipe' is a named pipe (FIFO), not a file or a folder; remove it" in lines[0]
     assert _tree(tmp_path) == before
+    os.unlink(package / "diy" / "pipe")
+    os.mkfifo(tmp_path / "upload.zip")  # where --zip would write: refused, never opened
+    with pytest.raises(ExportError, match=r"upload.zip', which is not a package archive"):
+        build_submission(models["ppo"], tmp_path / "upload", code_package=package, make_zip=True, force=True)
 
 
 # ------------------------------------------------------------------------------------------ bytecode in a built folder
@@ -145,8 +149,8 @@ def test_planted_bytecode_never_runs_in_eval_of_a_gorge15_folder(tmp_path, capsy
     marker = tmp_path / "bytecode_ran"
     _plant_bytecode(folder / "agent_diy" / "agent.py", marker)
     assert _would_run(folder, "agent_diy.agent", marker)
-    assert main(["eval", str(folder), "--game", "gorge", "--protocol", "maps", "--maps", "own_1", "--games", "2", "--no-oracle",
-                 "--max-step", "30"]) == 0
+    assert main(["eval", str(folder), "--game", "gorge", "--protocol", "maps", "--maps", "own_1", "--games", "2",
+                 "--no-oracle", "--max-step", "30"]) == 0
     assert not marker.exists()
 
 

@@ -356,11 +356,13 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
     """``--zip`` replaces ``<out>.zip`` only with ``--force`` and only when it is a package archive."""
     if not force:
         raise ExportError(f"{str(zip_path)!r} already exists; pass --force to replace it (with --zip)")
-    try:
-        with zipfile.ZipFile(zip_path) as archive:
-            ours = any(name.endswith("/manifest.json") and name.count("/") == 1 for name in archive.namelist())
-    except (OSError, zipfile.BadZipFile):
-        ours = False
+    ours = False
+    if zip_path.is_file() and not zip_path.is_symlink():  # never opened through a link, nor a pipe that would block
+        try:
+            with zipfile.ZipFile(zip_path) as archive:
+                ours = any(name.endswith("/manifest.json") and name.count("/") == 1 for name in archive.namelist())
+        except (OSError, zipfile.BadZipFile):
+            ours = False
     if not ours:
         raise ExportError(f"--zip would replace {str(zip_path)!r}, which is not a package archive written by "
                           "build-submission: it is left alone; move it away or choose another --out")
