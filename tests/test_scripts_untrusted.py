@@ -230,6 +230,7 @@ def test_a_storage_path_that_is_a_folder_is_refused(tmp_path):
     ("hparams", '{"n_epochs": 2.5}', "n_epochs = 2.5 is not a whole number"),
     ("hparams", '{"net_arch": "huge"}', "net_arch = 'huge' is not one of its choices ['tiny', 'small', 'medium']"),
     ("hparams", '{"learning_rate": Infinity}', "learning_rate = inf is not a finite number"),
+    ("rewards", '{"progress": 1e300}', "env.reward_weights.progress = 1e+300 is out of range"),  # what convert refuses
 ])
 def test_enqueued_values_that_no_trial_can_take_are_refused_up_front(tmp_path, monkeypatch, capsys, kind, text,
                                                                     message):
@@ -244,8 +245,8 @@ def test_enqueued_values_that_no_trial_can_take_are_refused_up_front(tmp_path, m
 
 def test_enqueued_numbers_outside_the_range_are_still_tried():
     base = load_config(TINY)
-    StudyConfig("rewards", base, "s", "sqlite:///s.db", "out", enqueue=[{"progress": 1e300, "treasure": 3}]).validate()
-    StudyConfig("hparams", base, "s", "sqlite:///s.db", "out", enqueue=[{"n_steps": 256.0, "n_epochs": 3.0}]).validate()
+    StudyConfig("rewards", base, "s", "sqlite:///s.db", "out", enqueue=[{"progress": 500.0, "treasure": 3}]).validate()
+    StudyConfig("hparams", base, "s", "sqlite:///s.db", "out", enqueue=[{"n_steps": 256.0, "n_epochs": 30}]).validate()
 
 
 # ---------------------------------------------------------------------------------------------- failed trials

@@ -114,6 +114,7 @@ class StudyConfig:
             env.close()
         distributions = param_distributions(self.kind, self.base, self.curriculum)
         names = list(distributions)
+        baseline = baseline_params(self.kind, self.base, self.curriculum) if self.enqueue else None
         for params in self.enqueue:
             if not isinstance(params, dict):
                 raise ValueError(f"--enqueue {params!r}: not a dict; the parameters of this {self.kind} study are "
@@ -126,6 +127,10 @@ class StudyConfig:
                 problem = _enqueued_value_problem(value, distributions[key])
                 if problem:
                     raise ValueError(f"--enqueue {params!r}: {key} = {value!r} {problem}")
+            try:  # the config it trains, the rest of the parameters the base config's own
+                convert_params(self.kind, {**(baseline or {}), **params}, self.base)
+            except ValueError as exc:
+                raise ValueError(f"--enqueue {params!r}: {exc}") from None
         return self
 
     def folder_names(self) -> list[str]:
