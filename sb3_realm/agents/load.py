@@ -158,8 +158,9 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
         return recorded
     if not path.exists() and not path.is_symlink():
         names = ", ".join(repr(expert) for expert in ("random", *games.get(game).experts))
-        raise ValueError(f"policy {text!r} does not exist: it is neither {names}, an SB3 checkpoint file (.zip "
-                         "saved by model.save) nor a submission folder (built by build-submission); check the path")
+        raise ValueError(f"policy {text!r} does not exist: it is neither {names}, an existing SB3 checkpoint file "
+                         "(.zip saved by model.save) nor a submission folder (built by build-submission); check the "
+                         "path")
     check_checkpoint_file(path)
     recorded_name = (run_config(path) or {}).get("game")
     if recorded_name is None:  # a model saved outside sb3-realm: its observation space may still say its game

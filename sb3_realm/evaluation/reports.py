@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -149,8 +150,8 @@ def _is_inside(path: Path, folder: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
 
 
-def check_outputs_apart(outputs: dict[str, str | os.PathLike | None],
-                        inputs: dict[str, str | os.PathLike | None]) -> None:
+def check_outputs_apart(outputs: Mapping[str, str | os.PathLike | None],
+                        inputs: Mapping[str, str | os.PathLike | None]) -> None:
     """A ``ValueError`` (before anything is played or written) when an output would overwrite what the command reads
     or another output: an output path that is an input file (the checkpoint, its run config, the map) or lies inside
     an input folder (a submission folder), or two outputs that are one file. ``outputs`` and ``inputs`` map what each

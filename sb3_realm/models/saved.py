@@ -53,8 +53,8 @@ def check_checkpoint_file(path: str | os.PathLike) -> Path:
         raise ValueError(f"{str(path)!r} is truncated: it starts as a zip archive but its end, which lists the "
                          f"members, is missing ({size} bytes; a save or copy that was cut short); copy or save it "
                          f"again, or {use}")
-    raise ValueError(f"{str(path)!r} is not a zip archive (it starts with the bytes {start!r}), so it is not an SB3 "
-                     f"checkpoint (a .zip saved by model.save); {use}")
+    raise ValueError(f"{str(path)!r} is not a zip archive (it starts with the bytes {start!r}), so it is not a "
+                     f"Stable-Baselines3 checkpoint (a .zip saved by model.save); {use}")
 
 
 def run_config_files(path: str | os.PathLike) -> list[Path]:
