@@ -320,3 +320,11 @@ def test_a_model_set_aside_never_replaces_one_set_aside_before(tmp_path):
         aside = keep_final_aside(run, 512)
     assert aside == run / "final_model.step-1024.2.zip"
     assert (run / "final_model.step-1024.zip").read_bytes() == b"set aside by an earlier resume"
+
+
+@pytest.mark.parametrize("env", [{"map_names": 5}, {"map_names": "own_2"}, {"map_names": [3], "map_path": 7},
+                                 {"map_name": ["x"], "map_history": "own_2"}])
+def test_a_recorded_env_of_another_shape_is_read_as_naming_no_map(monkeypatch, env):
+    monkeypatch.setattr(tm, "recorded_env", lambda policy: env)
+    assert tm.training_maps("run/model.zip", game="gorge") == ["own_1"]  # nothing named: the default map
+    tm.check_training_maps("run/model.zip", ["own_2"], game="gorge")

@@ -101,9 +101,13 @@ def warn_training_map(policy, played, stacklevel: int = 3, game: str | None = No
 
 def env_maps(env: dict) -> list[str]:
     """The maps an ``env`` section (a run config's, as plain data) trains on now: ``map_names``, else ``map_path``,
-    else ``map_name`` (``default`` when it names none)."""
-    names = [str(n) for n in env.get("map_names") or ()] or [str(env[k]) for k in ("map_path",) if env.get(k)]
-    return names or [str(env.get("map_name") or "default")]
+    else ``map_name`` (``default`` when it names none). A value of another shape than a config writes (a damaged or
+    foreign file's) counts as named by nothing."""
+    listed = env.get("map_names")
+    names = [str(n) for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
+    names = names or [str(env[k]) for k in ("map_path",) if isinstance(env.get(k), str) and env[k]]
+    name = env.get("map_name")
+    return names or [name if isinstance(name, str) and name else "default"]
 
 
 def training_maps(policy, game: str | None = None) -> list[str]:
