@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,22 @@ def test_a_maps_folder_from_the_environment_is_named_as_such(tmp_path, capsys, m
 def test_the_model_of_a_run_folder_is_pointed_at_before_the_protocol(gorge_model, tmp_path, capsys):
     err = _main(["eval", str(gorge_model.parent), "--protocol", "maps", "--maps", "own_6"], capsys)
     assert "is the folder of a training run, not a policy" in err and "final_model.zip" in err
+
+
+def test_a_checkpoints_folder_points_at_its_model(models, tmp_path, capsys):
+    step = tmp_path / "checkpoints" / "step_000000000512"
+    step.mkdir(parents=True)
+    shutil.copyfile(models["ppo"], step / "model.zip")
+    err = _main(["eval", str(step), "--protocol", "maps"], capsys)
+    assert f"is the folder of a checkpoint, not a policy; pass its model: {str(step / 'model.zip')!r}" in err
+
+
+def test_a_zip_that_is_not_a_checkpoint_is_named_before_the_protocol(tmp_path, capsys):
+    package = tmp_path / "upload.zip"  # what build-submission --zip writes
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("diy/manifest.json", json.dumps({"format": "sb3-realm submission"}))
+    err = _main(["eval", str(package), "--protocol", "maps"], capsys)
+    assert "is a package archive written by sb3-realm build-submission --zip" in err and "protocol" not in err
 
 
 # ------------------------------------------------------------------------------------ the run config beside a model

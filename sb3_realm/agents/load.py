@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import games
 from ..games import GameEnv
-from ..models.algorithms import read_sb3_data
+from ..models.algorithms import detect_algorithm, read_sb3_data
 from ..models.saved import check_checkpoint_file, run_config, run_game
 from .base import Policy, RandomPolicy
 from .sb3 import SB3Policy
@@ -80,10 +80,13 @@ def run_folder(path: Path) -> None:
     if not found:
         steps = sorted(path.glob("checkpoints/step_*/model.zip"))
         found = [(steps[-1], "its latest checkpoint")] if steps else []
+    kind = "a training run"
+    if not found and (path / "model.zip").is_file():  # a checkpoint's own folder (checkpoints/step_*)
+        kind, found = "a checkpoint", [(path / "model.zip", "its model")]
     if found:
         models = " or ".join(f"{str(model)!r} ({what})" for model, what in found)
-        raise ValueError(f"{str(path)!r} is the folder of a training run, not a policy; pass one of its models: "
-                         f"{models}")
+        raise ValueError(f"{str(path)!r} is the folder of {kind}, not a policy; pass "
+                         f"{'one of its models' if len(found) > 1 else 'its model'}: {models}")
 
 
 def _expert_game(name: str, game: str | None) -> games.GameSpec:
@@ -162,7 +165,9 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
                          "(.zip saved by model.save) nor a submission folder (built by build-submission); check the "
                          "path")
     check_checkpoint_file(path)
-    recorded_name = (run_config(path) or {}).get("game")
+    data = read_sb3_data(path)  # another zip (an upload archive, ...) is named as such
+    detect_algorithm(path, data)  # as is a model of another algorithm or environment
+    recorded_name = (run_config(path, data) or {}).get("game")
     if recorded_name is None:  # a model saved outside sb3-realm: its observation space may still say its game
         by_space = _game_of_spaces(path)
         if by_space is not None:
