@@ -285,3 +285,31 @@ def test_an_output_inside_a_submission_folder_is_refused(monkeypatch, tmp_path, 
     monkeypatch.setattr(load, "read_manifest", lambda folder: {"game": "realm"})
     err = _main(["replay", str(tmp_path / "sub"), "--out", str(tmp_path / "sub" / "ep.gif")], capsys)
     assert "is inside the policy" in err and not (tmp_path / "sub" / "ep.gif").exists()
+
+
+# -------------------------------------------------------------------------------- a checkpoint's data of another kind
+def _rewrite_data(source: Path, target: Path, change) -> Path:
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = change(json.loads(members["data"]))
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, payload in members.items():
+            archive.writestr(name, json.dumps(data) if name == "data" else payload)
+    return target
+
+
+def _with_config(data: dict, **changes) -> dict:
+    data["sb3_realm_config"].update(changes)
+    return data
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (lambda data: [1, 2], "its 'data' member holds a JSON list, not an object"),
+    (lambda data: {**data, "observation_space": "Box"}, "an entry of its 'data' member is of another kind"),
+    (lambda data: _with_config(data, env="x"), "its run config cannot rebuild its pickled entries"),
+    (lambda data: _with_config(data, algo=[1]), "its run config cannot rebuild its pickled entries"),
+])
+def test_a_checkpoint_whose_data_is_of_another_kind_is_named(change, fragment, gorge_model, tmp_path, capsys):
+    model = _rewrite_data(gorge_model, tmp_path / "model.zip", change)
+    err = _main(["eval", str(model), "--protocol", "maps", "--maps", "own_6", "--games", "1", "--no-oracle"], capsys)
+    assert "'model.zip'" in err.replace(str(tmp_path) + os.sep, "") and fragment in err

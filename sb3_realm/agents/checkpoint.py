@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import games
-from ..models.algorithms import algorithm, detect_algorithm, model_kwargs, read_sb3_data
+from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
-from ..models.saved import check_checkpoint_file, run_config, serialized_entries
+from ..models.saved import check_checkpoint_file, checkpoint_algorithm, checkpoint_data, run_config, serialized_entries
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -116,8 +116,8 @@ def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | N
     :param kwargs: as SB3's ``load``.
     """
     path = check_checkpoint_file(path)  # a missing, empty, truncated or non-zip file is named as such
-    data = read_sb3_data(path)
-    algo = detect_algorithm(path, data)
+    data = checkpoint_data(path)
+    algo = checkpoint_algorithm(path, data)
     _check_members(path)
     cls = algo_cls or algorithm(algo).cls
     if trusted(trust_pickle):
@@ -131,7 +131,14 @@ def load_model(path: str | os.PathLike, *, algo_cls=None, trust_pickle: bool | N
                 f"{str(path)!r} holds pickled entries ({', '.join(entries)}) and no run config to rebuild them from "
                 "(checkpoints that sb3-realm writes record it; older ones have config.yaml beside them), so it is not "
                 f"loaded (a pickle can run code); {TRUST_HINT}")
-        replacements = _replacements(path, entries, config, cls, algo)
+        try:
+            replacements = _replacements(path, entries, config, cls, algo)
+        except UntrustedCheckpointError:
+            raise
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a section of the wrong kind, a bad value
+            raise UntrustedCheckpointError(
+                f"{str(path)!r}: its run config cannot rebuild its pickled entries ({str(exc)[:200]}), so it is not "
+                f"loaded; use the .zip a training run saved, or {TRUST_HINT}") from None
     try:
         return cls.load(path, env=env, device=device, custom_objects=replacements, **kwargs)
     except RuntimeError as exc:  # the rebuilt network does not fit the weights

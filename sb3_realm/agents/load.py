@@ -8,8 +8,7 @@ from pathlib import Path
 
 from .. import games
 from ..games import GameEnv
-from ..models.algorithms import detect_algorithm, read_sb3_data
-from ..models.saved import check_checkpoint_file, run_config, run_game
+from ..models.saved import check_checkpoint_file, checkpoint_algorithm, checkpoint_data, run_config, run_game
 from .base import Policy, RandomPolicy
 from .sb3 import SB3Policy
 from .submission import SubmissionPolicy, manifest_game, read_manifest
@@ -123,7 +122,7 @@ def _game_of_spaces(path: Path) -> games.GameSpec | None:
     several games' match (a frame-stacked model, a space written by another gymnasium version), or the file is not
     a checkpoint (its loading says so)."""
     try:
-        shown = (read_sb3_data(path).get("observation_space") or {}).get("spaces")
+        shown = (checkpoint_data(path).get("observation_space") or {}).get("spaces")
     except (ValueError, AttributeError):
         return None
     found = []
@@ -165,8 +164,8 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
                          "(.zip saved by model.save) nor a submission folder (built by build-submission); check the "
                          "path")
     check_checkpoint_file(path)
-    data = read_sb3_data(path)  # another zip (an upload archive, ...) is named as such
-    detect_algorithm(path, data)  # as is a model of another algorithm or environment
+    data = checkpoint_data(path)  # another zip (an upload archive, ...) is named as such
+    checkpoint_algorithm(path, data)  # as is a model of another algorithm or environment
     recorded_name = (run_config(path, data) or {}).get("game")
     if recorded_name is None:  # a model saved outside sb3-realm: its observation space may still say its game
         by_space = _game_of_spaces(path)

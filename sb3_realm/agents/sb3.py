@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..games import GameEnv
-from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm, detect_algorithm
-from ..models.saved import check_checkpoint_file, run_frame_stack, run_mask_wall_moves
+from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm
+from ..models.saved import check_checkpoint_file, checkpoint_algorithm, run_frame_stack, run_mask_wall_moves
 from .checkpoint import load_model
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ class SB3Policy(ModelPolicy):
     def __init__(self, path: str | os.PathLike, algo: str | None = None, device: str = "cpu",
                  frame_stack: int | None = None, trust_pickle: bool | None = None) -> None:
         self.path = check_checkpoint_file(path)  # a missing, empty, truncated or non-zip file is named as such
-        self.algo = algo or detect_algorithm(self.path)
+        self.algo = algo or checkpoint_algorithm(self.path)
         model = load_model(self.path, algo_cls=algorithm(self.algo).cls, device=device, trust_pickle=trust_pickle)
         super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path),
                          mask_walls=run_mask_wall_moves(self.path))

@@ -10,7 +10,8 @@ from pathlib import Path
 from .. import games
 from .algorithms import detect_algorithm, read_sb3_data
 
-__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "check_checkpoint_file", "run_config_files", "run_config",
+__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "check_checkpoint_file", "checkpoint_data",
+           "checkpoint_algorithm", "run_config_files", "run_config",
            "serialized_entries", "run_frame_stack", "run_mask_wall_moves", "run_game", "model_feature_version",
            "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
 
@@ -57,6 +58,30 @@ def check_checkpoint_file(path: str | os.PathLike) -> Path:
                      f"Stable-Baselines3 checkpoint (a .zip saved by model.save); {use}")
 
 
+def _not_as_saved(path: Path, what: str) -> ValueError:
+    return ValueError(f"{str(path)!r} is not a Stable-Baselines3 checkpoint as model.save writes it: {what}; pass the "
+                      ".zip a training run saved (e.g. runs/NAME/final_model.zip)")
+
+
+def checkpoint_data(path: str | os.PathLike) -> dict:
+    """The JSON ``data`` of the SB3 checkpoint ``path`` (:func:`~.algorithms.read_sb3_data`), or a ``ValueError``
+    naming the file when it is not a JSON object."""
+    data = read_sb3_data(Path(path))
+    if not isinstance(data, dict):
+        raise _not_as_saved(Path(path), f"its 'data' member holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def checkpoint_algorithm(path: str | os.PathLike, data: dict | None = None) -> str:
+    """:func:`~.algorithms.detect_algorithm` of a checkpoint whose data may be laid out in any way: a ``ValueError``
+    naming the file for entries of the wrong kind."""
+    data = checkpoint_data(path) if data is None else data
+    try:
+        return detect_algorithm(path, data)
+    except (AttributeError, TypeError) as exc:  # an entry of another kind than SB3 writes (a string for a space)
+        raise _not_as_saved(Path(path), f"an entry of its 'data' member is of another kind ({exc})") from None
+
+
 def run_config_files(path: str | os.PathLike) -> list[Path]:
     """Where the run config of the checkpoint ``path`` may be: its folder's ``config.yaml``, and for a checkpoint of
     a run (``<run>/checkpoints/step_*/model.zip``) the run's."""
@@ -101,8 +126,8 @@ def run_config(path: Path, data: dict | None = None) -> dict | None:
     has read it already."""
     path = Path(path)
     try:
-        recorded = (read_sb3_data(path) if data is None else data).get(CONFIG_ENTRY)
-    except ValueError:  # not a checkpoint: no recorded config
+        recorded = (checkpoint_data(path) if data is None else data).get(CONFIG_ENTRY)
+    except (ValueError, AttributeError):  # not a checkpoint: no recorded config
         recorded = None
     if isinstance(recorded, dict):
         return recorded
@@ -123,15 +148,29 @@ def run_game(path: str | Path) -> games.GameSpec:
     return games.get(name)
 
 
+def _run_env(path: Path) -> dict:
+    """The ``env`` section of the checkpoint's run config ({} when there is none), or a ``ValueError`` naming the
+    file when it is not a mapping."""
+    env = (run_config(path) or {}).get("env") or {}
+    if not isinstance(env, dict):
+        raise ValueError(f"{str(path)!r}: its run config records env = {str(env)[:60]!r}, not a mapping of settings; "
+                         "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)")
+    return env
+
+
 def run_frame_stack(path: Path) -> int:
     """``env.frame_stack`` of the checkpoint's training run (1 when there is no run config)."""
-    return int(((run_config(path) or {}).get("env") or {}).get("frame_stack", 1) or 1)
+    value = _run_env(path).get("frame_stack", 1) or 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{str(path)!r}: its run config records env.frame_stack = {value!r}, not a count >= 1; "
+                         "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)")
+    return value
 
 
 def run_mask_wall_moves(path: Path) -> bool:
     """``env.mask_wall_moves`` of the checkpoint's training run (False when there is no run config): the action
     mask a MaskablePPO model was trained with, so it plays with that mask in any env."""
-    return bool(((run_config(path) or {}).get("env") or {}).get("mask_wall_moves", False))
+    return bool(_run_env(path).get("mask_wall_moves", False))
 
 
 def model_feature_version(path: str | Path) -> str:
@@ -140,8 +179,8 @@ def model_feature_version(path: str | Path) -> str:
     ``LEGACY_FEATURE_VERSION`` (models from before versions were recorded). A ``ValueError`` for a checkpoint of
     another game or algorithm (:func:`~sb3_realm.models.algorithms.detect_algorithm`)."""
     path = Path(path)
-    data = read_sb3_data(path)
-    detect_algorithm(path, data)  # a checkpoint of another game or algorithm is named as such first
+    data = checkpoint_data(path)
+    checkpoint_algorithm(path, data)  # a checkpoint of another game or algorithm is named as such first
     version = data.get("feature_version") or (run_config(path) or {}).get("feature_version")
     return str(version) if version else LEGACY_FEATURE_VERSION
 
