@@ -18,14 +18,12 @@ import numpy as np
 from stable_baselines3.common.logger import configure
 
 from ..atomic import atomic_write, remove_made
-from ..training.checkpoints import PREFIX, list_checkpoints, save_checkpoint
+from ..training.checkpoints import list_checkpoints, save_checkpoint
 from .config import ImitateConfig
 from .dataset import shown
 
 __all__ = ["RoundRecord", "RunState", "RunWriter", "RecordError", "ResumePoint"]
 
-#: the names of the checkpoint folders this package makes (``save_checkpoint``): the only ones rotated away
-CHECKPOINT_NAME = re.compile(re.escape(PREFIX) + "[0-9]{12}")
 _FIX = ("the file is damaged or was not written by sb3-realm imitate: restore it, delete its checkpoint folder to "
         "resume from the one before, or start the run again with --out")
 
@@ -306,7 +304,7 @@ class RunWriter:
         folder = self.run_dir / "checkpoints"
         extra = {"imitation": state.to_dict(len(shards), [entry["sha256"] for entry in shards])}
         saved = save_checkpoint(model, folder, algo=self.config.algo.name, extra=extra)
-        made = [p for p in list_checkpoints(folder) if CHECKPOINT_NAME.fullmatch(p.name) and not p.is_symlink()]
+        made = list_checkpoints(folder)  # the package's own checkpoint folders only: never a link, never another name
         for old in made[:-self.config.keep_checkpoints]:
             if old != saved:
                 with contextlib.suppress(OSError):  # a checkpoint left behind costs space, never the run
