@@ -134,8 +134,9 @@ def _game_of_spaces(path: Path) -> games.GameSpec | None:
 
 
 def policy_game(policy, game: str | None = None) -> games.GameSpec:
-    """The game ``policy`` plays: the one an SB3 checkpoint's run config or a submission folder's manifest records,
-    else ``game``, else the default game (``random``, an expert, a policy object).
+    """The game ``policy`` plays: ``game`` when given (a model that records another game is refused), else the one
+    an SB3 checkpoint's run config or a submission folder's manifest records, else the default game (``random``, an
+    expert, a policy object).
 
     A policy named by a string is checked here, before anything is played, with one ``ValueError`` naming what is
     wrong: an expert of another game, a path that does not exist, a checkpoint file that is empty, truncated or not
