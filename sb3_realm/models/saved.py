@@ -77,7 +77,7 @@ def checkpoint_algorithm(path: str | os.PathLike, data: dict | None = None) -> s
     naming the file for entries of the wrong kind."""
     data = checkpoint_data(path) if data is None else data
     try:
-        return detect_algorithm(path, data)
+        return detect_algorithm(Path(path), data)
     except (AttributeError, TypeError) as exc:  # an entry of another kind than SB3 writes (a string for a space)
         raise _not_as_saved(Path(path), f"an entry of its 'data' member is of another kind ({exc})") from None
 
