@@ -395,7 +395,7 @@ def test_missing_and_corrupt_models(tmp_path):
         build_submission(tmp_path / "nope.zip", tmp_path / "out")
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip at all")
-    with pytest.raises(ExportError, match="not a Stable-Baselines3 checkpoint"):
+    with pytest.raises(ExportError, match="is not a zip archive .* so it is not a Stable-Baselines3 checkpoint"):
         build_submission(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
 

@@ -236,11 +236,12 @@ def test_a_damaged_model_or_a_run_folder_is_named_before_the_code_package(models
     empty = tmp_path / "empty.zip"
     empty.write_bytes(b"")
     run = models["ppo"].parent
-    for model, fragment in ((cut, r"cut.zip' \(4000 bytes\) is not a Stable-Baselines3 checkpoint: it is not a "
-                                  r"complete zip archive .*cut short"),
-                            (empty, r"empty.zip' is empty \(0 bytes\)"),
-                            (run, r"is a folder, not a file; it is a training run: pass one of its models, "
-                                  r".*final_model.zip")):
+    for model, fragment in ((cut, r"model file '.*cut.zip' is truncated: it starts as a zip archive but its end, "
+                                  r"which lists the members, is missing \(4000 bytes; a save or copy that was cut "
+                                  r"short\)"),
+                            (empty, r"model file '.*empty.zip' is empty \(0 bytes\)"),
+                            (run, r"is a folder, not an SB3 checkpoint file; it is a training run: pass one of its "
+                                  r"models, .*final_model.zip")):
         with pytest.raises(ExportError, match=fragment) as caught:
             build_submission(model, tmp_path / "upload", code_package=package)
         assert "code package" not in str(caught.value)

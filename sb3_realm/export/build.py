@@ -28,7 +28,6 @@ import tempfile
 import tomllib
 import warnings
 import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from ..atomic import (
 )
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
-from ..models.saved import feature_version_mismatch, run_config, run_game
+from ..models.saved import check_checkpoint_file, feature_version_mismatch, run_config, run_game
 from ..submission import COMMON, LAYOUTS, layout_spec
 from ..version import __version__
 from .code_package import (
@@ -369,34 +368,13 @@ def _check_zip_replaceable(zip_path: Path, force: bool) -> None:
 
 
 def _check_model_file(model_path: str | os.PathLike) -> None:
-    """An :class:`ExportError` naming what is wrong with the model file itself: a folder (a training run's: name
-    its ``final_model.zip`` or ``best_model.zip``), a missing or empty file, a file that is not a zip archive (cut
-    short by a copy or a download, or another kind of file) or whose members are damaged. Its contents as a
-    checkpoint are read later (:func:`read_model`)."""
-    path = Path(model_path)
-    fix = "pass the .zip a training run saved (e.g. runs/ppo/final_model.zip or runs/ppo/best_model.zip)"
-    problem = not_a_file(model_path)
-    saved = [name for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()] if problem else []
-    if saved:
-        fix = f"it is a training run: pass one of its models, {' or '.join(str(path / name) for name in saved)}"
-    if problem:
-        raise ExportError(f"model file {str(model_path)!r} {problem}; {fix}")
-    size = path.stat().st_size
-    if size == 0:
-        raise ExportError(f"model file {str(model_path)!r} is empty (0 bytes); {fix}, or copy it again")
+    """An :class:`ExportError` naming what is wrong with the model file itself (:func:`check_checkpoint_file`, each
+    member's checksum included), before the code package is read. Its contents as a checkpoint are read later
+    (:func:`read_model`)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise ExportError(f"model file {str(model_path)!r} ({size} bytes) is not a Stable-Baselines3 checkpoint: it "
-                          f"is not a complete zip archive ({exc}), so it was cut short by a copy or a download, or is "
-                          f"another kind of file; {fix}, or copy it again") from None
-    except (zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
-        raise ExportError(f"model file {str(model_path)!r} is a zip archive that cannot be read ({exc}); {fix}") \
-            from None
-    if damaged is not None:
-        raise ExportError(f"model file {str(model_path)!r}: its member {damaged!r} is damaged (its checksum does not "
-                          f"match); {fix}, or copy it again")
+        check_checkpoint_file(model_path, members=True)
+    except ValueError as exc:
+        raise ExportError(f"model file {exc}") from None
 
 
 def _model_game(model_path: str | os.PathLike) -> games.GameSpec:

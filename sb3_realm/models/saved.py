@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 from .. import games
@@ -29,16 +30,22 @@ def serialized_entries(data: dict) -> list[str]:
 _ZIP_START = b"PK\x03\x04"  # the first bytes of a zip archive's first member
 
 
-def check_checkpoint_file(path: str | os.PathLike) -> Path:
+def check_checkpoint_file(path: str | os.PathLike, members: bool = False) -> Path:
     """``path`` when it is a file that can be read as a zip archive, else a ``ValueError`` naming what is wrong with
-    it (it does not exist, is a folder or not a regular file, is empty, is truncated, is not a zip archive) and what
-    to do. Reads nothing but the archive's first bytes and its end; a named pipe or device is never opened."""
+    it (it does not exist, is a folder, a training run's folder, or not a regular file, is empty, is truncated, is not
+    a zip archive) and what to do. Reads nothing but the archive's first bytes and its end; a named pipe or device is
+    never opened. With ``members``, each member's checksum is checked too (a file damaged in its middle)."""
     path = Path(path)
     use = "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)"
     if not path.exists():
         what = "a link to a file that does not exist" if path.is_symlink() else "does not exist"
         raise ValueError(f"{str(path)!r} {'is ' if path.is_symlink() else ''}{what}; check the path, or {use}")
     if path.is_dir():
+        saved = [str(path / name) for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()]
+        if saved:
+            use = f"it is a training run: pass one of its models, {' or '.join(saved)}"
+        elif (path / "model.zip").is_file():
+            use = f"it is a checkpoint's folder: pass {str(path / 'model.zip')}"
         raise ValueError(f"{str(path)!r} is a folder, not an SB3 checkpoint file; {use}")
     if not path.is_file():
         raise ValueError(f"{str(path)!r} is not a regular file (a pipe, a device or a socket); {use}")
@@ -48,14 +55,24 @@ def check_checkpoint_file(path: str | os.PathLike) -> Path:
                          f"copy or save it again, or {use}")
     with open(path, "rb") as fh:
         start = fh.read(len(_ZIP_START))
-    if zipfile.is_zipfile(path):
-        return path
-    if start == _ZIP_START:
-        raise ValueError(f"{str(path)!r} is truncated: it starts as a zip archive but its end, which lists the "
-                         f"members, is missing ({size} bytes; a save or copy that was cut short); copy or save it "
-                         f"again, or {use}")
-    raise ValueError(f"{str(path)!r} is not a zip archive (it starts with the bytes {start!r}), so it is not a "
-                     f"Stable-Baselines3 checkpoint (a .zip saved by model.save); {use}")
+    if not zipfile.is_zipfile(path):
+        if start == _ZIP_START:
+            raise ValueError(f"{str(path)!r} is truncated: it starts as a zip archive but its end, which lists the "
+                             f"members, is missing ({size} bytes; a save or copy that was cut short); copy or save it "
+                             f"again, or {use}")
+        raise ValueError(f"{str(path)!r} is not a zip archive (it starts with the bytes {start!r}), so it is not a "
+                         f"Stable-Baselines3 checkpoint (a .zip saved by model.save); {use}")
+    if members:
+        try:
+            with zipfile.ZipFile(path) as archive:
+                damaged = archive.testzip()
+        except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
+            raise ValueError(f"{str(path)!r} is a zip archive that cannot be read ({exc}); copy or save it again, or "
+                             f"{use}") from None
+        if damaged is not None:
+            raise ValueError(f"{str(path)!r}: its member {damaged!r} is damaged (its checksum does not match); copy "
+                             f"or save it again, or {use}")
+    return path
 
 
 def _not_as_saved(path: Path, what: str) -> ValueError:
