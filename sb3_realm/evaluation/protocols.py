@@ -142,7 +142,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
                                max_step=max_step, game=name, maps=maps)
     named_maps = list(dict.fromkeys(c["map_name"] for c in configs if "map_name" in c))
     if named_maps and not allow_overlap:
-        check_training_maps(policy, named_maps, game=name)
+        check_training_maps(policy, named_maps, game=name, maps_dir=(env_kwargs or {}).get("maps_dir"))
     if isinstance(policy, str):
         spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff, trust_pickle=trust_pickle,
                           game=name)
