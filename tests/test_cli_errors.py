@@ -148,7 +148,7 @@ ROWS = [
     (["eval", "random", "--map", ""], "map file '' is empty"),
     (["eval", "random", "--map", "existing"], "map file 'existing' is a folder, not a file"),
     (["eval", "random", "--map", "huge_map.json"], "position 3 x = 1000000000000000000000000000000 is out of range"),
-    (["build-submission", "existing", "--out", "sub"], "model file 'existing' is a folder, not a file"),
+    (["build-submission", "existing", "--out", "sub"], "model file 'existing' is a folder, not an SB3 checkpoint file"),
     (["demo", "--out", "x" * 300], "is too long; use a shorter one"),
     (["eval", "random", "--games", "1", "--no-oracle", "--json", "/".join(["d" * 200] * 25)], "is too long"),
     (["train", "--resume", "imitated"], "is an imitation run; continue it with sb3-realm imitate --resume"),

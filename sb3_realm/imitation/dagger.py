@@ -47,7 +47,7 @@ from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
-from ..training.checkpoints import latest_checkpoint, list_checkpoints
+from ..training.checkpoints import CHECKPOINT_NAME, check_checkpoint, latest_checkpoint, list_checkpoints
 from ..training.config import save_config
 from ..training.run import build_model, record_config, resume_changes, start_new_run
 from .bc import BCStats, fit, fit_sequences
@@ -306,7 +306,9 @@ def _check_parts(run_dir: Path) -> None:
     ``best_model.zip``) that leads outside it through a symbolic link: a resumed run reads, writes and removes only
     inside its own folder."""
     room = os.path.realpath(run_dir)
-    checkpoints = [f"checkpoints/{p.name}" for p in list_checkpoints(run_dir / "checkpoints")]
+    folder = run_dir / "checkpoints"  # every entry named as a checkpoint, links included
+    checkpoints = [f"checkpoints/{p.name}" for p in (sorted(folder.iterdir()) if folder.is_dir() else [])
+                   if CHECKPOINT_NAME.fullmatch(p.name)]
     for part in ("dataset", "checkpoints", "tb", "best_model.zip", *checkpoints):
         real = os.path.realpath(run_dir / part)
         if not Path(real).is_relative_to(room):
@@ -332,6 +334,9 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     _check_parts(run_dir)
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
+        kept = list_checkpoints(run_dir / "checkpoints")
+        if kept:  # there are checkpoints, all damaged: the newest one's problem says what to do
+            check_checkpoint(kept[-1])
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'} (the "
                          "first round never finished): start the run again with --out")
     ckpt, saved = found

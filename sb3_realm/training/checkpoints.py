@@ -30,7 +30,7 @@ from ..atomic import atomic_write, own_leftovers, remove_made, temp_names, writi
 
 __all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
            "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside",
-           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state", "free_name"]
+           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state", "check_checkpoint", "free_name"]
 
 VECNORMALIZE_FILE = "vecnormalize.json"
 _SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
@@ -120,7 +120,9 @@ def checkpoint_state(state, where: str | os.PathLike) -> dict:
     return state
 
 
-def _check(ckpt: Path) -> dict:
+def check_checkpoint(ckpt: Path) -> dict:
+    """The state of the checkpoint folder ``ckpt`` once its files are intact, else a :class:`CheckpointError` saying
+    what is wrong and what to do."""
     state_file, model_file = ckpt / "state.json", ckpt / "model.zip"
     if not state_file.is_file() or not model_file.is_file():
         raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks state.json or model.zip")
@@ -146,7 +148,7 @@ def latest_checkpoint(folder: str | os.PathLike, warn: bool = True) -> tuple[Pat
     damaged = []
     for ckpt in reversed(list_checkpoints(folder)):
         try:
-            state = _check(ckpt)
+            state = check_checkpoint(ckpt)
         except CheckpointError as exc:
             damaged.append(str(exc))
             continue
