@@ -86,6 +86,16 @@ def load_tool(name: str) -> ModuleType:
     return sys.modules[key]
 
 
+
+def load_benchmark(name: str, monkeypatch) -> ModuleType:
+    """A fresh module of ``benchmarks/<name>.py``, imported as when it runs as a script (``rss.py`` beside it on
+    the path, for the test only)."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 # Short training runs of each algorithm on the small map (the ``models`` fixture of conftest.py trains them once)
 SMALL_RUN = ["env.map_name=small", "env.n_envs=2", "algo.hyperparams.n_steps=128", "algo.hyperparams.batch_size=256",
              "eval_freq=0", "progress_bar=false", "checkpoint_freq=100000",

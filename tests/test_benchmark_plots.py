@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+from helpers import load_benchmark
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _benchmark(name: str, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # as when run as a script: rss.py beside it
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_learning_curve_legend_is_outside_the_axes(tmp_path, monkeypatch):
     curve = [{"steps": s, "sampled_mean_score": 5.0 * k, "deterministic_score": 4.0 * k,
               "sampled_win_rate": min(1.0, k / 10)} for k, s in enumerate(range(100_000, 1_600_000, 100_000))]
-    fig = _benchmark("learning", monkeypatch).plot_curve(curve, "ppo on the default map", tmp_path / "learning.png")
+    fig = load_benchmark("learning", monkeypatch).plot_curve(curve, "ppo on the default map", tmp_path / "learning.png")
     assert (tmp_path / "learning.png").stat().st_size > 0
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

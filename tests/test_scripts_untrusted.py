@@ -5,7 +5,6 @@ failed trial ends the study script with exit code 1."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from helpers import load_benchmark
 
 from sb3_realm.training.config import load_config
 from sb3_realm.tuning import script as script_module
@@ -35,14 +35,6 @@ def _stop(*args, **kwargs):
     raise _Stop
 
 
-def _benchmark(name: str, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # as when run as a script: rss.py beside it
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _tree(root: Path) -> dict[str, bytes | None]:
     """Every entry under ``root`` with its bytes (None for a folder)."""
     return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
@@ -59,7 +51,7 @@ def _user_folder(root: Path) -> Path:
 def _run_benchmark(name: str, argv: list[str], monkeypatch, capsys) -> tuple[int, list[str]]:
     """Run ``benchmarks/NAME.py`` in this process with its first heavy step stopped; returns (exit code, stderr
     lines)."""
-    module = _benchmark(name, monkeypatch)
+    module = load_benchmark(name, monkeypatch)
     heavy = {"tune_study": "run_study", "imitation": "imitate", "learning": "make_vec_env",
              "gorge_recipe": "evaluate_yardstick"}[name]
     monkeypatch.setattr(module, heavy, _stop)
@@ -132,7 +124,7 @@ def test_tune_study_replaces_only_what_it_wrote(tmp_path, monkeypatch, capsys):
     os.symlink(victim, out / "study" / "link.txt")
     os.symlink(tmp_path, out / "check")
     args = [*BENCHMARKS["tune_study"], "--out", str(out)]
-    module = _benchmark("tune_study", monkeypatch)
+    module = load_benchmark("tune_study", monkeypatch)
     monkeypatch.setattr(module, "run_study", _stop)
     monkeypatch.setattr(sys, "argv", ["tune_study.py", *args, "--resume"])
     with pytest.raises(_Stop):
