@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from helpers import load_benchmark
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_learning_curve_legend_is_outside_the_axes(tmp_path, monkeypatch):
