@@ -8,8 +8,8 @@ algorithm. Models, agents, evaluation, training, imitation, export, tuning and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, Self
@@ -168,6 +168,10 @@ class GameSpec:
     :param held_out_configs: ``(usr_conf, games, seed, maps) -> [usr_conf]``: a training run's (and a study's)
         held-out games from its episode configuration, ``eval_games``, ``eval_seed`` and ``eval_maps``.
     :param config_runs: ``sb3-realm train`` runs this game from a config.
+    :param settings: named episode settings: name -> the ``usr_conf`` keys it sets, played over a game's own
+        ``usr_conf`` (``sb3-realm eval --settings``, a config's ``env.settings``); ``default`` (the game as shipped,
+        setting nothing) is always one. A game with more takes ``make_env(settings=[names])``: each episode plays
+        one of them (drawn from the env's seed when there are several) under the keys its ``usr_conf`` gives.
     """
 
     name: str
@@ -213,6 +217,38 @@ class GameSpec:
     success_metrics: Mapping[str, Callable[[dict], float]]
     held_out_configs: Callable[..., list[dict]]
     config_runs: bool = True
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
+
+    def check_settings(self, value: Any, label: str, others: Iterable[GameSpec] = ()) -> tuple[str, ...]:
+        """The names of ``value``: one name of :attr:`settings`, or a non-empty list of them (a run that mixes
+        them). A ``ValueError`` names the value, the allowed names and, for a name that is another game's option (of
+        ``others``), that game.
+
+        :param label: how the user gave it, e.g. ``--settings`` or ``env.settings``.
+        """
+        names = value if isinstance(value, list | tuple) else [value]
+        allowed = list(self.settings)
+        if not names:
+            raise ValueError(f"{label} = {value!r} names no settings; give one of {allowed} or a list of them, e.g. "
+                             f"{allowed}")
+        for name in names:
+            if isinstance(name, str) and name in self.settings:
+                continue
+            owners = [g.title for g in others if g.name != self.name and isinstance(name, str) and name in g.settings]
+            if owners:
+                raise ValueError(f"{label} {name!r} is a {' and '.join(owners)} option; {self.title} has the "
+                                 f"settings {allowed} only: drop {label}, or play {' or '.join(owners)}")
+            raise ValueError(f"{label} = {value!r}: {name!r} is not a setting of {self.title}; choose one of "
+                             f"{allowed}" + (" or a list of them" if len(allowed) > 1 else ""))
+        if len(set(names)) < len(names):
+            raise ValueError(f"{label} = {value!r} names a setting twice; name each once, e.g. {allowed}")
+        return tuple(names)
+
+    def apply_settings(self, name: str, usr_conf: Mapping[str, Any], keep: Iterable[str] = ()) -> dict:
+        """``usr_conf`` with the keys of settings ``name`` played over it, except the keys of ``keep`` (those the user
+        gave himself, which win)."""
+        kept = set(keep)
+        return {**usr_conf, **{k: v for k, v in self.settings[name].items() if k not in kept}}
 
     def expert_setup(self) -> ExpertOptions:
         """:attr:`expert_options`, or a ``ValueError`` for a game whose experts do not label for imitation."""

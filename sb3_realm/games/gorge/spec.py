@@ -30,7 +30,7 @@ from .protocols import (
 )
 from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
-from .rules import DIRECTIONS, USR_CONF_KEYS, GorgeConfig, Rules
+from .rules import DIRECTIONS, SETTINGS, USR_CONF_KEYS, GorgeConfig, Rules
 
 __all__ = ["SPEC", "same_map"]
 
@@ -99,4 +99,5 @@ SPEC = GameSpec(
     episode_metrics=episode_metrics,
     success_metrics=SUCCESS_METRICS,
     held_out_configs=held_out_configs,
+    settings=SETTINGS,
 )
