@@ -1,10 +1,15 @@
 """Gorge Chase yardstick: the scripted policy (:class:`sb3_realm.games.gorge.experts.ScriptedPolicy`) and random legal
-play on the open maps, default config, fixed seeds (env seeds 0..games-1 per map). Prints JSON.
+play on the open maps under the game's named settings, fixed seeds (env seeds 0..games-1 per map). Prints JSON, the
+figures keyed by settings, then by map.
 
     python benchmarks/gorge_yardstick.py [--maps open_9 open_10] [--maps-dir DIR] [--games 20] [--random-games 50]
+        [--settings default final]
 
 ``--maps`` takes open map ids (``open_<k>``, read from ``--maps-dir``) and shipped maps (``own_1`` .. ``own_5``).
 ``--maps-dir`` defaults to ``$SB3_REALM_GORGE_MAPS``, else ``../shared/data/gorge`` beside the repository.
+``--settings`` names one or more of :data:`sb3_realm.games.gorge.rules.SETTINGS`: ``default`` (the game as shipped)
+and ``final`` (the final round's: talent_cooldown 200, monster_interval 200, monster_speedup 300, buff_cooldown 200,
+max_step 1000).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.experts import ScriptedPolicy, local_tables
+from sb3_realm.games.gorge.rules import SETTINGS, GorgeConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,24 +85,32 @@ def main() -> None:
     parser.add_argument("--maps-dir", default=default_maps_dir(), help="folder of gorge_chase_map_<k>.json")
     parser.add_argument("--games", type=int, default=20, help="scripted games per map (seeds 0..games-1)")
     parser.add_argument("--random-games", type=int, default=50, help="random games per map (seeds 0..n-1)")
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default"],
+                        help="the named settings to play, each on every map (default: default)")
     args = parser.parse_args()
+    if len(set(args.settings)) < len(args.settings):
+        parser.error(f"--settings {' '.join(args.settings)} names a setting twice; name each once")
     maps_dir = args.maps_dir if any(name.startswith("open_") for name in args.maps) else None
-    results = {}
-    for name in args.maps:
-        env = GorgeEnv(map_names=[name], maps_dir=maps_dir)
-        env.reset(seed=0)
-        start = time.perf_counter()
-        local_tables(env.game.game_map)
-        tables_s = time.perf_counter() - start
-        results[name] = {
-            "scripted": play(env, args.games, ScriptedPolicy(env)),
-            "random": play(env, args.random_games, None),
-            "tables_s": round(tables_s, 2),
-        }
+    by_settings = {}
+    for settings in args.settings:
+        results = {}
+        for name in args.maps:
+            env = GorgeEnv(map_names=[name], maps_dir=maps_dir, settings=settings)
+            env.reset(seed=0)
+            start = time.perf_counter()
+            local_tables(env.game.game_map)
+            tables_s = time.perf_counter() - start
+            results[name] = {
+                "scripted": play(env, args.games, ScriptedPolicy(env)),
+                "random": play(env, args.random_games, None),
+                "tables_s": round(tables_s, 2),
+            }
+        played = {k: v for k, v in GorgeConfig.from_usr_conf(SETTINGS[settings]).to_usr_conf().items()
+                  if k not in ("map", "map_random")}  # the maps are --maps
+        by_settings[settings] = {"env_conf": played, "maps": results}
     print(json.dumps({
         "benchmark": "gorge_yardstick",
-        "config": "default env_conf (10 treasures, 2 buffs, monster 2 at step 300, speed-up at 500, max_step 1000)",
-        "maps": results,
+        "settings": by_settings,
         "peak_rss": peak_rss_mib(),
         "python": platform.python_version(),
         "numpy": np.__version__,

@@ -34,6 +34,13 @@ TRUST_HELP = ("load the checkpoints this command reads with SB3's plain load, wh
 
 MAP_HELP = ("map JSON (official format), e.g. the competition's realm_map_1.json from your code package; default: the "
             "shipped default map")
+#: the named settings of every game (``eval --settings``); each game checks its own
+SETTINGS = list(dict.fromkeys(name for spec in games.GAMES.values() for name in spec.settings))
+SETTINGS_HELP = ("the named settings every game plays over its usr_conf (default: the game as shipped); "
+                 + "; ".join(f"{spec.title}: " + ", ".join(f"{name} ({' '.join(f'{k} {v}' for k, v in values.items())})"
+                                                          for name, values in spec.settings.items() if values)
+                             for spec in games.GAMES.values() if len(spec.settings) > 1)
+                 + " (--max-step wins over a setting's max_step)")
 GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the checkpoint or submission records, "
              f"else {games.DEFAULT_GAME})")
 
@@ -75,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="score a checkpoint on maps its run trained on too (refused by default)")
     ev.add_argument("--max-step", type=int, default=None, help="default: the game's (the Realm 2000, Gorge Chase "
                     "1000)")
+    ev.add_argument("--settings", choices=SETTINGS, default="default", help=SETTINGS_HELP)
     ev.add_argument("--workers", type=int, default=1, help="processes")
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
@@ -336,7 +344,7 @@ def _cmd_eval(args) -> None:
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
                       oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
                       use_buff=not args.no_buff, env_kwargs=_eval_env_kwargs(args) or None, game=args.game,
-                      maps=args.maps, allow_overlap=args.allow_overlap)
+                      maps=args.maps, allow_overlap=args.allow_overlap, settings=args.settings)
     print(format_report(report, worst=args.worst))
     if args.json_path:
         print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")

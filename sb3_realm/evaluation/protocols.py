@@ -113,7 +113,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
              max_step: int | None = None, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
              progress: bool = False, use_flash: bool = True, use_buff: bool = True,
              trust_pickle: bool | None = None, game: str | None = None, maps: list[str] | None = None,
-             allow_overlap: bool = False) -> EvalReport:
+             allow_overlap: bool = False, settings: str = "default") -> EvalReport:
     """Play every game of a protocol with ``policy`` (``"random"``, an expert of the game such as ``"oracle"``, a
     checkpoint path or a submission folder; with ``workers=1`` also any object with ``name``, ``reset(env)`` and
     ``act(env, obs)``).
@@ -131,15 +131,20 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
         are rebuilt from plain data (:mod:`sb3_realm.agents.checkpoint`).
     :param game: the game to play (None: the one a checkpoint or submission records, else the default game).
+    :param settings: the game's named settings (:attr:`~sb3_realm.games.GameSpec.settings`, e.g. Gorge Chase's
+        ``final``) played over every game's ``usr_conf``; a ``max_step`` given here wins over theirs.
     """
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
     played = policy_game(policy, game)
     name = played.name
+    played.check_settings(settings, "--settings", _games.GAMES.values())
     protocol = played.protocols[0] if protocol is None else protocol
     _check_protocol(protocol, played, policy, game)
-    configs = protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
-                               max_step=max_step, game=name, maps=maps)
+    keep = ("max_step",) if max_step is not None else ()
+    configs = [played.apply_settings(settings, conf, keep=keep)
+               for conf in protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
+                                            max_step=max_step, game=name, maps=maps)]
     named_maps = list(dict.fromkeys(c["map_name"] for c in configs if "map_name" in c))
     if named_maps and not allow_overlap:
         check_training_maps(policy, named_maps, game=name, maps_dir=(env_kwargs or {}).get("maps_dir"))
@@ -184,4 +189,5 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
         bar.close()
     return EvalReport(policy=_WORKER["policy"].name, protocol=protocol,
                       map=", ".join(named_maps) if named_maps else _WORKER["env"].game_map.name, seed=seed,
-                      games=sorted(results, key=lambda r: r.index), game=name)
+                      games=sorted(results, key=lambda r: r.index), game=name, settings=settings,
+                      settings_values=played.apply_settings(settings, {}, keep=keep))

@@ -87,7 +87,9 @@ class GameResult:
 @dataclass
 class EvalReport:
     """The games of one evaluation. ``game``: the game played (None: the default game); its spec adds its own
-    figures to :meth:`summary` and its own lines to :func:`format_report`."""
+    figures to :meth:`summary` and its own lines to :func:`format_report`. ``settings``: the game's named settings
+    played (:attr:`~sb3_realm.games.GameSpec.settings`), ``settings_values`` the ``usr_conf`` keys they set in
+    those games."""
 
     policy: str
     protocol: str
@@ -95,6 +97,8 @@ class EvalReport:
     seed: int
     games: list[GameResult] = field(default_factory=list)
     game: str | None = None
+    settings: str = "default"
+    settings_values: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         """The protocol's figures: the shared ones (score, treasures, steps, flash and buff use), the game's own (its
@@ -103,7 +107,8 @@ class EvalReport:
         g = self.games
         scores = np.array([r.score for r in g], dtype=np.float64)
         out = {
-            "policy": self.policy, "protocol": self.protocol, "map": self.map, "seed": self.seed, "games": len(g),
+            "policy": self.policy, "protocol": self.protocol, "map": self.map, "seed": self.seed,
+            "settings": self.settings, "settings_values": dict(self.settings_values), "games": len(g),
             "mean_score": float(scores.mean()), "min_score": float(scores.min()), "max_score": float(scores.max()),
             "mean_treasures": float(np.mean([r.treasures for r in g])),
             "mean_steps": float(np.mean([r.steps for r in g])),
@@ -125,8 +130,10 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
     spec = _games.get(report.game)
     s = report.summary()
     yardstick = spec.yardstick
+    played = "" if s["settings"] == "default" and not s["settings_values"] else (
+        f" | settings {s['settings']} " + " ".join(f"{k}={v}" for k, v in s["settings_values"].items())).rstrip()
     lines = [f"policy {s['policy']} | protocol {s['protocol']} ({s['games']} games) | map {s['map']} | seed "
-             f"{s['seed']}", *spec.report_lines(s, yardstick)]
+             f"{s['seed']}{played}", *spec.report_lines(s, yardstick)]
     if "oracle_mean_score" in s:
         lines.append(f"{yardstick} mean {s['oracle_mean_score']:.2f}  gap mean {s['mean_gap_to_oracle']:.2f}  "
                      f"max {s['max_gap_to_oracle']:.2f}")

@@ -58,6 +58,9 @@ class EnvConfig:
     :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
         names; None: the environment variable ``SB3_REALM_GORGE_MAPS``.
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
+    :param settings: the game's named settings (Gorge Chase: ``default`` or ``final``, the final round's), played
+        over ``usr_conf`` (whose own keys win): one name, or a list (``[default, final]``) whose settings the
+        training episodes mix, each episode one of them; the held-out games are then played under each, in turn.
     :param reward_weights: the game's reward weights' overrides (the Realm's
         :class:`~sb3_realm.games.realm.rewards.RewardWeights`).
     :param rules: the game's rule overrides (the Realm's :class:`~sb3_realm.games.realm.rules.Rules`).
@@ -74,6 +77,7 @@ class EnvConfig:
     map_history: list = field(default_factory=list)
     maps_dir: str | None = None
     usr_conf: dict = field(default_factory=dict)
+    settings: str | list = "default"
     reward_weights: dict = field(default_factory=dict)
     rules: dict = field(default_factory=dict)
     mask_wall_moves: bool = False
@@ -100,6 +104,8 @@ class EnvConfig:
             raise ValueError(f"env.map_history = {self.map_history!r} must be a list of map names (train keeps it: "
                              "copy it from the run's config.yaml, or leave it out)")
         game.episode_config.from_usr_conf(self.usr_conf)
+        for name in self.settings_names(game):
+            game.episode_config.from_usr_conf(self.settings_usr_conf(name, game))
         self._check_reward_weights()
         game.reward_weights.from_dict(self.reward_weights)
         game.rules.from_dict(self.rules)
@@ -128,13 +134,22 @@ class EnvConfig:
                                  "range ends near 3.4e38: a larger weight overflows and training ends in NaN); "
                                  "scale the weights down together")
 
+    def settings_names(self, game: games.GameSpec | None = None) -> tuple[str, ...]:
+        """The names of :attr:`settings`, checked against ``game``'s (None: the default game): a ``ValueError``
+        names a value that is not one of them."""
+        return (game or games.get()).check_settings(self.settings, "env.settings", games.GAMES.values())
+
+    def settings_usr_conf(self, name: str, game: games.GameSpec | None = None) -> dict:
+        """``usr_conf`` with the keys of settings ``name`` played over it, except those it gives itself."""
+        return (game or games.get()).apply_settings(name, self.usr_conf, keep=self.usr_conf)
+
     def maps_dirs(self) -> list[str | None]:
         """The folders a map name of the env may be read from: ``maps_dir``, else ``$SB3_REALM_GORGE_MAPS``."""
         return [self.maps_dir, os.environ.get("SB3_REALM_GORGE_MAPS")]
 
     def env_kwargs(self, usr_conf: bool = True) -> dict:
-        """Keyword arguments of the game's env (without the episode configuration when
-        ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
+        """Keyword arguments of the game's env (without the episode configuration, ``usr_conf`` and
+        ``settings``, when ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
         kwargs: dict = {"map_path": self.map_path, "map_name": self.map_name,
                         "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
         if self.mask_wall_moves:  # the Realm's option; a game whose env lacks it says so
@@ -144,7 +159,11 @@ class EnvConfig:
             kwargs["map_names"] = list(self.map_names)
         if self.map_names or self.maps_dir or (maps_dir and str(self.map_name).startswith("open_")):
             kwargs["maps_dir"] = maps_dir
-        return {**kwargs, **self.usr_conf} if usr_conf else kwargs
+        if not usr_conf:
+            return kwargs
+        if not (isinstance(self.settings, str) and self.settings == "default"):  # a game with named settings
+            kwargs["settings"] = [self.settings] if isinstance(self.settings, str) else list(self.settings)
+        return {**kwargs, **self.usr_conf}
 
 
 @dataclass
@@ -368,8 +387,13 @@ class TrainConfig:
     def held_out_configs(self) -> list[dict]:
         """The ``usr_conf`` of each held-out game of the run (its evaluations, a study's objective): the game's
         :attr:`~sb3_realm.games.GameSpec.held_out_configs` of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
-        ``eval_maps``."""
-        return self.spec.held_out_configs(self.env.usr_conf, self.eval_games, self.eval_seed, self.eval_maps)
+        ``eval_maps``, under each of ``env.settings`` in turn (its keys over each game's, except those
+        ``env.usr_conf`` gives)."""
+        spec, env = self.spec, self.env
+        return [spec.apply_settings(name, conf, keep=env.usr_conf)
+                for name in env.settings_names(spec)
+                for conf in spec.held_out_configs(env.settings_usr_conf(name, spec), self.eval_games, self.eval_seed,
+                                                  self.eval_maps)]
 
     @property
     def spec(self) -> games.GameSpec:

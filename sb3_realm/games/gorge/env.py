@@ -27,7 +27,7 @@ from .observation import env_obs
 from .protocols import SHIPPED_MAPS
 from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
-from .rules import GorgeConfig, Rules, choose_map_id
+from .rules import SETTINGS, GorgeConfig, Rules, choose_map_id
 
 __all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map", "free_neighbours"]
 
@@ -95,6 +95,9 @@ class GorgeEnv(gym.Env):
     :param reward_weights: :class:`RewardWeights` or a dict of weights (missing keys keep their defaults).
     :param render_mode: None or ``"rgb_array"``.
     :param rules: the engine values (default: those in force on the platform).
+    :param settings: a name of :data:`~sb3_realm.games.gorge.rules.SETTINGS` (``default``, ``final``) or a list of
+        them: each episode plays one (drawn with ``self.np_random`` when there are several), its keys over the
+        episode configuration except those ``usr_conf`` gives here (which win); ``reset``'s info names it.
     :param usr_conf: the keys of :class:`~sb3_realm.games.gorge.rules.GorgeConfig` (``treasure_count``,
         ``buff_count``, ``buff_cooldown``, ``talent_cooldown``, ``monster_interval``, ``monster_speedup``,
         ``max_step``, ``map``, ``map_random``); ``reset(options=usr_conf)`` overrides them for one episode.
@@ -112,6 +115,7 @@ class GorgeEnv(gym.Env):
         reward_weights: RewardWeights | Mapping | None = None,
         render_mode: str | None = None,
         rules: Rules | Mapping | None = None,
+        settings: str | Sequence[str] | None = None,
         **usr_conf: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -132,6 +136,9 @@ class GorgeEnv(gym.Env):
             raise ValueError(f"maps_dir = {str(maps_dir)!r} is not a folder; pass the folder of "
                              "gorge_chase_map_<k>.json")
         self.base_config = GorgeConfig.from_usr_conf(usr_conf)
+        self.settings = _settings_names(settings)
+        self._settings_keys = {name: {k: v for k, v in SETTINGS[name].items() if k not in usr_conf}
+                               for name in self.settings}
         if map_path is not None:
             self.map_names: tuple[str, ...] | None = (os.fspath(map_path),)
         elif map_names is not None:
@@ -180,12 +187,16 @@ class GorgeEnv(gym.Env):
     # ------------------------------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None,
               options: Mapping | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        config = self.base_config
+        super().reset(seed=seed)
+        config, played = self.base_config, "default"
+        if self.settings:
+            played = self.settings[0] if len(self.settings) == 1 else self.settings[
+                int(self.np_random.integers(len(self.settings)))]
+            config = GorgeConfig.from_usr_conf(self._settings_keys[played], base=config)
         options = dict(options or {})
         map_name = options.pop("map_name", None)
         if options:
-            config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **options})
-        super().reset(seed=seed)
+            config = GorgeConfig.from_usr_conf({**config.to_usr_conf(), **options})
         if map_name is not None:  # one episode on a named map (an evaluation protocol's game)
             self.map = str(map_name)
             self.map_id, game_map = _map_id(self.map), self._load(self.map)
@@ -197,7 +208,7 @@ class GorgeEnv(gym.Env):
         self.features.reset()
         self._phi = potential(self.game)
         self._episode_terms = [0.0] * len(TERMS)
-        return self._observe(), {"map": self.map, "usr_conf": config.to_usr_conf()}
+        return self._observe(), {"map": self.map, "usr_conf": config.to_usr_conf(), "settings": played}
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         game = self._game()
@@ -286,6 +297,17 @@ class GorgeEnv(gym.Env):
         else:
             maps, vector = encode(env_obs(game, "0", self.map_id)["observation"], self.features)
         return {"maps": maps, "vector": vector}
+
+
+def _settings_names(settings: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The names of the env's ``settings`` argument (empty: none), each a key of :data:`SETTINGS`; a ``ValueError``
+    naming a value that is not."""
+    if settings is None:
+        return ()
+    names = (settings,) if isinstance(settings, str) else tuple(settings) if isinstance(settings, Sequence) else None
+    if not names or not all(isinstance(n, str) and n in SETTINGS for n in names):
+        raise ValueError(f"settings = {settings!r}; give a name of {list(SETTINGS)} or a non-empty list of them")
+    return names
 
 
 def free_neighbours(game_map: GorgeMap, cell: tuple[int, int]) -> int:
