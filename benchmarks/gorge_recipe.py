@@ -5,6 +5,7 @@ and the JSON beside it.
     python benchmarks/gorge_recipe.py [--config configs/gorge/maskable_ppo.yaml] [--out runs/gorge_recipe]
         [--budget-s 10800] [--chunk-s 1800] [--games 50] [--maps-dir DIR] [--set KEY=VALUE ...]
         [--imitate configs/gorge/imitate.yaml [--imitate-set KEY=VALUE ...] | --imitated RUN]
+        [--settings default final]
 
 The config trains as ``sb3-realm train`` trains it (the run folder ``--out``: checkpoints, ``eval.json``, the best
 model selected on the config's own held-out maps, never a test map), in chunks of about ``--chunk-s`` seconds of
@@ -12,8 +13,13 @@ wall time (each a resume of the run) until ``--budget-s``. After each chunk (its
 the run's best model plays the test maps deterministically: open_9 and open_10 (from ``--maps-dir`` or
 ``SB3_REALM_GORGE_MAPS``; without them the test maps are the five stand-ins alone) and the five stand-ins for the
 hidden maps, own_6 .. own_10, ``--games`` games per map from env seeds fixed by :data:`TEST_SEED`, the competition's
-default game (10 treasures, 2 buffs, monster 2 at step 300, the speed-up at 500, max_step 1000). The yardstick plays
-the same games once (its figures do not change). ``--replot JSON`` redraws the PNG of a saved result.
+default game (10 treasures, 2 buffs, monster 2 at step 300, the speed-up at 500, max_step 1000). ``--settings``
+names the game's settings the test games are played under, each in turn (``default``; ``final``, the final round's:
+talent_cooldown 200, monster_interval 200, monster_speedup 300, buff_cooldown 200, max_step 1000): every point of
+the curve and the yardstick then hold ``by_settings`` (settings -> figures), the point's own figures being those of
+the first (the curve's). The training's own settings are its config's ``env.settings`` (``--set
+env.settings=[default,final]``). The yardstick plays the same games once (its figures do not change). ``--replot
+JSON`` redraws the PNG of a saved result.
 
 With ``--imitate``, an imitation run (``sb3-realm imitate`` of that config, in ``OUT/imitate``) comes first: its wall
 time counts, its kept model is the curve's first point, and the training config (a fine-tuning one such as
@@ -36,6 +42,7 @@ from pathlib import Path
 
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
+from sb3_realm import games as _games
 from sb3_realm.agents import SB3Policy
 from sb3_realm.evaluation import evaluate, evaluate_batched, protocol_configs, write_json_atomic
 from sb3_realm.games.gorge.protocols import HIDDEN_STAND_INS
@@ -76,21 +83,34 @@ def refuse_test_maps(config, maps: list[str], what: str) -> None:
                          "eval_maps")
 
 
-def evaluate_model(path: Path, maps: list[str], games: int, maps_dir: str | None) -> dict:
-    """The model's figures on the test games (``games`` per map), played side by side in this process."""
+def evaluate_model(path: Path, maps: list[str], games: int, maps_dir: str | None, settings: str = "default") -> dict:
+    """The model's figures on the test games (``games`` per map, under the game's settings ``settings``), played side
+    by side in this process."""
     policy = SB3Policy(path)
-    configs = protocol_configs("maps", game="gorge", maps=maps, games=games)
+    spec = _games.get("gorge")
+    configs = [spec.apply_settings(settings, conf) for conf in protocol_configs("maps", game="gorge", maps=maps,
+                                                                                games=games)]
     report = evaluate_batched(policy.model.policy, configs, seed=TEST_SEED, name=path.name, game="gorge",
                               env_kwargs={"maps_dir": maps_dir} if maps_dir else {}, masked=policy.masked,
                               protocol="maps")
     return _figures(report.summary())
 
 
-def evaluate_yardstick(maps: list[str], games: int, maps_dir: str | None) -> dict:
+def evaluate_yardstick(maps: list[str], games: int, maps_dir: str | None, settings: str = "default") -> dict:
     """The yardstick's figures on the same games."""
     report = evaluate("scripted", "maps", maps=maps, games=games, seed=TEST_SEED, game="gorge", workers=2,
-                      oracle_gap=False, env_kwargs={"maps_dir": maps_dir} if maps_dir else None)
+                      oracle_gap=False, env_kwargs={"maps_dir": maps_dir} if maps_dir else None, settings=settings)
     return _figures(report.summary())
+
+
+def evaluate_point(path: Path, maps: list[str], games: int, maps_dir: str | None, settings: list[str],
+                   yardstick: dict) -> dict:
+    """A point's figures: those of the first ``settings`` with the yardstick's mean beside, and with several settings
+    every one's under ``by_settings``."""
+    by_settings = {name: {**evaluate_model(path, maps, games, maps_dir, name),
+                          "yardstick_mean_score": yardstick[name]["mean_score"]} for name in settings}
+    first = by_settings[settings[0]]
+    return {**first, "settings": settings[0], **({"by_settings": by_settings} if len(settings) > 1 else {})}
 
 
 def main() -> None:
@@ -106,7 +126,11 @@ def main() -> None:
     parser.add_argument("--imitate", default=None, metavar="CONFIG", help="an imitation config run first")
     parser.add_argument("--imitate-set", dest="imitate_overrides", action="append", default=[])
     parser.add_argument("--imitated", default=None, metavar="RUN", help="an imitation run made before")
+    parser.add_argument("--settings", nargs="+", choices=list(_games.get("gorge").settings), default=["default"],
+                        help="the game's settings the test games are played under, each in turn (default: default)")
     args = parser.parse_args()
+    if len(set(args.settings)) < len(args.settings):
+        raise ValueError(f"--settings {' '.join(args.settings)} names a setting twice; name each once")
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
         plot_curve(saved, Path(args.replot).with_suffix(".png"))
@@ -126,13 +150,14 @@ def main() -> None:
         overrides.append(f"finetune.init_from={json.dumps(str(imitated / 'final_model.zip'))}")
     config = load_config(args.config, overrides)
     refuse_test_maps(config, maps, "the config")
-    yardstick = evaluate_yardstick(maps, args.games, args.maps_dir)
-    print(json.dumps({"yardstick": {k: v for k, v in yardstick.items() if k != "per_map"}}), flush=True)
+    yardstick = {name: evaluate_yardstick(maps, args.games, args.maps_dir, name) for name in args.settings}
+    print(json.dumps({"yardstick": {name: {k: v for k, v in figures.items() if k != "per_map"}
+                                    for name, figures in yardstick.items()}}), flush=True)
     steps, wall, curve = 0, 0.0, []
     if imitated is not None:
-        wall, point = run_imitation(args, imitated, maps)
-        curve.append({**point, "yardstick_mean_score": yardstick["mean_score"]})
-        print(json.dumps({k: v for k, v in curve[-1].items() if k != "per_map"}), flush=True)
+        wall, point = run_imitation(args, imitated, maps, yardstick)
+        curve.append(point)
+        print(json.dumps({k: v for k, v in curve[-1].items() if k not in ("per_map", "by_settings")}), flush=True)
     # steps per chunk: measured on a first short chunk, then sized to --chunk-s
     probe = int(config.algo.hyperparam("n_steps")) * config.env.n_envs * 4
     while wall < args.budget_s:
@@ -146,13 +171,13 @@ def main() -> None:
         steps = int(model.num_timesteps)
         point = {"phase": "train", "steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(chunk / took, 1)}
         best = out / "best_model.zip" if (out / "best_model.zip").is_file() else out / "final_model.zip"
-        point.update(evaluate_model(best, maps, args.games, args.maps_dir))
-        point["yardstick_mean_score"] = yardstick["mean_score"]
+        point.update(evaluate_point(best, maps, args.games, args.maps_dir, args.settings, yardstick))
         curve.append(point)
-        print(json.dumps({k: v for k, v in point.items() if k != "per_map"}), flush=True)
+        print(json.dumps({k: v for k, v in point.items() if k not in ("per_map", "by_settings")}), flush=True)
     result = {"benchmark": "gorge_recipe", "config": args.config, "overrides": args.overrides,
               "imitate": args.imitate or args.imitated, "imitate_overrides": args.imitate_overrides, "test_maps": maps,
-              "games_per_map": args.games, "test_seed": TEST_SEED, "budget_s": args.budget_s, "yardstick": yardstick,
+              "games_per_map": args.games, "test_seed": TEST_SEED, "settings": args.settings,
+              "budget_s": args.budget_s, "yardstick": yardstick,
               "curve": curve,
               "final": curve[-1], "peak_rss": peak_rss_mib()}
     write_json_atomic(result, out / "gorge_recipe.json")
@@ -160,7 +185,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items() if k != "curve"}, indent=2))
 
 
-def run_imitation(args, out: Path, maps: list[str]) -> tuple[float, dict]:
+def run_imitation(args, out: Path, maps: list[str], yardstick: dict) -> tuple[float, dict]:
     """The imitation run of ``--imitate`` in ``out`` (or the one made before, ``--imitated``): its wall time and its
     kept model's point on the curve."""
     if args.imitate:
@@ -178,7 +203,7 @@ def run_imitation(args, out: Path, maps: list[str]) -> tuple[float, dict]:
              "steps_per_s": None, "rounds": len(report["history"]) - 1, "best_round": report["best_round"],
              "expert_validation_score": report["oracle_mean_score"],
              "validation_score": report["best_mean_score"]}
-    point.update(evaluate_model(out / "final_model.zip", maps, args.games, args.maps_dir))
+    point.update(evaluate_point(out / "final_model.zip", maps, args.games, args.maps_dir, args.settings, yardstick))
     return took, point
 
 
@@ -204,7 +229,8 @@ def plot_curve(result: dict, path: Path) -> None:
     lines += ax2.plot(hours, [c["survival_share"] for c in curve], "k:", label="survival share (model)")
     ax2.set_ylim(0, 1.05)
     ax2.set_ylabel("games survived to max_step")
-    ax.set_title(f"{Path(result['config']).stem} on {', '.join(result['test_maps'])}", fontsize=9)
+    settings = result.get("settings", ["default"])[0]  # the curve's: the first settings played
+    ax.set_title(f"{Path(result['config']).stem} on {', '.join(result['test_maps'])} ({settings} settings)", fontsize=9)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(lines, [line.get_label() for line in lines], loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.savefig(path)
