@@ -1,6 +1,8 @@
-"""Scripted experts of Gorge Chase: :class:`~.scripted.ScriptedPolicy`, the yardstick reported beside every model
-(numpy + standard library only)."""
+"""The experts of Gorge Chase: :class:`~.scripted.ScriptedPolicy`, the yardstick reported beside every model (the
+planner with the true terrain and monsters), and :class:`~.planner.PlannerPolicy`, the same planner on what the
+observation shows (numpy + standard library only)."""
 
-from .scripted import RADIUS, LocalTables, ScriptedPolicy, local_tables
+from .planner import PlannerPolicy
+from .scripted import RADIUS, LocalTables, ScriptedPolicy, TrueTerrain, local_tables
 
-__all__ = ["ScriptedPolicy", "LocalTables", "local_tables", "RADIUS"]
+__all__ = ["ScriptedPolicy", "PlannerPolicy", "TrueTerrain", "LocalTables", "local_tables", "RADIUS"]

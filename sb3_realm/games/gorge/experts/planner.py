@@ -1,0 +1,31 @@
+"""The observation-only planner as a policy of the package (``planner``, next to ``scripted``): each step it hands
+:class:`~sb3_realm.games.gorge.planner.ObservationPlanner` the platform observation of the env's state, nothing of
+the game state, so it plays as it would inside the submission's ``exploit()``."""
+
+from __future__ import annotations
+
+from ..planner import ObservationPlanner
+
+__all__ = ["PlannerPolicy"]
+
+
+class PlannerPolicy:
+    """The observation-only planner for ``eval``, imitation and the benchmarks.
+
+    :param env: a :class:`~sb3_realm.games.gorge.env.GorgeEnv` (only its platform observation is read).
+    :param use_flash: allow flash actions.
+    :param use_buff: go for seen speed buffs.
+    """
+
+    name = "planner"
+
+    def __init__(self, env, use_flash: bool = True, use_buff: bool = True) -> None:
+        self.agent = ObservationPlanner(use_flash=use_flash, use_buff=use_buff)
+
+    def reset(self, env=None) -> None:
+        """Forget the last episode (call at the start of each episode)."""
+        self.agent.reset()
+
+    def act(self, env, obs=None) -> int:
+        """The action for the env's current state, from its platform observation alone."""
+        return self.agent.act(env.platform_obs()["observation"])

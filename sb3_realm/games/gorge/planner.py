@@ -1,0 +1,549 @@
+"""The Gorge Chase planner: flee along the monsters' distance fields, prefer cells with escape room over pockets, take
+the treasures and buffs seen when that is safe, explore to see more of them, and flash when cornered or when a flash
+lands far from the monsters. numpy and the standard library only.
+
+One decision code, two ways of knowing:
+
+- :class:`ObservationPlanner` reads only what the platform's ``exploit()`` receives (``env_obs["observation"]``): its
+  :class:`~.memory.Memory` holds the terrain seen (cells never seen taken as road), the monsters tracked out of view
+  by their rule and monster 2's spawn cell; its :class:`BeliefTerrain` searches that believed terrain, keeping each
+  search until a newly seen obstacle inside it changes it. This module is copied verbatim into competition
+  submissions with :mod:`.memory`, so it imports nothing from sb3_realm.
+- the scripted yardstick (:mod:`.experts.scripted`) hands the same :class:`Planner` the true terrain and the
+  monsters' true states.
+
+Each step, every distinct cell the legal actions lead to (the 8 moves and, when the flash is ready, the 8 flashes) is
+an outcome, scored in four measures against the monsters' BFS fields, less the distance a moving monster covers this
+step:
+
+- *caught*: a predicted monster (every tie branch of its rule) within Chebyshev 1 after the step;
+- *margin*: steps before a monster can stand next to the outcome's cell (speeds, the coming speed-up and monster 2's
+  announced spawn included);
+- *room*: cells within ``horizon`` hero steps (diagonal moves, corner rule, the buff's double step) that the hero
+  reaches before any monster can; *exits*: those at least ``exit_steps`` away, each weighted by its lead; *lasting*:
+  the latest a monster can reach one of them;
+- *progress* toward the goal (the seen treasure or buff with the least distance plus a penalty where a monster gets
+  there about as soon, else the nearest unseen road) and the items picked up on the way.
+
+The safety value is a sum of logarithms of the four measures, less a cost for a margin under 3, for standing still
+and for spending the flash. Moves that keep a margin of ``safe_margin`` and ``min_room`` cells are *calm*: among
+them the goal decides; without any, the safety value (plus pickups) decides, flashes included. Buffs are kept for the
+speed-up (taken from ``buff_lead`` steps before it, or early enough to be back by then). No random numbers: the same
+observations give the same actions.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .memory import (
+    AXIS_PENALTY,
+    DIRECTIONS,
+    FAR,
+    PREV_PENALTY,
+    STEPS_4,
+    UNREACHABLE,
+    Memory,
+    distance_field,
+    window_distances,
+)
+
+__all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "RADIUS", "NEAR", "HERO_LEVELS"]
+
+Cell = Tuple[int, int]
+Monster = Tuple[Cell, int, Optional[Cell], Optional[str]]  # (cell, speed, previous cell, axis of the last sub-step)
+
+RADIUS = 16  # half-size of the hero's windows: cells within Chebyshev 16 of an outcome
+HERO_LEVELS = 32  # hero steps searched in those windows (the escape room counts fewer)
+NEAR = 6  # half-size of the monsters' windows: enough to predict every monster that can catch in one step
+_FIELD_CACHE = 32  # distance fields kept
+THREAT_REACH = 48  # a monster's field is searched this many steps past the hero's cell: every cell of the outcomes'
+# windows that a monster can reach about as soon as the hero
+
+
+# ------------------------------------------------------------------------------------------------------ terrain
+def padded_windows(field: np.ndarray, xs: np.ndarray, zs: np.ndarray, radius: int = RADIUS) -> np.ndarray:
+    """(K, 2r+1, 2r+1) values of an (H, W) distance field around the cells ``(xs[k], zs[k])``; :data:`UNREACHABLE`
+    off the map."""
+    h, w = field.shape
+    pad = np.full((h + 2 * radius, w + 2 * radius), UNREACHABLE, dtype=field.dtype)
+    pad[radius:radius + h, radius:radius + w] = field
+    return sliding_window_view(pad, (2 * radius + 1, 2 * radius + 1))[zs, xs]
+
+
+class BeliefTerrain:
+    """The searches the planner runs, on a memory's believed terrain; each result is kept until an obstacle newly
+    seen inside its reach changes it.
+
+    :param memory: the :class:`~.memory.Memory` whose ``walkable`` is searched.
+    """
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.clear()
+
+    def clear(self) -> None:
+        self._fields: OrderedDict[Cell, Tuple[int, np.ndarray]] = OrderedDict()
+        self._hero: Dict[Cell, Tuple[int, np.ndarray]] = {}
+        self._monster: Dict[Cell, Tuple[int, np.ndarray]] = {}
+        self._stamp = -1
+
+    @property
+    def walkable(self) -> np.ndarray:
+        return self.memory.walkable
+
+    def is_road(self, x: int, z: int) -> bool:
+        return self.memory.is_road(x, z)
+
+    def _fresh(self, stamp: int, x: int, z: int, radius: int) -> bool:
+        changed = self.memory.changed[max(0, z - radius):z + radius + 1, max(0, x - radius):x + radius + 1]
+        return bool(changed.max(initial=0) <= stamp)
+
+    def _windows(self, cache: dict, cells: List[Cell], radius: int, diagonal: bool, levels: int) -> np.ndarray:
+        now = self.memory.updates
+        if len(cache) > 4096:
+            cache.clear()
+        missing = [c for c in dict.fromkeys(cells) if c not in cache or not self._fresh(cache[c][0], *c, radius)]
+        if missing:
+            for c, win in zip(missing, window_distances(self.walkable, missing, radius, diagonal, levels)):
+                cache[c] = (now, win)
+        return np.stack([cache[c][1] for c in cells])
+
+    def hero_windows(self, cells: List[Cell]) -> np.ndarray:
+        """(K, 33, 33) hero steps (8 moves, corner rule) from each cell to its window, :data:`FAR` where not
+        reached within ``HERO_LEVELS``."""
+        return self._windows(self._hero, cells, RADIUS, True, HERO_LEVELS)
+
+    def monster_window(self, cell: Cell) -> np.ndarray:
+        """(13, 13) 4-connected distances from ``cell`` inside its window."""
+        return self._windows(self._monster, [cell], NEAR, False, FAR - 1)[0]
+
+    def flash_landing(self, cell: Cell, direction: int) -> Optional[Cell]:
+        """Where a flash from ``cell`` lands: the farthest road cell of the line (None: an in-place flash)."""
+        dx, dz = DIRECTIONS[direction]
+        rules = self.memory.rules
+        reach = rules["flash_distance_diagonal"] if dx and dz else rules["flash_distance"]
+        for k in range(reach, 0, -1):
+            if self.is_road(cell[0] + k * dx, cell[1] + k * dz):
+                return cell[0] + k * dx, cell[1] + k * dz
+        return None
+
+    def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
+        """(H, W) int32 4-connected distances from a monster's cell, searched to ``THREAT_REACH`` steps past the
+        hero's cell (farther road cells read a lower bound)."""
+        return distance_field(self.memory.walkable, cell, near=hero, extra=THREAT_REACH)
+
+    def field(self, cell: Cell) -> np.ndarray:
+        """(H, W) int32 4-connected distances from ``cell`` (the last few kept while no obstacle was newly seen)."""
+        mem = self.memory
+        if cell == mem.hero:
+            return mem.hero_field()
+        last = int(mem.changed.max()) if mem.updates != self._stamp else self._last
+        self._stamp, self._last = mem.updates, last
+        got = self._fields.get(cell)
+        if got is None or got[0] < last:
+            got = (mem.updates, distance_field(mem.walkable, cell))
+            self._fields[cell] = got
+            if len(self._fields) > _FIELD_CACHE:
+                self._fields.popitem(last=False)
+        else:
+            self._fields.move_to_end(cell)
+        return got[1]
+
+
+# -------------------------------------------------------------------------------------------------- the planner
+@dataclass
+class Outcome:
+    """Where one action leads and how it is judged (see the module docstring)."""
+
+    action: int
+    cell: Cell
+    path: Tuple[Cell, ...]
+    flash: bool
+    caught: bool = False
+    room: int = 0
+    margin: int = 0
+    exits: int = 0
+    lasting: int = 0
+    progress: int = 0
+    pickup: float = 0.0
+    value: float = 0.0
+
+
+@dataclass
+class _Field:
+    """A monster's distance field, its speed, the hero steps before it exists (monster 2 before its spawn) and
+    whether it moves in the coming step."""
+
+    grid: np.ndarray
+    speed: int
+    delay: int
+    moves: bool
+
+
+class Planner:
+    """The decision code (see the module docstring): :meth:`decide` takes what is known of the step and returns an
+    action. Deterministic. The class attributes are its weights and thresholds (set them on an instance to try
+    others).
+
+    :param use_flash: allow flash actions.
+    :param use_buff: go for seen speed buffs (buffs on the way are still picked up).
+    """
+
+    room_weight = 30.0  # value of log(1 + cells the hero reaches before any monster, within RADIUS)
+    margin_weight = 40.0  # value of log(1 + steps before a monster can reach the hero's cell)
+    horizon = 20  # hero steps within which the escape room is counted
+    exit_steps = 11  # cells owned at least this many hero steps away are the ways out of the neighbourhood
+    slack_cap = 8  # ... each counted by the steps it is reached before a monster, up to this many
+    exit_weight = 30.0  # value of log(1 + the sum)
+    critical_margin = 3  # margins below this ...
+    critical_cost = 60.0  # ... cost this much per missing step
+    lasting_weight = 40.0  # value of log(1 + the latest step a monster can reach a cell the hero reaches first)
+    stay_cost = 10.0  # value given up by standing still (a blocked move) with a monster near
+    safe_margin = 6  # a move keeping at least this many steps before a monster can reach the hero ...
+    min_room = 60  # ... and this much escape room is safe: the goal decides among such moves
+    progress_weight = 4.0  # value of one cell of progress toward the goal (a diagonal move makes 2)
+    treasure_bonus = 400.0  # value of a treasure picked up by the move
+    buff_bonus = 150.0  # value of a buff picked up by the move
+    flash_cost = 60.0  # value given up by spending the flash
+    flash_cost_late = 25.0  # ... once the monsters are fast (the flash is the way to gain ground then)
+    contest_margin = 4  # a goal a monster reaches less than this many steps after the hero is contested ...
+    contest_weight = 3.0  # ... costing this many steps per step of shortfall ...
+    contest_base = 20.0  # ... plus this many
+    stall_steps = 12  # a goal not approached for this many steps ...
+    ban_steps = 40  # ... is ignored for this many
+    explore_refresh = 20  # steps between choices of the exploration target
+    buff_lead = 20  # buffs are kept for the speed-up: taken from this many steps before it, or early enough to be back
+    buff_stage = 60  # from this many steps before the speed-up, buffs are goals at their late weight
+    buff_weight_early = 0.35  # a buff is worth this share of a treasure as a goal before the speed-up
+    buff_weight_late = 1.5  # ... and this share from the speed-up on
+
+    def __init__(self, use_flash: bool = True, use_buff: bool = True) -> None:
+        self.use_flash = bool(use_flash)
+        self.use_buff = bool(use_buff)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the goals of the last episode."""
+        self.explore_target: Optional[Cell] = None
+        self._explore_until = 0
+        self.banned: Dict[Cell, int] = {}  # goal cell -> last step it is ignored
+        self.goal: Optional[Cell] = None
+        self._goal_best = 0
+        self._goal_since = 0
+        self._last_step = -1
+        self.outcomes: List[Outcome] = []  # the last decision's outcomes, judged
+        self.goal_field: Optional[np.ndarray] = None  # the last decision's goal field
+
+    def decide(self, mem: Memory, terrain, legal: np.ndarray, monsters: List[Monster]) -> int:
+        """The action for the step ``mem`` holds.
+
+        :param mem: the episode's memory, updated with this step's observation.
+        :param terrain: the searches (:class:`BeliefTerrain`, or the scripted yardstick's true-terrain tables).
+        :param legal: (16,) bool legal actions.
+        :param monsters: ``(cell, speed, previous cell, axis)`` of each monster, spawn order.
+        """
+        if mem.step < self._last_step:
+            self.reset()
+        self._last_step = mem.step
+        outcomes = self._outcomes(mem, terrain, legal)
+        fields = self._fields(mem, terrain, monsters)
+        goal_field = self._goal_field(mem, terrain, fields)
+        self._evaluate(mem, terrain, outcomes, monsters, fields, goal_field)
+        self.outcomes, self.goal_field = outcomes, goal_field
+        free = [o for o in outcomes if not o.caught] or outcomes
+        # safe enough: the goal decides among the moves that keep a margin and room; else flee (safety decides)
+        calm = [o for o in free if not o.flash and o.margin >= self.safe_margin and o.room >= self.min_room]
+        if calm and goal_field is not None:
+            best = max(calm, key=lambda o: (o.pickup + self.progress_weight * o.progress, o.value, -o.action))
+        else:
+            best = max(free, key=lambda o: (o.value + o.pickup, -o.action))
+        return int(best.action)
+
+    # -------------------------------------------------------------------------------------------- outcomes
+    @staticmethod
+    def _step_allowed(terrain, x: int, z: int, dx: int, dz: int) -> bool:
+        """The corner rule: the target is road and, for a diagonal step, one of the two orthogonal cells is."""
+        if not terrain.is_road(x + dx, z + dz):
+            return False
+        return dx == 0 or dz == 0 or terrain.is_road(x + dx, z) or terrain.is_road(x, z + dz)
+
+    def _outcomes(self, mem: Memory, terrain, legal: np.ndarray) -> List[Outcome]:
+        """One outcome per distinct cell the legal actions lead to (moves first, so a flash is played only where it
+        lands somewhere no move reaches)."""
+        length = 1 + (mem.rules["buff_extra_speed"] if mem.has_buff else 0)
+        hx, hz = mem.hero
+        found: Dict[Cell, Outcome] = {}
+        for a in range(8):
+            dx, dz = DIRECTIONS[a]
+            x, z = hx, hz
+            path: List[Cell] = []
+            for _ in range(length):
+                if not self._step_allowed(terrain, x, z, dx, dz):
+                    break
+                x, z = x + dx, z + dz
+                path.append((x, z))
+            cell = (x, z)
+            if legal[a] and cell not in found:
+                found[cell] = Outcome(a, cell, tuple(path) or (cell,), False)
+        if self.use_flash and legal[8:].all():
+            for d in range(8):
+                cell = terrain.flash_landing(mem.hero, d)
+                if cell is None or cell in found:
+                    continue
+                dx, dz = DIRECTIONS[d]
+                k = max(abs(cell[0] - hx), abs(cell[1] - hz))
+                found[cell] = Outcome(8 + d, cell, tuple((hx + j * dx, hz + j * dz) for j in range(1, k + 1)), True)
+        return list(found.values())
+
+    # --------------------------------------------------------------------------------------------- threats
+    @staticmethod
+    def predict(terrain, hero: Cell, monsters: List[Monster]) -> List[Tuple[List[Cell], int]]:
+        """The monsters after the coming step with the hero on ``hero``: each sub-step goes to the 4-neighbour of
+        least distance to the hero plus the back-step and same-axis penalties (docs/gorge/rules.md); every tie branch
+        is kept. A monster too far to catch the hero this step is left where it is. Returns (cells, speed) each."""
+        r = NEAR
+        window = terrain.monster_window(hero)
+        hx, hz = hero
+        out: List[Tuple[List[Cell], int]] = []
+        taken = {m[0] for m in monsters}
+        for cell, speed, prev, axis in monsters:
+            if cell == hero or max(abs(cell[0] - hx), abs(cell[1] - hz)) > r - speed - 1:
+                out.append(([cell], speed))
+                continue
+            others = taken - {cell}
+            states = [(cell, prev, axis)]
+            for _ in range(speed):
+                nxt = []
+                for c, p, ax in states:
+                    best, best_score = [], UNREACHABLE
+                    for dx, dz in STEPS_4:
+                        n = (c[0] + dx, c[1] + dz)
+                        if n in others:
+                            continue
+                        d = int(window[n[1] - hz + r, n[0] - hx + r])
+                        if d == FAR:
+                            continue
+                        a = "x" if dx else "z"
+                        s = 100 * d + (PREV_PENALTY if n == p else 0) + (AXIS_PENALTY if a == ax else 0)
+                        if s < best_score:
+                            best, best_score = [(n, c, a)], s
+                        elif s == best_score:
+                            best.append((n, c, a))
+                    nxt.extend(best or [(c, p, ax)])
+                states = list(dict.fromkeys(nxt))
+            cells = list(dict.fromkeys(s[0] for s in states))
+            out.append((cells, speed))
+            if len(cells) == 1:
+                taken = (taken - {cell}) | {cells[0]}
+        return out
+
+    # ------------------------------------------------------------------------------------------ evaluation
+    def _fields(self, mem: Memory, terrain, monsters: List[Monster]) -> List[_Field]:
+        """The monsters' 4-connected distance fields, monster 2 included from the step its spawn cell is known."""
+        found: List[Tuple[Cell, int, int, bool]] = [(cell, speed, 0, True) for cell, speed, _, _ in monsters]
+        if not mem.second_decided and mem.monster_interval > 0 and mem.rules["monster_count"] >= 2:
+            spawn_step = mem.monster_interval - mem.rules["spawn_delay"]
+            delay = mem.monster_interval - (mem.step + 1)
+            if delay >= 0 and spawn_step <= mem.step and spawn_step in mem.history:
+                speed = mem.monster_speed + (1 if mem.boosted else 0)
+                found.append((mem.history[spawn_step], speed, delay, False))
+        return [_Field(terrain.threat_field(c, mem.hero) if moves else terrain.field(c), speed, delay, moves)
+                for c, speed, delay, moves in found]
+
+    def _evaluate(self, mem: Memory, terrain, outcomes: List[Outcome], monsters: List[Monster],
+                  fields: List[_Field], goal_field: Optional[np.ndarray]) -> None:
+        """Score every outcome (all windows at once: one ``(K, 33, 33)`` array per measure)."""
+        r = RADIUS
+        step = mem.step
+        duration = mem.rules["buff_duration"]
+        buffs_here = {cell for oid, cell in mem.buffs.items() if mem.buff_ready.get(oid, 0) <= step}
+        xs = np.array([o.cell[0] for o in outcomes])
+        zs = np.array([o.cell[1] for o in outcomes])
+        hero_steps = terrain.hero_windows([o.cell for o in outcomes]).astype(np.int32)  # (K, 33, 33)
+        buff = np.full(len(outcomes), mem.buff_remaining - 1 if mem.has_buff else 0)
+        takes_buff = np.array([any(c in buffs_here for c in o.path) for o in outcomes])
+        buff[takes_buff] = duration - 1
+        if buff.any():
+            b = buff[:, None, None]
+            hero_steps = np.where(hero_steps <= 2 * b, (hero_steps + 1) // 2, hero_steps - b)
+        coming = step + 1
+        threat_time = np.full(hero_steps.shape, 10 ** 6, dtype=np.int32)
+        for f in fields:
+            # a monster moving this step may stand up to ``speed`` cells nearer to any cell afterwards
+            need = np.maximum(padded_windows(f.grid, xs, zs) - (f.speed if f.moves else 0) - 1, 0)
+            slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
+            speed = max(f.speed, 1)
+            if slow:
+                steps = np.where(need <= speed * slow, -(-need // speed),
+                                 slow + -(-(need - speed * slow) // (speed + 1)))
+            else:
+                steps = -(-need // speed)
+            np.minimum(threat_time, steps + f.delay, out=threat_time)
+        # cells beyond the horizon are reached only by paths winding through the window's edge: not counted
+        owned = (hero_steps <= self.horizon) & (hero_steps < threat_time)
+        rooms = owned.sum(axis=(1, 2))
+        # ways out: owned cells some distance away, each counted by how early the hero gets there (up to a cap), so
+        # a region the monsters are closing in on from two sides counts for little
+        slack = np.minimum(threat_time - hero_steps, self.slack_cap)
+        exits = np.where(owned & (hero_steps >= self.exit_steps), slack, 0).sum(axis=(1, 2))
+        margins = threat_time[:, r, r]
+        # the latest a monster can reach a cell the hero gets to first: how long the hero lasts by running there
+        lasting = np.where(owned, np.minimum(threat_time, 1000), 0).max(axis=(1, 2))
+        # concave in each measure: a step of safety counts for much when little is left, for little when much is
+        safety = (self.room_weight * np.log1p(rooms) + self.margin_weight * np.log1p(np.minimum(margins, 1000))
+                  + self.exit_weight * np.log1p(exits) + self.lasting_weight * np.log1p(lasting))
+        here = int(goal_field[mem.hero[1], mem.hero[0]]) if goal_field is not None else UNREACHABLE
+        treasures = set(mem.treasures.values())
+        for k, o in enumerate(outcomes):
+            hx, hz = o.cell
+            for cells, _ in self.predict(terrain, o.cell, monsters):
+                if any(max(abs(c[0] - hx), abs(c[1] - hz)) <= 1 for c in cells):
+                    o.caught = True
+            o.room, o.exits, o.margin, o.lasting = int(rooms[k]), int(exits[k]), int(margins[k]), int(lasting[k])
+            value = float(safety[k])
+            if here < UNREACHABLE and goal_field is not None:
+                there = int(goal_field[hz, hx])
+                if there < UNREACHABLE:
+                    o.progress = here - there
+            o.pickup = self.treasure_bonus * sum(1 for c in o.path if c in treasures)
+            if takes_buff[k] and not mem.has_buff:
+                o.pickup += self.buff_bonus if self._buff_welcome(mem, 1) else -self.buff_bonus
+            if o.margin < self.critical_margin:  # a monster can be next to the hero after a step or two
+                value -= self.critical_cost * (self.critical_margin - o.margin)
+            if o.cell == mem.hero and monsters and o.margin < 2 * self.horizon:
+                value -= self.stay_cost
+            if o.flash:
+                value -= self.flash_cost_late if mem.boosted else self.flash_cost
+            o.value = value
+
+    # ------------------------------------------------------------------------------------------------ goals
+    def _goal_field(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[np.ndarray]:
+        """The distance field of the current goal: the best seen treasure or buff (nearness, less a penalty where a
+        monster gets there about as soon), else an unseen part of the map; a goal the hero has not come nearer to
+        for ``stall_steps`` steps is dropped for ``ban_steps``."""
+        step = mem.step
+        best = self._item_goal(mem, terrain, fields)
+        if best is None:
+            unseen_left = mem.treasure_total - mem.treasures_collected - len(mem.treasures)
+            if unseen_left > 0:
+                target = self.explore_target
+                if (target is None or mem.seen[target[1], target[0]] or self.banned.get(target, -1) >= step
+                        or step >= self._explore_until):
+                    target = self._explore_target(mem, terrain, fields)
+                    self.explore_target = target
+                    self._explore_until = step + self.explore_refresh
+                best = target
+        if best is None:
+            self.goal = None
+            return None
+        field = terrain.field(best)
+        d = int(field[mem.hero[1], mem.hero[0]])
+        if best != self.goal:
+            self.goal, self._goal_best, self._goal_since = best, d, step
+        elif d < self._goal_best:
+            self._goal_best, self._goal_since = d, step
+        elif step - self._goal_since > self.stall_steps:
+            self.banned[best] = step + self.ban_steps
+            self.goal = None
+        return field
+
+    def _item_goal(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[Cell]:
+        """The seen treasure or buff with the least cost: its distance plus the contest penalty (a buff's cost
+        divided by its weight), or None."""
+        step = mem.step
+        weight = self.buff_weight_late if step + self.buff_stage >= mem.monster_speedup else self.buff_weight_early
+        near = terrain.field(mem.hero)  # 4-connected: a cell's distance to the hero is the hero's to the cell
+        items = [(cell, False) for cell in mem.treasures.values()]
+        if self.use_buff and not mem.has_buff:
+            items += [(cell, True) for oid, cell in mem.buffs.items()
+                      if mem.buff_ready.get(oid, 0) <= step + int(near[cell[1], cell[0]])]
+        best, best_score = None, float("inf")
+        for cell, is_buff in items:
+            if self.banned.get(cell, -1) >= step:
+                continue
+            d = int(near[cell[1], cell[0]])
+            if d >= UNREACHABLE or (is_buff and not self._buff_welcome(mem, d)):
+                continue
+            score = (d + self._contest(fields, cell, d)) / (weight if is_buff else 1.0)
+            if score < best_score:
+                best, best_score = cell, score
+        return best
+
+    def _buff_welcome(self, mem: Memory, steps: int) -> bool:
+        """Whether taking a buff ``steps`` from now is worth it: from shortly before the speed-up on (the buff is the
+        way to outrun fast monsters), or early enough that it is back by then."""
+        when = mem.step + steps
+        return (when + self.buff_lead >= mem.monster_speedup
+                or when + mem.buff_cooldown + self.buff_lead <= mem.monster_speedup)
+
+    def _contest(self, fields: List[_Field], goal: Cell, d: int) -> float:
+        """Extra cost of a goal ``d`` steps away that a monster reaches about as soon as the hero: the hero would
+        walk into it."""
+        extra = 0.0
+        for f in fields:
+            reach = f.delay + int(f.grid[goal[1], goal[0]]) / max(f.speed, 1)
+            if reach < d + self.contest_margin:
+                extra += self.contest_weight * (d + self.contest_margin - reach) + self.contest_base
+        return extra
+
+    def _explore_target(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[Cell]:
+        """The unseen road cell the hero reaches soonest, less a penalty where a monster gets there about as soon."""
+        unseen = terrain.walkable & ~mem.seen
+        zs, xs = np.nonzero(unseen)
+        if not xs.size:
+            return None
+        hero = terrain.field(mem.hero)[zs, xs].astype(np.float64)
+        score = hero.copy()
+        for f in fields:
+            reach = f.delay + f.grid[zs, xs] / max(f.speed, 1)
+            short = hero + self.contest_margin - reach
+            score += np.where(short > 0, self.contest_weight * short + self.contest_base, 0.0)
+        score[hero >= UNREACHABLE] = np.inf
+        for cell, until in self.banned.items():
+            if until >= mem.step:
+                score[(xs == cell[0]) & (zs == cell[1])] = np.inf
+        k = int(np.argmin(score))
+        if not np.isfinite(score[k]):
+            return None
+        return int(xs[k]), int(zs[k])
+
+
+# ------------------------------------------------------------------------------------------- observation only
+class ObservationPlanner:
+    """The planner on what the observation shows: :meth:`act` takes ``env_obs["observation"]`` (the input of the
+    Agent's ``exploit()``), updates the :class:`~.memory.Memory` and decides on the believed terrain with the monsters
+    as tracked. One instance plays one game at a time; a step number lower than the last starts a new game.
+
+    :param use_flash: allow flash actions.
+    :param use_buff: go for seen speed buffs.
+    """
+
+    def __init__(self, use_flash: bool = True, use_buff: bool = True) -> None:
+        self.memory = Memory()
+        self.terrain = BeliefTerrain(self.memory)
+        self.planner = Planner(use_flash=use_flash, use_buff=use_buff)
+
+    def reset(self) -> None:
+        """Forget the game."""
+        self.memory.reset()
+        self.terrain.clear()
+        self.planner.reset()
+
+    def observe(self, observation: dict) -> None:
+        """Take one step's observation without deciding (the memory keeps up)."""
+        if int(observation["env_info"]["step_no"]) <= self.memory.step:
+            self.terrain.clear()
+        self.memory.update(observation)
+
+    def act(self, observation: dict) -> int:
+        """The action for this observation (call once per step, in order)."""
+        self.observe(observation)
+        legal = np.asarray(observation["legal_action"], dtype=bool)
+        monsters = [(m.cell, m.speed, m.prev, m.axis) for m in self.memory.monsters]
+        return self.planner.decide(self.memory, self.terrain, legal, monsters)
