@@ -77,7 +77,7 @@ def _search(road: int, start: int, shifts: List[Tuple[int, int]], levels: int, t
             extra: int = 0) -> Tuple[int, List[int], bool]:
     """BFS over bitset ``road`` from the cells of ``start``: each level moves the front by every ``(shift, gate)``
     (``gate``: the cells a move may start from, -1 for all), up to ``levels`` levels, or ``extra`` levels past the
-    one that reaches a cell of ``target`` (when given). Returns (cells reached, bit planes of their levels, whether
+    one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels, whether
     the search stopped early with cells left to reach)."""
     reached = front = start
     free = road & ~start
@@ -107,7 +107,7 @@ def _search(road: int, start: int, shifts: List[Tuple[int, int]], levels: int, t
         front = new
         for k in _SET_BITS[level & 4095]:
             planes[k] |= new
-        if target and new & target:
+        if target and not target & free:
             stop = min(stop, level + extra)
             target = 0
     return reached, planes, True
@@ -125,10 +125,10 @@ def _levels(reached: int, planes: List[int], count: int, missing: int, dtype) ->
     return out
 
 
-def distance_field(walkable: np.ndarray, source: Cell, near: Optional[Cell] = None, extra: int = 0) -> np.ndarray:
+def distance_field(walkable: np.ndarray, source: Cell, near: Optional[List[Cell]] = None, extra: int = 0) -> np.ndarray:
     """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source``; :data:`UNREACHABLE` on obstacles and
-    on cells of another component. With ``near``, the search stops ``extra`` levels past the one that reaches
-    ``near``, and the road cells it did not reach read one more than its last level (a lower bound)."""
+    on cells of another component. With ``near`` (cells), the search stops ``extra`` levels past the one that has
+    reached all of them, and the road cells it did not reach read one more than its last level (a lower bound)."""
     h, w = walkable.shape
     p = w + 1
     padded = np.zeros((h, p), dtype=bool)
@@ -137,8 +137,9 @@ def distance_field(walkable: np.ndarray, source: Cell, near: Optional[Cell] = No
     if not (0 <= x < w and 0 <= z < h) or not walkable[z, x]:
         return np.full((h, w), UNREACHABLE, dtype=np.int32)
     target = 0
-    if near is not None and 0 <= near[0] < w and 0 <= near[1] < h:
-        target = 1 << (near[1] * p + near[0])
+    for cx, cz in near or ():
+        if 0 <= cx < w and 0 <= cz < h and walkable[cz, cx]:
+            target |= 1 << (cz * p + cx)
     reached, planes, cut = _search(_bits(padded), 1 << (z * p + x), [(1, -1), (-1, -1), (p, -1), (-p, -1)],
                                    4095, target, extra)
     out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)[:, :w]
@@ -284,7 +285,8 @@ class Memory:
         self.monsters: List[Tracked] = []
         self.spawn_cell: Optional[Cell] = None
         self.picked_buff: Optional[int] = None
-        self._hero_field: Optional[Tuple[np.ndarray, int]] = None
+        self._hero_field: Optional[Tuple[np.ndarray, int, bool]] = None
+        self.wall_log: List[Tuple[int, np.ndarray]] = []  # (update, flat indices of the cells found to be obstacles)
 
     # ----------------------------------------------------------------------------------------------- queries
     @property
@@ -305,11 +307,16 @@ class Memory:
     def is_road(self, x: int, z: int) -> bool:
         return 0 <= x < WORLD_SIZE and 0 <= z < WORLD_SIZE and bool(self.walkable[z, x])
 
-    def hero_field(self) -> np.ndarray:
-        """(H, W) 4-connected distances from the hero's cell on the believed terrain (computed once per update)."""
-        if self._hero_field is None or self._hero_field[1] != self.updates:
-            self._hero_field = (distance_field(self.walkable, self.hero), self.updates)
-        return self._hero_field[0]
+    def hero_field(self, full: bool = False) -> np.ndarray:
+        """(H, W) 4-connected distances from the hero's cell on the believed terrain, computed once per update:
+        exact up to a few steps past the farthest monster, treasure and buff remembered (farther cells read a lower
+        bound), or everywhere with ``full``."""
+        got = self._hero_field
+        if got is None or got[1] != self.updates or (full and not got[2]):
+            near = None if full else [m.cell for m in self.monsters] + list(self.treasures.values()) + list(
+                self.buffs.values())
+            got = self._hero_field = (distance_field(self.walkable, self.hero, near, 4), self.updates, full)
+        return got[0]
 
     # ------------------------------------------------------------------------------------------------ update
     def update(self, observation: dict, picked_buff: Optional[int] = None,
@@ -365,6 +372,8 @@ class Memory:
         if new_walls.any():
             believed &= part
             self.changed[zs:ze, xs:xe][new_walls] = self.updates
+            wz, wx = np.nonzero(new_walls)
+            self.wall_log.append((self.updates, (wz + zs) * WORLD_SIZE + wx + xs))
         self.seen[zs:ze, xs:xe] = True
 
     def _items(self, organs, remaining: set, pickups: int, before: Cell, picked: Optional[int], first: bool) -> None:

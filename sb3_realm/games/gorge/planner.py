@@ -62,6 +62,7 @@ RADIUS = 16  # half-size of the hero's windows: cells within Chebyshev 16 of an 
 HERO_LEVELS = 32  # hero steps searched in those windows (the escape room counts fewer)
 NEAR = 6  # half-size of the monsters' windows: enough to predict every monster that can catch in one step
 _FIELD_CACHE = 32  # distance fields kept
+EXACT_MARGIN = 12  # a goal's field must be exact this far past the hero's distance (twice: a flash's landing)
 THREAT_REACH = 48  # a monster's field is searched this many steps past the hero's cell: every cell of the outcomes'
 # windows that a monster can reach about as soon as the hero
 
@@ -119,9 +120,9 @@ class BeliefTerrain:
         reached within ``HERO_LEVELS``."""
         return self._windows(self._hero, cells, RADIUS, True, HERO_LEVELS)
 
-    def monster_window(self, cell: Cell) -> np.ndarray:
-        """(13, 13) 4-connected distances from ``cell`` inside its window."""
-        return self._windows(self._monster, [cell], NEAR, False, FAR - 1)[0]
+    def monster_windows(self, cells: List[Cell]) -> np.ndarray:
+        """(K, 13, 13) 4-connected distances from each cell inside its window."""
+        return self._windows(self._monster, cells, NEAR, False, FAR - 1)
 
     def flash_landing(self, cell: Cell, direction: int) -> Optional[Cell]:
         """Where a flash from ``cell`` lands: the farthest road cell of the line (None: an in-place flash)."""
@@ -136,18 +137,36 @@ class BeliefTerrain:
     def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
         """(H, W) int32 4-connected distances from a monster's cell, searched to ``THREAT_REACH`` steps past the
         hero's cell (farther road cells read a lower bound)."""
-        return distance_field(self.memory.walkable, cell, near=hero, extra=THREAT_REACH)
+        return distance_field(self.memory.walkable, cell, near=[hero], extra=THREAT_REACH)
 
-    def field(self, cell: Cell) -> np.ndarray:
-        """(H, W) int32 4-connected distances from ``cell`` (the last few kept while no obstacle was newly seen)."""
+    def field(self, cell: Cell, full: bool = False, exact_near: Optional[Cell] = None) -> np.ndarray:
+        """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step (exact to its
+        goals, or everywhere with ``full``). From another cell: the last few are kept, and an obstacle newly seen is
+        written into a kept field, which stays exact up to the least distance of those obstacles; it is searched
+        again when that no longer covers ``exact_near`` (a cell, with a margin of a flash's reach) or when
+        ``exact_near`` is not given."""
         mem = self.memory
         if cell == mem.hero:
-            return mem.hero_field()
-        last = int(mem.changed.max()) if mem.updates != self._stamp else self._last
-        self._stamp, self._last = mem.updates, last
+            return mem.hero_field(full)
         got = self._fields.get(cell)
-        if got is None or got[0] < last:
-            got = (mem.updates, distance_field(mem.walkable, cell))
+        if got is not None:
+            stamp, grid, exact = got
+            if stamp < mem.updates:
+                flat = grid.reshape(-1)
+                for when, cells in mem.wall_log[::-1]:
+                    if when <= stamp:
+                        break
+                    values = flat[cells]
+                    values = values[values < UNREACHABLE]
+                    if values.size:
+                        exact = min(exact, int(values.min()) - 1)
+                    flat[cells] = UNREACHABLE
+                got = self._fields[cell] = (mem.updates, grid, exact)
+            if exact_near is None and exact < UNREACHABLE or exact_near is not None and (
+                    int(grid[exact_near[1], exact_near[0]]) + 2 * EXACT_MARGIN > exact):
+                got = None
+        if got is None:
+            got = (mem.updates, distance_field(mem.walkable, cell), UNREACHABLE)
             self._fields[cell] = got
             if len(self._fields) > _FIELD_CACHE:
                 self._fields.popitem(last=False)
@@ -303,12 +322,12 @@ class Planner:
 
     # --------------------------------------------------------------------------------------------- threats
     @staticmethod
-    def predict(terrain, hero: Cell, monsters: List[Monster]) -> List[Tuple[List[Cell], int]]:
+    def predict(window: np.ndarray, hero: Cell, monsters: List[Monster]) -> List[Tuple[List[Cell], int]]:
         """The monsters after the coming step with the hero on ``hero``: each sub-step goes to the 4-neighbour of
         least distance to the hero plus the back-step and same-axis penalties (docs/gorge/rules.md); every tie branch
-        is kept. A monster too far to catch the hero this step is left where it is. Returns (cells, speed) each."""
+        is kept. A monster too far to catch the hero this step is left where it is. ``window``: the (13, 13)
+        4-connected distances around ``hero``. Returns (cells, speed) each."""
         r = NEAR
-        window = terrain.monster_window(hero)
         hx, hz = hero
         out: List[Tuple[List[Cell], int]] = []
         taken = {m[0] for m in monsters}
@@ -400,9 +419,10 @@ class Planner:
                   + self.exit_weight * np.log1p(exits) + self.lasting_weight * np.log1p(lasting))
         here = int(goal_field[mem.hero[1], mem.hero[0]]) if goal_field is not None else UNREACHABLE
         treasures = set(mem.treasures.values())
+        windows = terrain.monster_windows([o.cell for o in outcomes]) if monsters else None
         for k, o in enumerate(outcomes):
             hx, hz = o.cell
-            for cells, _ in self.predict(terrain, o.cell, monsters):
+            for cells, _ in self.predict(windows[k], o.cell, monsters) if monsters else ():
                 if any(max(abs(c[0] - hx), abs(c[1] - hz)) <= 1 for c in cells):
                     o.caught = True
             o.room, o.exits, o.margin, o.lasting = int(rooms[k]), int(exits[k]), int(margins[k]), int(lasting[k])
@@ -442,7 +462,7 @@ class Planner:
         if best is None:
             self.goal = None
             return None
-        field = terrain.field(best)
+        field = terrain.field(best, exact_near=mem.hero)
         d = int(field[mem.hero[1], mem.hero[0]])
         if best != self.goal:
             self.goal, self._goal_best, self._goal_since = best, d, step

@@ -10,6 +10,7 @@ import numpy as np
 from ..spec import ExpertOptions, GameSpec
 from . import features, protocol
 from .env import GorgeEnv, env_spaces, shipped_map
+from .experts.planner import PlannerPolicy
 from .experts.scripted import ScriptedPolicy
 from .maps import GorgeMap, load_map
 from .observation import GorgeCompetitionEnv
@@ -86,7 +87,7 @@ SPEC = GameSpec(
     protocol_file=Path(protocol.__file__),
     competition_env=GorgeCompetitionEnv,
     yardstick="scripted",
-    experts={"scripted": ScriptedPolicy},
+    experts={"scripted": ScriptedPolicy, "planner": PlannerPolicy},
     expert_options=EXPERT_OPTIONS,
     directions=DIRECTIONS,
     plot_route=plot_route,

@@ -171,8 +171,9 @@ class TrueTerrain:
         m = self.game_map
         return self.tables.hero[m.road_index[[c[1] for c in cells], [c[0] for c in cells]]]
 
-    def monster_window(self, cell: Cell) -> np.ndarray:
-        return self.tables.monster[self.game_map.road_id(*cell)]
+    def monster_windows(self, cells: list[Cell]) -> np.ndarray:
+        m = self.game_map
+        return self.tables.monster[m.road_index[[c[1] for c in cells], [c[0] for c in cells]]]
 
     def flash_landing(self, cell: Cell, direction: int) -> Cell | None:
         m = self.game_map
@@ -181,7 +182,7 @@ class TrueTerrain:
             return None
         return int(m.road_xz[land, 0]), int(m.road_xz[land, 1])
 
-    def field(self, cell: Cell) -> np.ndarray:
+    def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
         return self.tables.field(cell)
 
     def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
