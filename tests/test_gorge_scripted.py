@@ -147,11 +147,11 @@ def test_unknown_treasures_are_not_used(tmp_path):
     policy = ScriptedPolicy(env)
     policy.reset(env)
     policy.act(env, None)
-    assert policy.treasures == {}
+    assert policy.memory.treasures == {}
     place(env, (30, 30), [], treasures=[(34, 34)])
     policy.reset(env)
     policy.act(env, None)
-    assert policy.treasures == {1: (34, 34)}
+    assert policy.memory.treasures == {1: (34, 34)}
 
 
 @pytest.mark.parametrize("use_flash", [False])

@@ -16,7 +16,6 @@ kept in bit planes (bit ``k`` of each cell's level), unpacked once at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -32,7 +31,7 @@ __all__ = [
     "window_distances",
 ]
 
-Cell = Tuple[int, int]
+Cell = tuple[int, int]
 
 WORLD_SIZE = 128  # the maps are 128 x 128 cells
 VIEW_RANGE = 10  # map_info is the 21 x 21 square of Chebyshev radius 10 around the hero
@@ -73,15 +72,15 @@ def _shift(value: int, by: int) -> int:
 _SET_BITS = [[k for k in range(12) if level >> k & 1] for level in range(1 << 12)]  # the bits set in each level
 
 
-def _search(road: int, start: int, shifts: List[Tuple[int, int]], levels: int, target: int = 0,
-            extra: int = 0) -> Tuple[int, List[int], bool]:
+def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, target: int = 0,
+            extra: int = 0) -> tuple[int, list[int], bool]:
     """BFS over bitset ``road`` from the cells of ``start``: each level moves the front by every ``(shift, gate)``
     (``gate``: the cells a move may start from, -1 for all), up to ``levels`` levels, or ``extra`` levels past the
-    one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels, whether
-    the search stopped early with cells left to reach)."""
+    one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels,
+    whether the search stopped early with cells left to reach)."""
     reached = front = start
     free = road & ~start
-    planes: List[int] = [0] * max(1, min(levels, 4095).bit_length())
+    planes: list[int] = [0] * max(1, min(levels, 4095).bit_length())
     level = 0
     stop = levels
     plain = all(gate == -1 for _, gate in shifts)
@@ -113,7 +112,7 @@ def _search(road: int, start: int, shifts: List[Tuple[int, int]], levels: int, t
     return reached, planes, True
 
 
-def _levels(reached: int, planes: List[int], count: int, missing: int, dtype) -> np.ndarray:
+def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) -> np.ndarray:
     """The level of every bit from its planes; ``missing`` where not reached."""
     size = (count + 7) // 8
     data = b"".join(plane.to_bytes(size, "little") for plane in planes)
@@ -125,7 +124,7 @@ def _levels(reached: int, planes: List[int], count: int, missing: int, dtype) ->
     return out
 
 
-def distance_field(walkable: np.ndarray, source: Cell, near: Optional[List[Cell]] = None, extra: int = 0) -> np.ndarray:
+def distance_field(walkable: np.ndarray, source: Cell, near: list[Cell] | None = None, extra: int = 0) -> np.ndarray:
     """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source``; :data:`UNREACHABLE` on obstacles and
     on cells of another component. With ``near`` (cells), the search stops ``extra`` levels past the one that has
     reached all of them, and the road cells it did not reach read one more than its last level (a lower bound)."""
@@ -149,7 +148,7 @@ def distance_field(walkable: np.ndarray, source: Cell, near: Optional[List[Cell]
     return out
 
 
-def window_distances(walkable: np.ndarray, cells: List[Cell], radius: int, diagonal: bool,
+def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diagonal: bool,
                      levels: int = FAR - 1) -> np.ndarray:
     """Distances from each cell of ``cells`` to the cells of its ``(2r+1, 2r+1)`` window over paths that stay inside
     the window: 4-connected steps, or the hero's 8 moves with the corner rule (``diagonal``: a diagonal step needs one
@@ -204,14 +203,14 @@ class Tracked:
     last seen (0: in view now)."""
 
     cell: Cell
-    prev: Optional[Cell]
-    axis: Optional[str]
+    prev: Cell | None
+    axis: str | None
     speed: int
     age: int = 0
 
 
 def _monster_branches(walkable: np.ndarray, hero_field: np.ndarray, mon: Tracked, speed: int,
-                      taken: set) -> List[Tuple[Cell, Optional[Cell], Optional[str]]]:
+                      taken: set) -> list[tuple[Cell, Cell | None, str | None]]:
     """Every end state ``(cell, prev, axis)`` of a monster's ``speed`` sub-steps toward the hero, one per tie branch
     of its rule (least BFS distance to the hero plus the back-step and same-axis penalties; cells of other monsters
     are not entered). A monster without a way to the hero stays."""
@@ -220,7 +219,8 @@ def _monster_branches(walkable: np.ndarray, hero_field: np.ndarray, mon: Tracked
     for _ in range(speed):
         nxt = []
         for cell, prev, axis in states:
-            best, best_score = [], UNREACHABLE
+            best: list[tuple[Cell, Cell | None, str | None]] = []
+            best_score = UNREACHABLE
             for dx, dz in STEPS_4:
                 x, z = cell[0] + dx, cell[1] + dz
                 if not (0 <= x < w and 0 <= z < h) or (x, z) in taken:
@@ -278,15 +278,15 @@ class Memory:
         self.treasures_collected = 0
         self.treasures_left = 0
         self.buff_pickups = 0
-        self.treasures: Dict[int, Cell] = {}
-        self.buffs: Dict[int, Cell] = {}
-        self.buff_ready: Dict[int, int] = {}
-        self.history: Dict[int, Cell] = {}
-        self.monsters: List[Tracked] = []
-        self.spawn_cell: Optional[Cell] = None
-        self.picked_buff: Optional[int] = None
-        self._hero_field: Optional[Tuple[np.ndarray, int, bool]] = None
-        self.wall_log: List[Tuple[int, np.ndarray]] = []  # (update, flat indices of the cells found to be obstacles)
+        self.treasures: dict[int, Cell] = {}
+        self.buffs: dict[int, Cell] = {}
+        self.buff_ready: dict[int, int] = {}
+        self.history: dict[int, Cell] = {}
+        self.monsters: list[Tracked] = []
+        self.spawn_cell: Cell | None = None
+        self.picked_buff: int | None = None
+        self._hero_field: tuple[np.ndarray, int, bool] | None = None
+        self.wall_log: list[tuple[int, np.ndarray]] = []  # (update, flat indices of the cells found to be obstacles)
 
     # ----------------------------------------------------------------------------------------------- queries
     @property
@@ -319,8 +319,8 @@ class Memory:
         return got[0]
 
     # ------------------------------------------------------------------------------------------------ update
-    def update(self, observation: dict, picked_buff: Optional[int] = None,
-               monsters: Optional[List[Tracked]] = None) -> None:
+    def update(self, observation: dict, picked_buff: int | None = None,
+               monsters: list[Tracked] | None = None) -> None:
         """Take one step's observation (``env_obs["observation"]``). A caller that knows more (the scripted yardstick)
         may name the buff picked up in the last step (``picked_buff``; else it is inferred from ``collected_buff``)
         and give the monsters' true states (``monsters``; else they are tracked)."""
@@ -376,7 +376,7 @@ class Memory:
             self.wall_log.append((self.updates, (wz + zs) * WORLD_SIZE + wx + xs))
         self.seen[zs:ze, xs:xe] = True
 
-    def _items(self, organs, remaining: set, pickups: int, before: Cell, picked: Optional[int], first: bool) -> None:
+    def _items(self, organs, remaining: set, pickups: int, before: Cell, picked: int | None, first: bool) -> None:
         for organ in organs:
             oid, cell = int(organ["config_id"]), (int(organ["pos"]["x"]), int(organ["pos"]["z"]))
             if organ["sub_type"] == SUB_TYPE_TREASURE:
@@ -396,7 +396,7 @@ class Memory:
         if picked is not None and picked in self.buffs:
             self.buff_ready[picked] = self.step + self.buff_cooldown
 
-    def _picked_buff(self, before: Cell) -> Optional[int]:
+    def _picked_buff(self, before: Cell) -> int | None:
         """The buff picked up in the last step: the seen buff on the line from the hero's last cell to its cell (a
         move or a flash), else the nearest seen buff."""
         (x0, z0), (x1, z1) = before, self.hero
@@ -415,7 +415,7 @@ class Memory:
         (the tie branch that agrees with the observation's distance bucket and direction, else the first)."""
         boosted_before = self.step - 1 >= self.monster_speedup
         hx, hz = self.hero
-        out: List[Tracked] = []
+        out: list[Tracked] = []
         taken = {m.cell for m in self.monsters}
         for i, seen in enumerate(monsters):
             in_view = int(seen.get("is_in_view", IN_VIEW)) == IN_VIEW

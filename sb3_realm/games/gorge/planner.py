@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -55,8 +54,8 @@ from .memory import (
 
 __all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "RADIUS", "NEAR", "HERO_LEVELS"]
 
-Cell = Tuple[int, int]
-Monster = Tuple[Cell, int, Optional[Cell], Optional[str]]  # (cell, speed, previous cell, axis of the last sub-step)
+Cell = tuple[int, int]
+Monster = tuple[Cell, int, Cell | None, str | None]  # (cell, speed, previous cell, axis of the last sub-step)
 
 RADIUS = 16  # half-size of the hero's windows: cells within Chebyshev 16 of an outcome
 HERO_LEVELS = 32  # hero steps searched in those windows (the escape room counts fewer)
@@ -89,9 +88,9 @@ class BeliefTerrain:
         self.clear()
 
     def clear(self) -> None:
-        self._fields: OrderedDict[Cell, Tuple[int, np.ndarray]] = OrderedDict()
-        self._hero: Dict[Cell, Tuple[int, np.ndarray]] = {}
-        self._monster: Dict[Cell, Tuple[int, np.ndarray]] = {}
+        self._fields: OrderedDict[Cell, tuple[int, np.ndarray, int]] = OrderedDict()
+        self._hero: dict[Cell, tuple[int, np.ndarray]] = {}
+        self._monster: dict[Cell, tuple[int, np.ndarray]] = {}
         self._stamp = -1
 
     @property
@@ -105,26 +104,27 @@ class BeliefTerrain:
         changed = self.memory.changed[max(0, z - radius):z + radius + 1, max(0, x - radius):x + radius + 1]
         return bool(changed.max(initial=0) <= stamp)
 
-    def _windows(self, cache: dict, cells: List[Cell], radius: int, diagonal: bool, levels: int) -> np.ndarray:
+    def _windows(self, cache: dict, cells: list[Cell], radius: int, diagonal: bool, levels: int) -> np.ndarray:
         now = self.memory.updates
         if len(cache) > 4096:
             cache.clear()
         missing = [c for c in dict.fromkeys(cells) if c not in cache or not self._fresh(cache[c][0], *c, radius)]
         if missing:
-            for c, win in zip(missing, window_distances(self.walkable, missing, radius, diagonal, levels)):
-                cache[c] = (now, win)
+            found = window_distances(self.walkable, missing, radius, diagonal, levels)
+            for k, c in enumerate(missing):
+                cache[c] = (now, found[k])
         return np.stack([cache[c][1] for c in cells])
 
-    def hero_windows(self, cells: List[Cell]) -> np.ndarray:
+    def hero_windows(self, cells: list[Cell]) -> np.ndarray:
         """(K, 33, 33) hero steps (8 moves, corner rule) from each cell to its window, :data:`FAR` where not
         reached within ``HERO_LEVELS``."""
         return self._windows(self._hero, cells, RADIUS, True, HERO_LEVELS)
 
-    def monster_windows(self, cells: List[Cell]) -> np.ndarray:
+    def monster_windows(self, cells: list[Cell]) -> np.ndarray:
         """(K, 13, 13) 4-connected distances from each cell inside its window."""
         return self._windows(self._monster, cells, NEAR, False, FAR - 1)
 
-    def flash_landing(self, cell: Cell, direction: int) -> Optional[Cell]:
+    def flash_landing(self, cell: Cell, direction: int) -> Cell | None:
         """Where a flash from ``cell`` lands: the farthest road cell of the line (None: an in-place flash)."""
         dx, dz = DIRECTIONS[direction]
         rules = self.memory.rules
@@ -139,7 +139,7 @@ class BeliefTerrain:
         hero's cell (farther road cells read a lower bound)."""
         return distance_field(self.memory.walkable, cell, near=[hero], extra=THREAT_REACH)
 
-    def field(self, cell: Cell, full: bool = False, exact_near: Optional[Cell] = None) -> np.ndarray:
+    def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
         """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step (exact to its
         goals, or everywhere with ``full``). From another cell: the last few are kept, and an obstacle newly seen is
         written into a kept field, which stays exact up to the least distance of those obstacles; it is searched
@@ -148,7 +148,7 @@ class BeliefTerrain:
         mem = self.memory
         if cell == mem.hero:
             return mem.hero_field(full)
-        got = self._fields.get(cell)
+        got: tuple[int, np.ndarray, int] | None = self._fields.get(cell)
         if got is not None:
             stamp, grid, exact = got
             if stamp < mem.updates:
@@ -182,7 +182,7 @@ class Outcome:
 
     action: int
     cell: Cell
-    path: Tuple[Cell, ...]
+    path: tuple[Cell, ...]
     flash: bool
     caught: bool = False
     room: int = 0
@@ -249,17 +249,17 @@ class Planner:
 
     def reset(self) -> None:
         """Forget the goals of the last episode."""
-        self.explore_target: Optional[Cell] = None
+        self.explore_target: Cell | None = None
         self._explore_until = 0
-        self.banned: Dict[Cell, int] = {}  # goal cell -> last step it is ignored
-        self.goal: Optional[Cell] = None
+        self.banned: dict[Cell, int] = {}  # goal cell -> last step it is ignored
+        self.goal: Cell | None = None
         self._goal_best = 0
         self._goal_since = 0
         self._last_step = -1
-        self.outcomes: List[Outcome] = []  # the last decision's outcomes, judged
-        self.goal_field: Optional[np.ndarray] = None  # the last decision's goal field
+        self.outcomes: list[Outcome] = []  # the last decision's outcomes, judged
+        self.goal_field: np.ndarray | None = None  # the last decision's goal field
 
-    def decide(self, mem: Memory, terrain, legal: np.ndarray, monsters: List[Monster]) -> int:
+    def decide(self, mem: Memory, terrain, legal: np.ndarray, monsters: list[Monster]) -> int:
         """The action for the step ``mem`` holds.
 
         :param mem: the episode's memory, updated with this step's observation.
@@ -292,16 +292,16 @@ class Planner:
             return False
         return dx == 0 or dz == 0 or terrain.is_road(x + dx, z) or terrain.is_road(x, z + dz)
 
-    def _outcomes(self, mem: Memory, terrain, legal: np.ndarray) -> List[Outcome]:
+    def _outcomes(self, mem: Memory, terrain, legal: np.ndarray) -> list[Outcome]:
         """One outcome per distinct cell the legal actions lead to (moves first, so a flash is played only where it
         lands somewhere no move reaches)."""
         length = 1 + (mem.rules["buff_extra_speed"] if mem.has_buff else 0)
         hx, hz = mem.hero
-        found: Dict[Cell, Outcome] = {}
+        found: dict[Cell, Outcome] = {}
         for a in range(8):
             dx, dz = DIRECTIONS[a]
             x, z = hx, hz
-            path: List[Cell] = []
+            path: list[Cell] = []
             for _ in range(length):
                 if not self._step_allowed(terrain, x, z, dx, dz):
                     break
@@ -322,14 +322,14 @@ class Planner:
 
     # --------------------------------------------------------------------------------------------- threats
     @staticmethod
-    def predict(window: np.ndarray, hero: Cell, monsters: List[Monster]) -> List[Tuple[List[Cell], int]]:
+    def predict(window: np.ndarray, hero: Cell, monsters: list[Monster]) -> list[tuple[list[Cell], int]]:
         """The monsters after the coming step with the hero on ``hero``: each sub-step goes to the 4-neighbour of
         least distance to the hero plus the back-step and same-axis penalties (docs/gorge/rules.md); every tie branch
         is kept. A monster too far to catch the hero this step is left where it is. ``window``: the (13, 13)
         4-connected distances around ``hero``. Returns (cells, speed) each."""
         r = NEAR
         hx, hz = hero
-        out: List[Tuple[List[Cell], int]] = []
+        out: list[tuple[list[Cell], int]] = []
         taken = {m[0] for m in monsters}
         for cell, speed, prev, axis in monsters:
             if cell == hero or max(abs(cell[0] - hx), abs(cell[1] - hz)) > r - speed - 1:
@@ -340,7 +340,8 @@ class Planner:
             for _ in range(speed):
                 nxt = []
                 for c, p, ax in states:
-                    best, best_score = [], UNREACHABLE
+                    best: list[tuple[Cell, Cell | None, str | None]] = []
+                    best_score = UNREACHABLE
                     for dx, dz in STEPS_4:
                         n = (c[0] + dx, c[1] + dz)
                         if n in others:
@@ -363,9 +364,9 @@ class Planner:
         return out
 
     # ------------------------------------------------------------------------------------------ evaluation
-    def _fields(self, mem: Memory, terrain, monsters: List[Monster]) -> List[_Field]:
+    def _fields(self, mem: Memory, terrain, monsters: list[Monster]) -> list[_Field]:
         """The monsters' 4-connected distance fields, monster 2 included from the step its spawn cell is known."""
-        found: List[Tuple[Cell, int, int, bool]] = [(cell, speed, 0, True) for cell, speed, _, _ in monsters]
+        found: list[tuple[Cell, int, int, bool]] = [(cell, speed, 0, True) for cell, speed, _, _ in monsters]
         if not mem.second_decided and mem.monster_interval > 0 and mem.rules["monster_count"] >= 2:
             spawn_step = mem.monster_interval - mem.rules["spawn_delay"]
             delay = mem.monster_interval - (mem.step + 1)
@@ -375,8 +376,8 @@ class Planner:
         return [_Field(terrain.threat_field(c, mem.hero) if moves else terrain.field(c), speed, delay, moves)
                 for c, speed, delay, moves in found]
 
-    def _evaluate(self, mem: Memory, terrain, outcomes: List[Outcome], monsters: List[Monster],
-                  fields: List[_Field], goal_field: Optional[np.ndarray]) -> None:
+    def _evaluate(self, mem: Memory, terrain, outcomes: list[Outcome], monsters: list[Monster],
+                  fields: list[_Field], goal_field: np.ndarray | None) -> None:
         """Score every outcome (all windows at once: one ``(K, 33, 33)`` array per measure)."""
         r = RADIUS
         step = mem.step
@@ -422,7 +423,7 @@ class Planner:
         windows = terrain.monster_windows([o.cell for o in outcomes]) if monsters else None
         for k, o in enumerate(outcomes):
             hx, hz = o.cell
-            for cells, _ in self.predict(windows[k], o.cell, monsters) if monsters else ():
+            for cells, _ in self.predict(windows[k], o.cell, monsters) if windows is not None else ():
                 if any(max(abs(c[0] - hx), abs(c[1] - hz)) <= 1 for c in cells):
                     o.caught = True
             o.room, o.exits, o.margin, o.lasting = int(rooms[k]), int(exits[k]), int(margins[k]), int(lasting[k])
@@ -443,7 +444,7 @@ class Planner:
             o.value = value
 
     # ------------------------------------------------------------------------------------------------ goals
-    def _goal_field(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[np.ndarray]:
+    def _goal_field(self, mem: Memory, terrain, fields: list[_Field]) -> np.ndarray | None:
         """The distance field of the current goal: the best seen treasure or buff (nearness, less a penalty where a
         monster gets there about as soon), else an unseen part of the map; a goal the hero has not come nearer to
         for ``stall_steps`` steps is dropped for ``ban_steps``."""
@@ -473,7 +474,7 @@ class Planner:
             self.goal = None
         return field
 
-    def _item_goal(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[Cell]:
+    def _item_goal(self, mem: Memory, terrain, fields: list[_Field]) -> Cell | None:
         """The seen treasure or buff with the least cost: its distance plus the contest penalty (a buff's cost
         divided by its weight), or None."""
         step = mem.step
@@ -502,7 +503,7 @@ class Planner:
         return (when + self.buff_lead >= mem.monster_speedup
                 or when + mem.buff_cooldown + self.buff_lead <= mem.monster_speedup)
 
-    def _contest(self, fields: List[_Field], goal: Cell, d: int) -> float:
+    def _contest(self, fields: list[_Field], goal: Cell, d: int) -> float:
         """Extra cost of a goal ``d`` steps away that a monster reaches about as soon as the hero: the hero would
         walk into it."""
         extra = 0.0
@@ -512,7 +513,7 @@ class Planner:
                 extra += self.contest_weight * (d + self.contest_margin - reach) + self.contest_base
         return extra
 
-    def _explore_target(self, mem: Memory, terrain, fields: List[_Field]) -> Optional[Cell]:
+    def _explore_target(self, mem: Memory, terrain, fields: list[_Field]) -> Cell | None:
         """The unseen road cell the hero reaches soonest, less a penalty where a monster gets there about as soon."""
         unseen = terrain.walkable & ~mem.seen
         zs, xs = np.nonzero(unseen)

@@ -206,7 +206,7 @@ class ScriptedPolicy(Planner):
         self.memory = Memory()
         self.terrain: TrueTerrain | None = None
 
-    def reset(self, env=None) -> None:  # type: ignore[override]
+    def reset(self, env=None) -> None:
         """Forget the last episode (call at the start of each episode)."""
         super().reset()
         if getattr(self, "memory", None) is not None:
