@@ -42,25 +42,27 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm import games as _games
-from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.experts import PlannerPolicy, ScriptedPolicy
 from sb3_realm.games.gorge.protocols import MAP_LISTS, check_map_name
 from sb3_realm.games.gorge.rules import MONSTER_INTERVAL_NEVER, SETTINGS
-from sb3_realm.tuning.script import check_output_folder, run_script
+
+# sb3_realm.evaluation and sb3_realm.tuning are imported in the functions of the main process only: they bring torch
+# and Optuna (seconds), which every spawned worker would import again with this module, and none of them needs.
 
 REPO = Path(__file__).resolve().parents[1]
 #: the seed of the test games' env seeds: benchmarks/gorge_recipe.py's, never used to train or select
 TEST_SEED = 20_260_917
 TEST_MAPS = MAP_LISTS["test"]  # open_9, open_10, own_6 .. own_10
-POLICIES = {"scripted": ScriptedPolicy, "planner": PlannerPolicy}
+POLICIES: dict[str, type[ScriptedPolicy] | type[PlannerPolicy]] = {"scripted": ScriptedPolicy,
+                                                                   "planner": PlannerPolicy}
 #: what this script writes in --out
 OWN = ("gorge_planner.json",)
 
@@ -69,8 +71,7 @@ def default_maps_dir() -> str:
     return os.environ.get("SB3_REALM_GORGE_MAPS") or str(REPO.parent / "shared" / "data" / "gorge")
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """One policy's games on one map under one settings (picklable: a worker process gets it whole)."""
 
     policy: str
@@ -92,13 +93,17 @@ def play(job: Job) -> dict:
     time of every ``act()`` call in ms."""
     env = GorgeEnv(map_names=[job.map_name], maps_dir=job.maps_dir)
     policy = POLICIES[job.policy](env)
-    games, times = [], []
+    games: list[dict] = []
+    times: list[float] = []
+    end: dict[str, Any]
     for seed, conf in zip(job.seeds, job.confs, strict=True):
         obs, _ = env.reset(seed=seed, options=conf)
         policy.reset(env)
         # the episode's value: usr_conf's, or the one drawn at reset where usr_conf says -1 (random)
-        monster_interval = env.game.monster_interval
-        done, end = False, {}
+        game = env.game
+        assert game is not None  # reset made it
+        monster_interval = game.monster_interval
+        done, end = False, {}  # end: the last step's info (the episode's summary)
         while not done:
             start = time.perf_counter()
             action = policy.act(env, obs)
@@ -158,8 +163,10 @@ def paired(planner: list[dict], scripted: list[dict]) -> dict:
 def jobs_of(args, maps_dir: str | None) -> list[Job]:
     """One job per policy, settings and map; game ``j`` of the ``i``-th map from env seed
     ``game_seed(TEST_SEED, i * games + j)``, as ``sb3-realm eval --protocol maps`` plays them."""
+    from sb3_realm.evaluation import game_seed  # main process only (see the imports)
+
     spec = _games.get("gorge")
-    confs = protocol_configs("maps", game="gorge", maps=list(args.maps), games=args.games)  # map by map
+    confs = spec.protocol_configs("maps", maps=list(args.maps), games=args.games)  # map by map
     jobs = []
     for policy in args.policies:
         for settings in args.settings:
@@ -195,6 +202,9 @@ def check_args(args) -> str | None:
 
 
 def main() -> None:
+    from sb3_realm.evaluation import write_json_atomic  # main process only (see the imports)
+    from sb3_realm.tuning.script import check_output_folder
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--maps", nargs="+", default=list(TEST_MAPS),
                         help="open map ids (open_<k>), shipped maps (own_1 .. own_10) or map files; default: the test "
@@ -285,4 +295,6 @@ def progress(job: Job, result: dict) -> None:
 
 
 if __name__ == "__main__":
+    from sb3_realm.tuning.script import run_script  # main process only (see the imports)
+
     run_script(main, "gorge_planner.py")
