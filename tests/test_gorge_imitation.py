@@ -35,14 +35,14 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def test_gorge_states_round_trip_in_the_games_layout():
     layout = Layout.of("gorge")
-    assert layout.maps_shape == (7, 21, 21) and layout.binary_layers == (0, 1, 2)
+    assert layout.maps_shape == (9, 33, 33) and layout.binary_layers == (0, 1, 2)
     env = GorgeEnv(map_name="own_1")
     obs, _ = env.reset(seed=3)
     for _ in range(5):
         obs, *_ = env.step(int(np.flatnonzero(env.action_masks())[0]))
     maps = np.stack([obs["maps"]] * 2)
     bits, values = encode_maps(maps, layout)
-    assert bits.shape == (2, 3, 56) and values.shape == (2, 4 * 441)
+    assert bits.shape == (2, 3, 137) and values.shape == (2, 6 * 1089)
     assert np.array_equal(decode_maps(bits, values, layout), maps)
     block = Block.from_observations(maps, np.stack([obs["vector"]] * 2), [1, 2], np.stack([env.action_masks()] * 2),
                                     [True, False], layout)

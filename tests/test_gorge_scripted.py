@@ -28,7 +28,7 @@ def play(env: GorgeEnv, seed: int, policy: ScriptedPolicy | None, steps: int = 1
         policy.reset(env)
     actions, info = [], {}
     for _ in range(steps):
-        legal = env.action_masks()
+        legal = env.game.legal_actions()  # the platform's mask: the scripted policy may stand still against a wall
         action = policy.act(env, obs) if policy is not None else int(rng.choice(np.flatnonzero(legal)))
         assert legal[action], f"illegal action {action} at step {env.game.step_no}"
         actions.append(action)

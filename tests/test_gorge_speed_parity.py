@@ -1,6 +1,5 @@
-"""The simulator's fast paths against the plain ones: the Gym env's model input computed from the game's state
-(fast.encode_state) against features.encode on the platform's dict, byte for byte, and the map's cached BFS rows
-against a plain queue BFS, their bounded cache and the maps' pickling."""
+"""The simulator's fast paths against the plain ones: the map's cached BFS rows against a plain queue BFS, their
+bounded cache and the maps' pickling."""
 
 from __future__ import annotations
 
@@ -11,68 +10,10 @@ import numpy as np
 import pytest
 from helpers import gorge_maps_dir
 
-from sb3_realm.games.gorge import fast
 from sb3_realm.games.gorge.core import Game
-from sb3_realm.games.gorge.env import GorgeEnv
-from sb3_realm.games.gorge.features import FeatureState, encode
 from sb3_realm.games.gorge.maps import UNREACHABLE, GorgeMap
 from sb3_realm.games.gorge.observation import env_obs
 from sb3_realm.games.gorge.rules import GorgeConfig
-
-
-def _check_parity(env: GorgeEnv, seed: int, steps: int) -> int:
-    """Play ``steps`` random legal actions (resets included); every observation must equal features.encode on the
-    platform's dict with a feature state of its own. Returns the number of episodes started."""
-    rng = np.random.default_rng(seed)
-    shadow = FeatureState()
-    obs, _ = env.reset(seed=seed)
-    episodes = 1
-    for _ in range(steps):
-        maps, vector = encode(env.platform_obs()["observation"], shadow)
-        assert np.array_equal(obs["maps"], maps) and obs["maps"].dtype == maps.dtype
-        assert obs["vector"].tobytes() == vector.tobytes()
-        assert np.array_equal(env.features.visits, shadow.visits) and np.array_equal(env.features.seen, shadow.seen)
-        assert env.features.treasures == shadow.treasures
-        assert np.array_equal(env.action_masks(), np.asarray(env.platform_obs()["observation"]["legal_action"]))
-        legal = np.flatnonzero(env.action_masks())
-        obs, _, terminated, truncated, _ = env.step(int(legal[rng.integers(len(legal))]))
-        if terminated or truncated:
-            obs, _ = env.reset()
-            shadow.reset()
-            episodes += 1
-    return episodes
-
-
-def test_fast_features_match_encode_on_the_shipped_maps():
-    env = GorgeEnv(map_names=["own_1", "own_2", "own_3"], monster_interval=11, monster_speedup=30,
-                   talent_cooldown=50)
-    assert _check_parity(env, seed=0, steps=3000) > 1
-
-
-def test_fast_features_match_encode_on_open_maps():
-    env = GorgeEnv(map_names=["open_1", "open_5", "open_9", "open_10"], maps_dir=gorge_maps_dir(),
-                   monster_interval=-1, monster_speedup=-1, max_step=2000)
-    assert _check_parity(env, seed=1, steps=3000) > 1
-
-
-def test_fast_features_follow_a_pickled_env():
-    env = GorgeEnv()
-    env.reset(seed=2)
-    for _ in range(5):
-        env.step(0)
-    copy = pickle.loads(pickle.dumps(env))
-    shadow = pickle.loads(pickle.dumps(copy.features))
-    obs, *_ = copy.step(6)
-    maps, vector = encode(copy.platform_obs()["observation"], shadow)
-    assert np.array_equal(obs["maps"], maps) and obs["vector"].tobytes() == vector.tobytes()
-
-
-def test_other_map_sizes_take_the_platform_dict_path():
-    walk = np.zeros((30, 30), dtype=bool)
-    walk[1:-1, 1:-1] = True
-    game = Game(GorgeMap(walkable=walk, name="room"))
-    game.reset(GorgeConfig.from_usr_conf({"treasure_count": 2, "buff_count": 0}), np.random.default_rng(0))
-    assert not fast.supported(game)
 
 
 def _plain_bfs(m: GorgeMap, x: int, z: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from sb3_realm.evaluation import evaluate
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
 from sb3_realm.export.check import check_submission15, run_platform_task15
 from sb3_realm.export.code_package import edit_settings, ensure_table
+from sb3_realm.games.gorge import features
 from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.models.extractors import GorgeExtractor
 from sb3_realm.submission import LAYOUTS
@@ -43,6 +44,7 @@ def _model(path: Path, algo: str = "maskable", seed: int = 0) -> Path:
         model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=seed,
                             device="cpu", policy_kwargs=SMALL)
     model.learn(64)
+    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
     model.save(path)
     return path
 

@@ -264,7 +264,11 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
         (algo_root / rel).parent.mkdir(parents=True, exist_ok=True)
         (algo_root / rel).write_bytes(data)
     features = _game_of(exported).features
-    shutil.copyfile(str(features.__file__), algo_root / layout.get("features_file", "feature/features.py"))
+    features_file = algo_root / layout.get("features_file", "feature/features.py")
+    source = Path(str(features.__file__))
+    shutil.copyfile(source, features_file)
+    for name in getattr(features, "COMPANION_FILES", ()):  # the modules it imports, beside it
+        shutil.copyfile(source.parent / name, features_file.parent / name)
     shutil.copyfile(nets.__file__, algo_root / layout.get("nets_file", "model/nets.py"))
     spec_path = algo_root / layout.get("spec_file", "model/spec.json")
     spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}

@@ -1,6 +1,6 @@
 """The Gymnasium env of Gorge Chase: a thin adapter around :class:`~sb3_realm.games.gorge.core.Game` whose observation
-is :func:`.features.encode` of the platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`),
-computed straight from the game's state by :mod:`.fast` (the same arrays, byte for byte, without building the dict)."""
+is :func:`.features.encode` of the platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`): what
+the submission's Agent computes from the same dict."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from . import fast
 from .core import FAILED, Game
-from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, encode
+from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, action_mask, encode
 from .maps import GorgeMap, load_map, map_from_dict
 from .observation import env_obs
 from .protocols import SHIPPED_MAPS
@@ -32,9 +31,6 @@ from .rules import SETTINGS, GorgeConfig, Rules, choose_map_id
 __all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map", "free_neighbours"]
 
 _OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
-# the legal actions (observation.legal_action): the 8 moves always, the 8 flashes while the cooldown is 0
-_FLASH_READY = np.ones(N_ACTIONS, dtype=bool)
-_MOVES_ONLY = np.arange(N_ACTIONS) < 8
 
 
 def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
@@ -249,10 +245,13 @@ class GorgeEnv(gym.Env):
         self.base_config = GorgeConfig.from_usr_conf({**self.base_config.to_usr_conf(), **usr_conf})
 
     def action_masks(self, mask_walls: bool | None = None) -> np.ndarray:
-        """(16,) bool legal actions for MaskablePPO: the observation's ``legal_action``. ``mask_walls`` is the
-        Realm's option, taken for the shared players' sake and ignored: the platform's mask is the whole rule."""
+        """(16,) bool legal actions for MaskablePPO: :func:`.features.action_mask` of the current observation (the
+        platform's legal actions less the moves into obstacles seen and the flashes that land in place; the planner
+        of the features chooses among the same). ``mask_walls`` is the Realm's option, taken for the shared players'
+        sake and ignored."""
         del mask_walls
-        return (_FLASH_READY if self._game().flash_cooldown == 0 else _MOVES_ONLY).copy()
+        self._game()
+        return action_mask(self._observation, self.features)
 
     def platform_obs(self) -> dict:
         """The current state as the platform's ``env_obs`` dict (docs/gorge/rules.md), built on demand."""
@@ -288,14 +287,8 @@ class GorgeEnv(gym.Env):
         return self.game
 
     def _observe(self) -> dict[str, np.ndarray]:
-        game = self._game()
-        if fast.supported(game):  # the arrays of encode(env_obs(...)), from the game's state without the dict
-            cache = self.__dict__.get("_fast_cache")
-            if cache is None:
-                cache = self._fast_cache = fast.FastCache()
-            maps, vector = fast.encode_state(game, self.features, cache)
-        else:
-            maps, vector = encode(env_obs(game, "0", self.map_id)["observation"], self.features)
+        self._observation = env_obs(self._game(), "0", self.map_id)["observation"]
+        maps, vector = encode(self._observation, self.features)
         return {"maps": maps, "vector": vector}
 
 

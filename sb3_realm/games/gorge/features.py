@@ -1,26 +1,31 @@
-"""Gorge Chase: the platform's observation -> model input, and the action mask. numpy only, self-contained.
+"""Gorge Chase: the platform's observation -> model input, and the action mask. numpy only.
 
-This module is copied verbatim into competition submissions, so it imports nothing from sb3_realm. Training and the
-submission run the same :func:`encode` on the same input: ``env_obs["observation"]`` (docs/gorge/rules.md).
-Cells are ``(x, z)`` with x growing to the east and z to the south; ``map_info`` is indexed ``[z][x]`` with the hero at
-``[10][10]``.
+This module is copied verbatim into competition submissions together with :mod:`.planner` and :mod:`.memory` (the
+same folder), so it imports nothing from sb3_realm but them. Training and the submission run the same :func:`encode`
+on the same input: ``env_obs["observation"]`` (docs/gorge/rules.md). Cells are ``(x, z)`` with x growing to the east
+and z to the south; grids are indexed ``[z, x]``.
 
 The caller keeps one :class:`FeatureState` per episode (``FeatureState()`` or ``state.reset()`` at the start of an
-episode) and passes it to every :func:`encode` call of that episode, once per observation.
+episode) and passes it to every :func:`encode` call of that episode, once per observation. The state holds the
+observation-only planner (:class:`~.planner.ObservationPlanner`): each call updates its memory and lets it decide,
+and the features hand its judgement of every action to the network.
 
-Model input: ``{"maps": uint8 (7, 21, 21), "vector": float32 (VECTOR_SIZE,)}``.
+Model input: ``{"maps": uint8 (9, 33, 33), "vector": float32 (VECTOR_SIZE,)}``.
 
-Map channels (the view is the 21 x 21 square around the hero; the last two are the whole 128 x 128 map in 7 x 7-cell
-blocks, 21 x 21 blocks covering 147 x 147 cells):
+Map channels (the 33 x 33 square around the hero, the hero at ``[16, 16]``; the last two are the whole 128 x 128
+map in 4 x 4-cell blocks, in the top-left 32 x 32 of the square):
 
 ==  ==========================================================================================
-0   road in view (255 road, 0 obstacle or outside the map)
-1   monsters in view (255 on a monster's cell)
-2   treasures in view (255)
-3   buffs in view (255 collectable, 127 waiting to respawn)
-4   visits in view from the memory (``min(255, 51 * visits)``)
-5   whole map, explored: the fraction of each block's cells seen so far, times 255
-6   whole map: 255 on a block holding a remembered treasure (seen, not yet collected), else 127 on the hero's block
+0   road seen (255), else 0; a cell never seen is neither road nor obstacle seen (the planner takes it as road)
+1   obstacle seen, or outside the map (255), else 0
+2   escape room: 255 where the hero gets first (within 20 steps)
+3   hero steps from the hero's cell (8 moves, corner rule): ``255 - 8 * steps`` up to 31 steps, else 0
+4   monsters: steps before one can stand next to the cell, ``255 - 8 * steps`` up to 31 steps, else 0
+5   monsters: 255 on a monster seen now, ``max(64, 255 - 8 * age)`` on one tracked out of view, 96 on monster 2's
+    spawn cell while it is announced
+6   items remembered: 255 treasure, 192 buff collectable, 96 buff waiting; the planner's goal cell at least 160
+7   whole map, explored: the fraction of each block's cells seen so far, times 255
+8   whole map: 255 a block with a remembered treasure, 170 a buff, 120 a monster, 60 the hero's block
 ==  ==========================================================================================
 
 Vector layout (all values in [-1, 1]):
@@ -28,31 +33,31 @@ Vector layout (all values in [-1, 1]):
 ==========  ==============================================================================================
 index       meaning
 ==========  ==============================================================================================
-0, 1        hero x / 127, z / 127
-2..29       2 monster slots x 14 (spawn order): exists, in view, dx / 10, dz / 10 (0 out of view), distance bucket
-            / 5, direction one-hot (8: E, NE, N, NW, W, SW, S, SE; all 0 on the hero's cell or when absent),
-            speed / 4 (0 out of view)
-30..38      3 nearest treasures in view (Chebyshev): present, dx / 10, dz / 10
-39..41      nearest remembered treasure: present, dx / 128, dz / 128
-42..49      2 nearest buffs in view: present, dx / 10, dz / 10, collectable (1) or waiting (0)
-50..53      flash ready (legal flash), flash cooldown / flash_cooldown_max, buff remaining / 50, buffed (0/1)
-54, 55      step / max_step, max_step / 2000
-56..58      monster 2: spawned (0/1), steps until its spawn / max_step (0 once due, 1 if never), never spawns (0/1)
-59, 60      speed-up: happened (0/1), steps until it / max_step (0 once due)
-61..63      treasures collected / total, treasures remaining / 10, flashes used / 10
-64..71      per direction: a move's first cell is open (corner rule included)
-72..79      per direction: a flash's landing distance / 10 (0: no landing cell, an in-place flash)
+0..159      per action a (16 x 10, ``10 * a + k``): k = 0 allowed by the mask (:func:`action_mask`), 1 caught
+            after it (a monster's predicted move ends next to the hero), 2 steps before a monster can reach its
+            cell / 40, 3 escape room / 300, 4 ways out / 400, 5 lasting / 200, 6 progress toward the goal / 4,
+            7 pickup value / 400, 8 the planner's value / 500, 9 the planner's choice (1 on one action)
+160..165    hero x / 127, z / 127, flash ready, flash cooldown / flash_cooldown_max, buff remaining / 50, buffed
+166..172    step / max_step, max_step / 2000, monster 2 spawned, steps until its spawn / max_step (0 once due, 1 if
+            never), never spawns, speed-up happened, steps until it / max_step
+173..176    treasures collected / total, treasures left / 10, flashes used / 10, buffs picked up / 10
+177..190    2 monster slots x 7 (spawn order): exists, in view, steps since seen / 50, dx / 32, dz / 32 of its
+            (tracked) cell, speed / 4, path distance from the hero / 64
+191..194    monster 2's spawn cell while announced: known, dx / 32, dz / 32, steps until it spawns / 100
+195..201    the planner's goal: present, dx / 64, dz / 64, path distance / 64, a treasure, a buff, exploration
 ==========  ==============================================================================================
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
+
+from .memory import DIRECTIONS, UNREACHABLE
+from .planner import RADIUS, ObservationPlanner, Planner
 
 __all__ = [
     "FEATURE_VERSION",
+    "COMPANION_FILES",
     "MAP_SHAPE",
     "BINARY_LAYERS",
     "VECTOR_SIZE",
@@ -62,57 +67,37 @@ __all__ = [
     "action_mask",
 ]
 
-FEATURE_VERSION = "1"
+FEATURE_VERSION = "2"
+#: the modules this one imports, copied beside it into a submission's feature folder
+COMPANION_FILES = ("memory.py", "planner.py")
 N_ACTIONS = 16
-VIEW_RANGE = 10
-VIEW_SIZE = 2 * VIEW_RANGE + 1
-WORLD_SIZE = 128  # the maps are 128 x 128 cells
-BLOCK = 7  # cells per block side of the whole-map channels
-N_CHANNELS = 7
-MAP_SHAPE = (N_CHANNELS, VIEW_SIZE, VIEW_SIZE)
-BINARY_LAYERS = (0, 1, 2)  # map channels that hold only 0 or 255: road, monsters, treasures in view
+SIZE = 2 * RADIUS + 1  # 33: the planner's window around the hero
+WORLD_SIZE = 128
+BLOCK = 4  # cells per block side of the whole-map channels
+N_CHANNELS = 9
+MAP_SHAPE = (N_CHANNELS, SIZE, SIZE)
+BINARY_LAYERS = (0, 1, 2)  # map channels that hold only 0 or 255
+PER_ACTION = 10
 N_MONSTERS = 2
-PER_MONSTER = 14
-N_TREASURES_NEAR = 3
-N_BUFFS_NEAR = 2
-VECTOR_SIZE = 80
-
+VECTOR_SIZE = 202
 SUB_TYPE_TREASURE = 1
-SUB_TYPE_BUFF = 2
-BUFF_NORM = 50.0
-STEP_NORM = 2000.0
-TREASURE_NORM = 10.0
-FLASH_COUNT_NORM = 10.0
-SPEED_NORM = 4.0
-BUCKET_NORM = 5.0
-# direction a as (dx, dz): E, NE, N, NW, W, SW, S, SE
-DIRECTIONS = ((1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1))
-FLASH_REACH = (10, 8, 10, 8, 10, 8, 10, 8)  # straight 10 cells, diagonal 8
-_DIR_ONEHOT = np.eye(9, dtype=np.float32)[:, 1:]  # (9, 8): code 0 (same cell) is all zeros
 
 
-@dataclass
 class FeatureState:
-    """What :func:`encode` remembers across the steps of one episode; picklable.
+    """What :func:`encode` remembers across the steps of one episode: the observation-only planner (its memory of
+    the terrain, items and monsters, its goals); picklable."""
 
-    :param visits: (128, 128) uint16 visits of the hero per cell, indexed ``[z, x]``.
-    :param seen: (128, 128) bool, cells that were in view at some step.
-    :param treasures: config_id -> cell of every treasure seen and not yet collected.
-    """
-
-    visits: np.ndarray = field(default_factory=lambda: np.zeros((WORLD_SIZE, WORLD_SIZE), dtype=np.uint16))
-    seen: np.ndarray = field(default_factory=lambda: np.zeros((WORLD_SIZE, WORLD_SIZE), dtype=bool))
-    treasures: dict[int, tuple[int, int]] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.planner = ObservationPlanner()
 
     def reset(self) -> None:
         """Forget everything (call at the start of an episode)."""
-        self.visits[:] = 0
-        self.seen[:] = False
-        self.treasures.clear()
+        self.planner.reset()
 
-
-def _cell(pos: dict) -> tuple[int, int]:
-    return int(pos["x"]), int(pos["z"])
+    @property
+    def choice(self) -> int:
+        """The planner's action for the last observation encoded (-1 before the first)."""
+        return self.planner.choice
 
 
 def _check(observation: object) -> None:
@@ -123,81 +108,50 @@ def _check(observation: object) -> None:
                          f"legal_action), got {got}; pass env_obs['observation'], not the whole env_obs")
 
 
-def action_mask(observation: dict) -> np.ndarray:
-    """(16,) bool legal actions: ``observation["legal_action"]`` as an array."""
+def action_mask(observation: dict, state: FeatureState | None = None) -> np.ndarray:
+    """(16,) bool legal actions. With the state :func:`encode` just updated with this observation: the platform's
+    legal actions less the moves into known obstacles and the flashes that land in place (what MaskablePPO and the
+    planner choose among); without it, ``observation["legal_action"]`` as an array."""
     _check(observation)
     mask = np.asarray(observation["legal_action"], dtype=bool)
     if mask.shape != (N_ACTIONS,):
         raise ValueError(f"legal_action has shape {mask.shape}; the platform sends {N_ACTIONS} bools")
-    return mask
+    if state is None:
+        return mask
+    if not isinstance(state, FeatureState):
+        raise ValueError(f"state = {state!r} is not a FeatureState; pass the one encode() updated")
+    return state.planner.legal.copy()
 
 
-def _window(full: np.ndarray, x: int, z: int) -> np.ndarray:
-    """The (21, 21) square of ``full`` (indexed ``[z, x]``) centred on ``(x, z)``, zero outside."""
-    out = np.zeros((VIEW_SIZE, VIEW_SIZE), dtype=full.dtype)
-    z0, x0 = z - VIEW_RANGE, x - VIEW_RANGE
-    zs, ze = max(z0, 0), min(z0 + VIEW_SIZE, full.shape[0])
-    xs, xe = max(x0, 0), min(x0 + VIEW_SIZE, full.shape[1])
+def _window(full: np.ndarray, x: int, z: int, fill: int = 0) -> np.ndarray:
+    """The (33, 33) square of ``full`` (indexed ``[z, x]``) centred on ``(x, z)``, ``fill`` outside."""
+    r = RADIUS
+    out = np.full((SIZE, SIZE), fill, dtype=full.dtype)
+    z0, x0 = z - r, x - r
+    zs, ze = max(z0, 0), min(z0 + SIZE, full.shape[0])
+    xs, xe = max(x0, 0), min(x0 + SIZE, full.shape[1])
     if zs < ze and xs < xe:
         out[zs - z0:ze - z0, xs - x0:xe - x0] = full[zs:ze, xs:xe]
     return out
 
 
+def _closeness(steps: np.ndarray) -> np.ndarray:
+    return np.where(steps <= 31, 255 - 8 * np.minimum(steps, 31), 0).astype(np.uint8)
+
+
 def _mark(channel: np.ndarray, dx: int, dz: int, value: int) -> None:
-    if abs(dx) <= VIEW_RANGE and abs(dz) <= VIEW_RANGE:
-        channel[dz + VIEW_RANGE, dx + VIEW_RANGE] = max(int(channel[dz + VIEW_RANGE, dx + VIEW_RANGE]), value)
+    if abs(dx) <= RADIUS and abs(dz) <= RADIUS:
+        channel[dz + RADIUS, dx + RADIUS] = max(int(channel[dz + RADIUS, dx + RADIUS]), value)
 
 
-def _remember(state: FeatureState, hx: int, hz: int, organs: list, remaining: set[int]) -> None:
-    """Count the visit, mark the view as seen, and update the remembered treasures."""
-    if 0 <= hx < WORLD_SIZE and 0 <= hz < WORLD_SIZE:
-        state.visits[hz, hx] = min(int(state.visits[hz, hx]) + 1, 65535)
-    z0, x0 = hz - VIEW_RANGE, hx - VIEW_RANGE
-    zs, ze = max(z0, 0), min(z0 + VIEW_SIZE, WORLD_SIZE)
-    xs, xe = max(x0, 0), min(x0 + VIEW_SIZE, WORLD_SIZE)
-    if zs < ze and xs < xe:
-        state.seen[zs:ze, xs:xe] = True
-    for organ in organs:
-        if int(organ["sub_type"]) == SUB_TYPE_TREASURE:
-            state.treasures[int(organ["config_id"])] = _cell(organ["pos"])
-    for key in [k for k in state.treasures if k not in remaining]:
-        del state.treasures[key]
-
-
-def _coarse(grid: np.ndarray) -> np.ndarray:
-    """(128, 128) -> (21, 21) block means (blocks of 7 x 7 cells, the padding counted as 0)."""
-    size = BLOCK * VIEW_SIZE
-    padded = np.zeros((size, size), dtype=np.float32)
-    padded[:grid.shape[0], :grid.shape[1]] = grid
-    return padded.reshape(VIEW_SIZE, BLOCK, VIEW_SIZE, BLOCK).mean(axis=(1, 3))  # (21, 21)
-
-
-def _move_open(road: np.ndarray) -> np.ndarray:
-    """(8,) whether a one-cell move from the centre in each direction passes the corner rule."""
-    c = VIEW_RANGE
-    out = np.zeros(8, dtype=np.float32)
-    for a, (dx, dz) in enumerate(DIRECTIONS):
-        if road[c + dz, c + dx] and (dx == 0 or dz == 0 or road[c, c + dx] or road[c + dz, c]):
-            out[a] = 1.0
-    return out
-
-
-def _flash_reach(road: np.ndarray) -> np.ndarray:
-    """(8,) landing distance / 10 of a flash in each direction: the farthest road cell within reach (0 if none)."""
-    c = VIEW_RANGE
-    out = np.zeros(8, dtype=np.float32)
-    for a, (dx, dz) in enumerate(DIRECTIONS):
-        for k in range(FLASH_REACH[a], 0, -1):
-            if road[c + k * dz, c + k * dx]:
-                out[a] = k / 10.0
-                break
-    return out
+def _clip(value: float) -> float:
+    return max(-1.0, min(1.0, float(value)))
 
 
 def encode(observation: dict, state: FeatureState) -> tuple[np.ndarray, np.ndarray]:
     """The model input of one observation: ``(maps uint8 MAP_SHAPE, vector float32 (VECTOR_SIZE,))``.
 
-    Updates ``state`` (visits, seen cells, remembered treasures): call it once per observation, in order.
+    Updates ``state`` (the planner's memory and decision): call it once per observation, in order.
 
     :param observation: ``env_obs["observation"]`` (docs/gorge/rules.md).
     :param state: the episode's :class:`FeatureState`.
@@ -205,90 +159,120 @@ def encode(observation: dict, state: FeatureState) -> tuple[np.ndarray, np.ndarr
     _check(observation)
     if not isinstance(state, FeatureState):
         raise ValueError(f"state = {state!r} is not a FeatureState; create one per episode with FeatureState()")
-    frame = observation["frame_state"]
-    info = observation["env_info"]
-    hero = frame["heroes"]
-    hx, hz = _cell(hero["pos"])
-    road = np.asarray(observation["map_info"], dtype=np.uint8)
-    if road.shape != (VIEW_SIZE, VIEW_SIZE):
-        raise ValueError(f"map_info has shape {road.shape}; the platform sends {VIEW_SIZE} x {VIEW_SIZE} rows")
-    organs = list(frame["organs"])
-    remaining = {int(i) for i in info["treasure_id"]}
-    _remember(state, hx, hz, organs, remaining)
+    view = np.asarray(observation["map_info"])
+    if view.shape != (21, 21):
+        raise ValueError(f"map_info has shape {view.shape}; the platform sends 21 x 21 rows")
+    agent = state.planner
+    if int(observation["env_info"]["step_no"]) < agent.memory.step:
+        state.reset()
+    choice = agent.act(observation)
+    return _maps(agent), _vector(agent, observation, choice)
 
+
+def _maps(agent: ObservationPlanner) -> np.ndarray:
+    """The map channels of the module docstring."""
+    mem, terrain, planner = agent.memory, agent.terrain, agent.planner
+    hx, hz = mem.hero
     maps = np.zeros(MAP_SHAPE, dtype=np.uint8)
-    maps[0] = road * 255
+    maps[0] = _window(np.where(mem.walkable & mem.seen, 255, 0).astype(np.uint8), hx, hz)
+    maps[1] = _window(np.where(mem.walkable, 0, 255).astype(np.uint8), hx, hz, fill=255)
+    hero_steps = terrain.hero_windows([mem.hero])[0].astype(np.int32)  # (33, 33), 255 where not reached
+    threat = Planner.threat_windows(mem, planner.fields, np.array([hx]), np.array([hz]))[0]
+    maps[2] = np.where((hero_steps <= planner.horizon) & (hero_steps < threat), 255, 0).astype(np.uint8)
+    maps[3] = _closeness(hero_steps)
+    maps[4] = _closeness(threat)
+    for m in mem.monsters:
+        _mark(maps[5], m.cell[0] - hx, m.cell[1] - hz, 255 if m.age == 0 else max(64, 255 - 8 * m.age))
+    if not mem.second_decided and mem.spawn_cell is not None:
+        _mark(maps[5], mem.spawn_cell[0] - hx, mem.spawn_cell[1] - hz, 96)
+    for cell in mem.treasures.values():
+        _mark(maps[6], cell[0] - hx, cell[1] - hz, 255)
+    for oid, cell in mem.buffs.items():
+        _mark(maps[6], cell[0] - hx, cell[1] - hz, 192 if mem.buff_ready.get(oid, 0) <= mem.step else 96)
+    if planner.target is not None:
+        _mark(maps[6], planner.target[0] - hx, planner.target[1] - hz, 160)
+    blocks = WORLD_SIZE // BLOCK
+    seen = mem.seen.reshape(blocks, BLOCK, blocks, BLOCK).mean(axis=(1, 3))
+    maps[7, :blocks, :blocks] = np.round(seen * 255).astype(np.uint8)
+    whole = np.zeros((blocks, blocks), dtype=np.uint8)
+    marks = [((hx, hz), 60)] + [(m.cell, 120) for m in mem.monsters] + [(c, 170) for c in mem.buffs.values()] + [
+        (c, 255) for c in mem.treasures.values()]
+    for (x, z), value in marks:
+        if 0 <= x < WORLD_SIZE and 0 <= z < WORLD_SIZE:
+            whole[z // BLOCK, x // BLOCK] = max(int(whole[z // BLOCK, x // BLOCK]), value)
+    maps[8, :blocks, :blocks] = whole
+    return maps
+
+
+def _vector(agent: ObservationPlanner, observation: dict, choice: int) -> np.ndarray:
+    """The vector of the module docstring."""
+    mem, planner = agent.memory, agent.planner
+    hx, hz = mem.hero
+    spawn = mem.spawn_cell if not mem.second_decided else None
+    goal = planner.goal_field if planner.target is not None else None
     vec = np.zeros(VECTOR_SIZE, dtype=np.float32)
-    vec[0], vec[1] = hx / (WORLD_SIZE - 1), hz / (WORLD_SIZE - 1)
+    by_cell = {o.cell: o for o in planner.outcomes}
+    legal = agent.legal
+    for a in range(N_ACTIONS):
+        base = PER_ACTION * a
+        vec[base] = float(legal[a])
+        land = _landing(agent, a)
+        o = by_cell.get(land) if land is not None else None
+        if o is not None and legal[a]:
+            vec[base + 1:base + 9] = (float(o.caught), min(o.margin, 40) / 40, min(o.room, 300) / 300,
+                                      min(o.exits, 400) / 400, min(o.lasting, 200) / 200, _clip(o.progress / 4),
+                                      _clip(o.pickup / 400), _clip(o.value / 500))
+    if 0 <= choice < N_ACTIONS:
+        vec[PER_ACTION * choice + 9] = 1.0
 
-    for i, monster in enumerate(list(frame["monsters"])[:N_MONSTERS]):
-        base = 2 + i * PER_MONSTER
-        seen = int(monster.get("is_in_view", 1)) == 1 and int(monster["pos"]["x"]) >= 0
-        vec[base] = 1.0
-        direction = int(monster["hero_relative_direction"])
-        vec[base + 5:base + 13] = _DIR_ONEHOT[direction if 0 <= direction <= 8 else 0]
-        vec[base + 4] = min(int(monster["hero_l2_distance"]), 5) / BUCKET_NORM
-        if seen:
-            mx, mz = _cell(monster["pos"])
-            dx, dz = mx - hx, mz - hz
-            vec[base + 1] = 1.0
-            vec[base + 2], vec[base + 3] = dx / VIEW_RANGE, dz / VIEW_RANGE
-            vec[base + 13] = int(monster["speed"]) / SPEED_NORM
-            _mark(maps[1], dx, dz, 255)
-
-    near_treasures: list[tuple[int, int, int]] = []
-    near_buffs: list[tuple[int, int, int, int]] = []
-    for organ in organs:
-        ox, oz = _cell(organ["pos"])
-        dx, dz = ox - hx, oz - hz
-        if max(abs(dx), abs(dz)) > VIEW_RANGE:
-            continue
-        if int(organ["sub_type"]) == SUB_TYPE_TREASURE:
-            _mark(maps[2], dx, dz, 255)
-            near_treasures.append((max(abs(dx), abs(dz)), dx, dz))
-        elif int(organ["sub_type"]) == SUB_TYPE_BUFF:
-            collectable = int(organ["status"]) == 1
-            _mark(maps[3], dx, dz, 255 if collectable else 127)
-            near_buffs.append((max(abs(dx), abs(dz)), dx, dz, int(collectable)))
-    for k, (_, dx, dz) in enumerate(sorted(near_treasures)[:N_TREASURES_NEAR]):
-        vec[30 + 3 * k:33 + 3 * k] = (1.0, dx / VIEW_RANGE, dz / VIEW_RANGE)
-    for k, (_, dx, dz, ready) in enumerate(sorted(near_buffs)[:N_BUFFS_NEAR]):
-        vec[42 + 4 * k:46 + 4 * k] = (1.0, dx / VIEW_RANGE, dz / VIEW_RANGE, float(ready))
-    if state.treasures:
-        tx, tz = min(state.treasures.values(), key=lambda c: (max(abs(c[0] - hx), abs(c[1] - hz)), c))
-        vec[39:42] = (1.0, (tx - hx) / WORLD_SIZE, (tz - hz) / WORLD_SIZE)
-
-    maps[4] = np.minimum(_window(state.visits, hx, hz).astype(np.int32) * 51, 255).astype(np.uint8)
-    maps[5] = np.round(_coarse(state.seen) * 255).astype(np.uint8)
-    remembered = np.zeros((VIEW_SIZE, VIEW_SIZE), dtype=np.uint8)
-    if 0 <= hx < WORLD_SIZE and 0 <= hz < WORLD_SIZE:
-        remembered[hz // BLOCK, hx // BLOCK] = 127
-    for tx, tz in state.treasures.values():
-        if 0 <= tx < WORLD_SIZE and 0 <= tz < WORLD_SIZE:
-            remembered[tz // BLOCK, tx // BLOCK] = 255
-    maps[6] = remembered
-
-    legal = action_mask(observation)
-    cooldown_max = max(int(info["flash_cooldown_max"]), 1)
-    buff_left = int(hero["buff_remaining_time"])
-    vec[50] = float(legal[8:].any())
-    vec[51] = int(hero["flash_cooldown"]) / cooldown_max
-    vec[52], vec[53] = buff_left / BUFF_NORM, float(buff_left > 0)
-    step = int(observation.get("step_no", info["step_no"]))
-    max_step = max(int(info["max_step"]), 1)
-    vec[54], vec[55] = step / max_step, max_step / STEP_NORM
-    interval = int(info["monster_interval"])
-    vec[56] = float(len(frame["monsters"]) >= 2)
-    vec[57] = 1.0 if interval < 0 else max(interval - step, 0) / max_step
-    vec[58] = float(interval < 0)
-    speedup = int(info["monster_speed_boost_step"])
-    vec[59] = float(step >= speedup)
-    vec[60] = max(speedup - step, 0) / max_step
-    total = max(int(info["total_treasure"]), 1)
-    vec[61] = int(info["treasures_collected"]) / total
-    vec[62] = len(remaining) / TREASURE_NORM
-    vec[63] = int(info["flash_count"]) / FLASH_COUNT_NORM
-    vec[64:72] = _move_open(road)
-    vec[72:80] = _flash_reach(road)
+    info = observation["env_info"]
+    hero = observation["frame_state"]["heroes"]
+    vec[160], vec[161] = hx / (WORLD_SIZE - 1), hz / (WORLD_SIZE - 1)
+    vec[162] = float(mem.flash_ready)
+    vec[163] = int(hero["flash_cooldown"]) / max(mem.talent_cooldown, 1)
+    vec[164], vec[165] = mem.buff_remaining / 50.0, float(mem.has_buff)
+    step, max_step = mem.step, max(mem.max_step, 1)
+    vec[166], vec[167] = step / max_step, max_step / 2000.0
+    interval = mem.monster_interval
+    vec[168] = float(len(mem.monsters) >= 2)
+    vec[169] = 1.0 if interval < 0 else max(interval - step, 0) / max_step
+    vec[170] = float(interval < 0)
+    vec[171] = float(mem.boosted)
+    vec[172] = max(mem.monster_speedup - step, 0) / max_step
+    vec[173] = mem.treasures_collected / max(mem.treasure_total, 1)
+    vec[174] = mem.treasures_left / 10.0
+    vec[175] = int(info["flash_count"]) / 10.0
+    vec[176] = mem.buff_pickups / 10.0
+    near = mem.hero_field()
+    for i, m in enumerate(mem.monsters[:N_MONSTERS]):
+        base = 177 + 7 * i
+        mx, mz = m.cell
+        d = int(near[mz, mx]) if 0 <= mx < WORLD_SIZE and 0 <= mz < WORLD_SIZE else UNREACHABLE
+        vec[base:base + 7] = (1.0, float(m.age == 0), min(m.age, 50) / 50, _clip((mx - hx) / 32),
+                              _clip((mz - hz) / 32), m.speed / 4, min(d, 64) / 64)
+    if spawn is not None:
+        vec[191:195] = (1.0, _clip((spawn[0] - hx) / 32), _clip((spawn[1] - hz) / 32),
+                        min(max(interval - step, 0), 100) / 100)
+    if planner.target is not None and goal is not None:
+        tx, tz = planner.target
+        d = int(goal[hz, hx])
+        vec[195:202] = (1.0, _clip((tx - hx) / 64), _clip((tz - hz) / 64), min(d, 64) / 64,
+                        float(planner.target_kind == "treasure"), float(planner.target_kind == "buff"),
+                        float(planner.target_kind == "explore"))
     np.clip(vec, -1.0, 1.0, out=vec)
-    return maps, vec
+    return vec
+
+
+def _landing(agent: ObservationPlanner, action: int) -> tuple[int, int] | None:
+    """The cell an allowed action leads to on the believed terrain (None for a flash that lands in place)."""
+    mem, terrain = agent.memory, agent.terrain
+    if action >= 8:
+        return terrain.flash_landing(mem.hero, action - 8)
+    dx, dz = DIRECTIONS[action]
+    x, z = mem.hero[0], mem.hero[1]
+    for _ in range(1 + (mem.rules["buff_extra_speed"] if mem.has_buff else 0)):
+        if not Planner._step_allowed(terrain, x, z, dx, dz):
+            break
+        x, z = x + dx, z + dz
+    return x, z
+

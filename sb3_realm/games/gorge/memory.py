@@ -37,6 +37,7 @@ WORLD_SIZE = 128  # the maps are 128 x 128 cells
 VIEW_RANGE = 10  # map_info is the 21 x 21 square of Chebyshev radius 10 around the hero
 UNREACHABLE = 1 << 20  # distance of a cell that cannot be reached
 FAR = 255  # window distance of a cell not reached inside its window
+HERO_REACH = 128  # the hero's field is searched to its goals, at most this many steps (farther: a lower bound)
 # direction a as (dx, dz): E, NE, N, NW, W, SW, S, SE (z grows to the south)
 DIRECTIONS = ((1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1))
 STEPS_4 = ((1, 0), (-1, 0), (0, 1), (0, -1))  # a monster's sub-steps, in the engine's order
@@ -124,10 +125,12 @@ def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) ->
     return out
 
 
-def distance_field(walkable: np.ndarray, source: Cell, near: list[Cell] | None = None, extra: int = 0) -> np.ndarray:
+def distance_field(walkable: np.ndarray, source: Cell, near: list[Cell] | None = None, extra: int = 0,
+                   limit: int = 4095) -> np.ndarray:
     """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source``; :data:`UNREACHABLE` on obstacles and
     on cells of another component. With ``near`` (cells), the search stops ``extra`` levels past the one that has
-    reached all of them, and the road cells it did not reach read one more than its last level (a lower bound)."""
+    reached all of them, and the road cells it did not reach read one more than its last level (a lower bound); so
+    does every search at ``limit`` levels."""
     h, w = walkable.shape
     p = w + 1
     padded = np.zeros((h, p), dtype=bool)
@@ -140,7 +143,7 @@ def distance_field(walkable: np.ndarray, source: Cell, near: list[Cell] | None =
         if 0 <= cx < w and 0 <= cz < h and walkable[cz, cx]:
             target |= 1 << (cz * p + cx)
     reached, planes, cut = _search(_bits(padded), 1 << (z * p + x), [(1, -1), (-1, -1), (p, -1), (-p, -1)],
-                                   4095, target, extra)
+                                   limit, target, extra)
     out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)[:, :w]
     if cut:
         last = int(out[out < UNREACHABLE].max())
@@ -315,7 +318,8 @@ class Memory:
         if got is None or got[1] != self.updates or (full and not got[2]):
             near = None if full else [m.cell for m in self.monsters] + list(self.treasures.values()) + list(
                 self.buffs.values())
-            got = self._hero_field = (distance_field(self.walkable, self.hero, near, 4), self.updates, full)
+            got = self._hero_field = (distance_field(self.walkable, self.hero, near, 4, 4095 if full else HERO_REACH),
+                                      self.updates, full)
         return got[0]
 
     # ------------------------------------------------------------------------------------------------ update

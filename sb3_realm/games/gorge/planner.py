@@ -52,7 +52,8 @@ from .memory import (
     window_distances,
 )
 
-__all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "RADIUS", "NEAR", "HERO_LEVELS"]
+__all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "believed_legal", "RADIUS", "NEAR",
+           "HERO_LEVELS"]
 
 Cell = tuple[int, int]
 Monster = tuple[Cell, int, Cell | None, str | None]  # (cell, speed, previous cell, axis of the last sub-step)
@@ -64,6 +65,7 @@ _FIELD_CACHE = 32  # distance fields kept
 EXACT_MARGIN = 12  # a goal's field must be exact this far past the hero's distance (twice: a flash's landing)
 THREAT_REACH = 48  # a monster's field is searched this many steps past the hero's cell: every cell of the outcomes'
 # windows that a monster can reach about as soon as the hero
+THREAT_LIMIT = 96  # ... and at most this many steps in all (a monster farther away threatens nothing soon)
 
 
 # ------------------------------------------------------------------------------------------------------ terrain
@@ -136,8 +138,8 @@ class BeliefTerrain:
 
     def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
         """(H, W) int32 4-connected distances from a monster's cell, searched to ``THREAT_REACH`` steps past the
-        hero's cell (farther road cells read a lower bound)."""
-        return distance_field(self.memory.walkable, cell, near=[hero], extra=THREAT_REACH)
+        hero's cell and ``THREAT_LIMIT`` steps in all (farther road cells read a lower bound)."""
+        return distance_field(self.memory.walkable, cell, near=[hero], extra=THREAT_REACH, limit=THREAT_LIMIT)
 
     def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
         """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step (exact to its
@@ -258,6 +260,9 @@ class Planner:
         self._last_step = -1
         self.outcomes: list[Outcome] = []  # the last decision's outcomes, judged
         self.goal_field: np.ndarray | None = None  # the last decision's goal field
+        self.fields: list[_Field] = []  # the last decision's monster fields
+        self.target: Cell | None = None  # the last decision's goal cell ...
+        self.target_kind: str | None = None  # ... "treasure", "buff" or "explore"
 
     def decide(self, mem: Memory, terrain, legal: np.ndarray, monsters: list[Monster]) -> int:
         """The action for the step ``mem`` holds.
@@ -274,7 +279,7 @@ class Planner:
         fields = self._fields(mem, terrain, monsters)
         goal_field = self._goal_field(mem, terrain, fields)
         self._evaluate(mem, terrain, outcomes, monsters, fields, goal_field)
-        self.outcomes, self.goal_field = outcomes, goal_field
+        self.outcomes, self.goal_field, self.fields = outcomes, goal_field, fields
         free = [o for o in outcomes if not o.caught] or outcomes
         # safe enough: the goal decides among the moves that keep a margin and room; else flee (safety decides)
         calm = [o for o in free if not o.flash and o.margin >= self.safe_margin and o.room >= self.min_room]
@@ -376,6 +381,26 @@ class Planner:
         return [_Field(terrain.threat_field(c, mem.hero) if moves else terrain.field(c), speed, delay, moves)
                 for c, speed, delay, moves in found]
 
+    @staticmethod
+    def threat_windows(mem: Memory, fields: list[_Field], xs: np.ndarray, zs: np.ndarray) -> np.ndarray:
+        """(K, 33, 33) int32 steps before any monster can stand next to each cell of the windows around the cells
+        ``(xs[k], zs[k])`` after the coming step (speeds, the coming speed-up and monster 2's spawn included;
+        ``10 ** 6`` where none can)."""
+        coming = mem.step + 1
+        threat_time = np.full((len(xs), 2 * RADIUS + 1, 2 * RADIUS + 1), 10 ** 6, dtype=np.int32)
+        for f in fields:
+            # a monster moving this step may stand up to ``speed`` cells nearer to any cell afterwards
+            need = np.maximum(padded_windows(f.grid, xs, zs) - (f.speed if f.moves else 0) - 1, 0)
+            slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
+            speed = max(f.speed, 1)
+            if slow:
+                steps = np.where(need <= speed * slow, -(-need // speed),
+                                 slow + -(-(need - speed * slow) // (speed + 1)))
+            else:
+                steps = -(-need // speed)
+            np.minimum(threat_time, steps + f.delay, out=threat_time)
+        return threat_time
+
     def _evaluate(self, mem: Memory, terrain, outcomes: list[Outcome], monsters: list[Monster],
                   fields: list[_Field], goal_field: np.ndarray | None) -> None:
         """Score every outcome (all windows at once: one ``(K, 33, 33)`` array per measure)."""
@@ -392,19 +417,7 @@ class Planner:
         if buff.any():
             b = buff[:, None, None]
             hero_steps = np.where(hero_steps <= 2 * b, (hero_steps + 1) // 2, hero_steps - b)
-        coming = step + 1
-        threat_time = np.full(hero_steps.shape, 10 ** 6, dtype=np.int32)
-        for f in fields:
-            # a monster moving this step may stand up to ``speed`` cells nearer to any cell afterwards
-            need = np.maximum(padded_windows(f.grid, xs, zs) - (f.speed if f.moves else 0) - 1, 0)
-            slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
-            speed = max(f.speed, 1)
-            if slow:
-                steps = np.where(need <= speed * slow, -(-need // speed),
-                                 slow + -(-(need - speed * slow) // (speed + 1)))
-            else:
-                steps = -(-need // speed)
-            np.minimum(threat_time, steps + f.delay, out=threat_time)
+        threat_time = self.threat_windows(mem, fields, xs, zs)
         # cells beyond the horizon are reached only by paths winding through the window's edge: not counted
         owned = (hero_steps <= self.horizon) & (hero_steps < threat_time)
         rooms = owned.sum(axis=(1, 2))
@@ -460,6 +473,9 @@ class Planner:
                     self.explore_target = target
                     self._explore_until = step + self.explore_refresh
                 best = target
+        self.target, self.target_kind = best, (
+            None if best is None else "treasure" if best in mem.treasures.values() else "buff"
+            if best in mem.buffs.values() else "explore")
         if best is None:
             self.goal = None
             return None
@@ -549,6 +565,8 @@ class ObservationPlanner:
         self.memory = Memory()
         self.terrain = BeliefTerrain(self.memory)
         self.planner = Planner(use_flash=use_flash, use_buff=use_buff)
+        self.legal = np.zeros(16, dtype=bool)  # the last step's believed legal actions ...
+        self.choice = -1  # ... and the action chosen
 
     def reset(self) -> None:
         """Forget the game."""
@@ -558,13 +576,29 @@ class ObservationPlanner:
 
     def observe(self, observation: dict) -> None:
         """Take one step's observation without deciding (the memory keeps up)."""
-        if int(observation["env_info"]["step_no"]) <= self.memory.step:
+        if int(observation["env_info"]["step_no"]) < self.memory.step:
             self.terrain.clear()
         self.memory.update(observation)
 
     def act(self, observation: dict) -> int:
-        """The action for this observation (call once per step, in order)."""
+        """The action for this observation (call once per step, in order): chosen among the actions of
+        :func:`believed_legal`."""
         self.observe(observation)
-        legal = np.asarray(observation["legal_action"], dtype=bool)
+        self.legal = believed_legal(self.memory, self.terrain, observation["legal_action"])
         monsters = [(m.cell, m.speed, m.prev, m.axis) for m in self.memory.monsters]
-        return self.planner.decide(self.memory, self.terrain, legal, monsters)
+        self.choice = self.planner.decide(self.memory, self.terrain, self.legal, monsters)
+        return self.choice
+
+
+def believed_legal(mem: Memory, terrain, legal_action) -> np.ndarray:
+    """(16,) bool: the platform's legal actions less the moves whose first cell is a known obstacle (or fails the
+    corner rule on the believed terrain) and the flashes that land in place. The platform marks every move legal;
+    such a move leaves the hero where it is. If nothing is left, the platform's mask."""
+    legal = np.asarray(legal_action, dtype=bool).copy()
+    hx, hz = mem.hero
+    for a, (dx, dz) in enumerate(DIRECTIONS):
+        if legal[a] and not Planner._step_allowed(terrain, hx, hz, dx, dz):
+            legal[a] = False
+        if legal[8 + a] and terrain.flash_landing(mem.hero, a) is None:
+            legal[8 + a] = False
+    return legal if legal.any() else np.asarray(legal_action, dtype=bool)

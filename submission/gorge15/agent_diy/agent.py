@@ -61,15 +61,16 @@ class Agent(BaseAgent):
         self.last_action = -1
 
     def observation_process(self, env_obs):
-        """Raw ``env_obs`` -> ``(ObsData, remain_info)``: the model input (maps uint8 (7, 21, 21), vector float32
-        (80,)), the legal actions and whether the game starts here; ``remain_info`` holds the step number. Call it
-        once per observation, in order (the features remember what they saw)."""
+        """Raw ``env_obs`` -> ``(ObsData, remain_info)``: the model input (maps uint8 (9, 33, 33), vector float32
+        (202,)), the legal actions (the features' mask) and whether the game starts here; ``remain_info`` holds the
+        step number. Call it once per observation, in order (the features remember what they saw)."""
         observation = env_obs["observation"]
         start = int(observation["step_no"]) == 0
         if start:
             self.memory.reset()
         maps, vector = encode(observation, self.memory)
-        obs_data = ObsData(maps=maps, vector=vector, legal_action=action_mask(observation), episode_start=start)
+        obs_data = ObsData(maps=maps, vector=vector, legal_action=action_mask(observation, self.memory),
+                           episode_start=start)
         return obs_data, {"step_no": int(observation["step_no"])}
 
     # ------------------------------------------------------------------------------------------ acting

@@ -4,6 +4,7 @@ the game state, so it plays as it would inside the submission's ``exploit()``.""
 
 from __future__ import annotations
 
+from ..features import FeatureState
 from ..planner import ObservationPlanner
 
 __all__ = ["PlannerPolicy"]
@@ -21,11 +22,17 @@ class PlannerPolicy:
 
     def __init__(self, env, use_flash: bool = True, use_buff: bool = True) -> None:
         self.agent = ObservationPlanner(use_flash=use_flash, use_buff=use_buff)
+        self.default = bool(use_flash) and bool(use_buff)  # plays as the features' planner does
 
     def reset(self, env=None) -> None:
         """Forget the last episode (call at the start of each episode)."""
         self.agent.reset()
 
     def act(self, env, obs=None) -> int:
-        """The action for the env's current state, from its platform observation alone."""
+        """The action for the env's current state, from its platform observation alone: the choice of the env's
+        own features (the same planner on the same observations) when they hold this step, else this policy's."""
+        state = getattr(env, "features", None)
+        if self.default and isinstance(state, FeatureState) and state.planner.memory.step == env.game.step_no and (
+                state.planner.memory.hero == env.game.hero and state.choice >= 0):
+            return int(state.choice)
         return self.agent.act(env.platform_obs()["observation"])

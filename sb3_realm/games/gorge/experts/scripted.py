@@ -225,5 +225,5 @@ class ScriptedPolicy(Planner):
         monsters = [Tracked(m.cell, m.prev, m.last_axis, m.speed) for m in game.monsters]
         picked = game.events.buff if game.step_no > 0 else None
         mem.update(env.platform_obs()["observation"], picked_buff=picked, monsters=monsters)
-        legal = np.asarray(env.action_masks(), dtype=bool)
+        legal = game.legal_actions()  # the platform's mask: a move into a wall is the way to stand still
         return self.decide(mem, self.terrain, legal, [(m.cell, m.speed, m.prev, m.axis) for m in monsters])
