@@ -91,7 +91,7 @@ class Job(NamedTuple):
 def play(job: Job) -> dict:
     """Play ``job``'s games (module level, so that a ``spawn`` worker can run it): per game its summary, and the
     time of every ``act()`` call in ms."""
-    env = GorgeEnv(map_names=[job.map_name], maps_dir=job.maps_dir)
+    env = GorgeEnv(map_names=[job.map_name], maps_dir=job.maps_dir, model_input=False)  # the policies read the dict
     policy = POLICIES[job.policy](env)
     games: list[dict] = []
     times: list[float] = []

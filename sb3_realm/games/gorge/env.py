@@ -94,6 +94,9 @@ class GorgeEnv(gym.Env):
     :param settings: a name of :data:`~sb3_realm.games.gorge.rules.SETTINGS` (``default``, ``final``) or a list of
         them: each episode plays one (drawn with ``self.np_random`` when there are several), its keys over the
         episode configuration except those ``usr_conf`` gives here (which win); ``reset``'s info names it.
+    :param model_input: compute the model input (the features and their planner, several milliseconds a step); False
+        for players that read only the platform observation (the scripted and planner experts): the observations are
+        zeros and :meth:`action_masks` is the platform's legal actions.
     :param usr_conf: the keys of :class:`~sb3_realm.games.gorge.rules.GorgeConfig` (``treasure_count``,
         ``buff_count``, ``buff_cooldown``, ``talent_cooldown``, ``monster_interval``, ``monster_speedup``,
         ``max_step``, ``map``, ``map_random``); ``reset(options=usr_conf)`` overrides them for one episode.
@@ -112,6 +115,7 @@ class GorgeEnv(gym.Env):
         render_mode: str | None = None,
         rules: Rules | Mapping | None = None,
         settings: str | Sequence[str] | None = None,
+        model_input: bool = True,
         **usr_conf: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -152,6 +156,8 @@ class GorgeEnv(gym.Env):
         self.map_id = 0
         self.episodes = 0
         self.features = FeatureState()
+        self.model_input = bool(model_input)
+        self._blank = {"maps": np.zeros(MAP_SHAPE, dtype=np.uint8), "vector": np.zeros(VECTOR_SIZE, dtype=np.float32)}
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
 
@@ -248,9 +254,11 @@ class GorgeEnv(gym.Env):
         """(16,) bool legal actions for MaskablePPO: :func:`.features.action_mask` of the current observation (the
         platform's legal actions less the moves into obstacles seen and the flashes that land in place; the planner
         of the features chooses among the same). ``mask_walls`` is the Realm's option, taken for the shared players'
-        sake and ignored."""
+        sake and ignored. Without the model input: the platform's legal actions."""
         del mask_walls
-        self._game()
+        game = self._game()
+        if not self.model_input:
+            return game.legal_actions()
         return action_mask(self._observation, self.features)
 
     def platform_obs(self) -> dict:
@@ -287,6 +295,8 @@ class GorgeEnv(gym.Env):
         return self.game
 
     def _observe(self) -> dict[str, np.ndarray]:
+        if not self.model_input:
+            return {key: value.copy() for key, value in self._blank.items()}
         self._observation = env_obs(self._game(), "0", self.map_id)["observation"]
         maps, vector = encode(self._observation, self.features)
         return {"maps": maps, "vector": vector}

@@ -125,25 +125,28 @@ def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) ->
     return out
 
 
-def distance_field(walkable: np.ndarray, source: Cell, near: list[Cell] | None = None, extra: int = 0,
+def distance_field(walkable: np.ndarray, source: Cell | list[Cell], near: list[Cell] | None = None, extra: int = 0,
                    limit: int = 4095) -> np.ndarray:
-    """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source``; :data:`UNREACHABLE` on obstacles and
-    on cells of another component. With ``near`` (cells), the search stops ``extra`` levels past the one that has
-    reached all of them, and the road cells it did not reach read one more than its last level (a lower bound); so
-    does every search at ``limit`` levels."""
+    """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source`` (a cell, or a list of cells: the
+    distance to the nearest); :data:`UNREACHABLE` on obstacles and on cells of another component. With ``near``
+    (cells), the search stops ``extra`` levels past the one that has reached all of them, and the road cells it did
+    not reach read one more than its last level (a lower bound); so does every search at ``limit`` levels."""
     h, w = walkable.shape
     p = w + 1
     padded = np.zeros((h, p), dtype=bool)
     padded[:, :w] = walkable
-    x, z = source
-    if not (0 <= x < w and 0 <= z < h) or not walkable[z, x]:
+    start = 0
+    for x, z in [source] if isinstance(source, tuple) else source:
+        if 0 <= x < w and 0 <= z < h and walkable[z, x]:
+            start |= 1 << (z * p + x)
+    if not start:
         return np.full((h, w), UNREACHABLE, dtype=np.int32)
     target = 0
     for cx, cz in near or ():
         if 0 <= cx < w and 0 <= cz < h and walkable[cz, cx]:
             target |= 1 << (cz * p + cx)
-    reached, planes, cut = _search(_bits(padded), 1 << (z * p + x), [(1, -1), (-1, -1), (p, -1), (-p, -1)],
-                                   limit, target, extra)
+    reached, planes, cut = _search(_bits(padded), start, [(1, -1), (-1, -1), (p, -1), (-p, -1)], limit, target,
+                                   extra)
     out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)[:, :w]
     if cut:
         last = int(out[out < UNREACHABLE].max())

@@ -136,17 +136,21 @@ class BeliefTerrain:
                 return cell[0] + k * dx, cell[1] + k * dz
         return None
 
-    def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
-        """(H, W) int32 4-connected distances from a monster's cell, searched to ``THREAT_REACH`` steps past the
-        hero's cell and ``THREAT_LIMIT`` steps in all (farther road cells read a lower bound)."""
-        return distance_field(self.memory.walkable, cell, near=[hero], extra=THREAT_REACH, limit=THREAT_LIMIT)
+    def threat_fields(self, monsters: list[tuple[Cell, int]], hero: Cell) -> list[tuple[np.ndarray, int]]:
+        """``(field, speed)`` of the monsters ``(cell, speed)``: one search for the monsters of a speed (the distance
+        to the nearest of them), to ``THREAT_REACH`` steps past the hero's cell and ``THREAT_LIMIT`` steps in all
+        (farther road cells read a lower bound)."""
+        speeds = sorted({speed for _, speed in monsters})
+        return [(distance_field(self.memory.walkable, [c for c, v in monsters if v == speed], near=[hero],
+                                extra=THREAT_REACH, limit=THREAT_LIMIT), speed) for speed in speeds]
 
     def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
         """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step (exact to its
         goals, or everywhere with ``full``). From another cell: the last few are kept, and an obstacle newly seen is
         written into a kept field, which stays exact up to the least distance of those obstacles; it is searched
         again when that no longer covers ``exact_near`` (a cell, with a margin of a flash's reach) or when
-        ``exact_near`` is not given."""
+        ``exact_near`` is not given. With ``exact_near``, a new search stops a little past that margin (farther road
+        cells read a lower bound)."""
         mem = self.memory
         if cell == mem.hero:
             return mem.hero_field(full)
@@ -168,7 +172,12 @@ class BeliefTerrain:
                     int(grid[exact_near[1], exact_near[0]]) + 2 * EXACT_MARGIN > exact):
                 got = None
         if got is None:
-            got = (mem.updates, distance_field(mem.walkable, cell), UNREACHABLE)
+            if exact_near is None:
+                got = (mem.updates, distance_field(mem.walkable, cell), UNREACHABLE)
+            else:  # searched a little past what is needed now, so that it lasts a few steps
+                grid = distance_field(mem.walkable, cell, near=[exact_near], extra=3 * EXACT_MARGIN)
+                finite = grid[grid < UNREACHABLE]
+                got = (mem.updates, grid, int(finite.max()) - 1 if finite.size else UNREACHABLE)
             self._fields[cell] = got
             if len(self._fields) > _FIELD_CACHE:
                 self._fields.popitem(last=False)
@@ -370,16 +379,17 @@ class Planner:
 
     # ------------------------------------------------------------------------------------------ evaluation
     def _fields(self, mem: Memory, terrain, monsters: list[Monster]) -> list[_Field]:
-        """The monsters' 4-connected distance fields, monster 2 included from the step its spawn cell is known."""
-        found: list[tuple[Cell, int, int, bool]] = [(cell, speed, 0, True) for cell, speed, _, _ in monsters]
+        """The monsters' 4-connected distance fields (as the terrain groups them), monster 2 included from the step
+        its spawn cell is known."""
+        fields = [_Field(grid, speed, 0, True)
+                  for grid, speed in terrain.threat_fields([(m[0], m[1]) for m in monsters], mem.hero)]
         if not mem.second_decided and mem.monster_interval > 0 and mem.rules["monster_count"] >= 2:
             spawn_step = mem.monster_interval - mem.rules["spawn_delay"]
             delay = mem.monster_interval - (mem.step + 1)
             if delay >= 0 and spawn_step <= mem.step and spawn_step in mem.history:
                 speed = mem.monster_speed + (1 if mem.boosted else 0)
-                found.append((mem.history[spawn_step], speed, delay, False))
-        return [_Field(terrain.threat_field(c, mem.hero) if moves else terrain.field(c), speed, delay, moves)
-                for c, speed, delay, moves in found]
+                fields.append(_Field(terrain.field(mem.history[spawn_step]), speed, delay, False))
+        return fields
 
     @staticmethod
     def threat_windows(mem: Memory, fields: list[_Field], xs: np.ndarray, zs: np.ndarray) -> np.ndarray:

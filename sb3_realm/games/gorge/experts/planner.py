@@ -16,13 +16,16 @@ class PlannerPolicy:
     :param env: a :class:`~sb3_realm.games.gorge.env.GorgeEnv` (only its platform observation is read).
     :param use_flash: allow flash actions.
     :param use_buff: go for seen speed buffs.
+    :param reuse_env: take the choice of the env's own features when they hold this step (the same planner on the
+        same observations: the same action, computed once); False decides here every step (to time it).
     """
 
     name = "planner"
 
-    def __init__(self, env, use_flash: bool = True, use_buff: bool = True) -> None:
+    def __init__(self, env, use_flash: bool = True, use_buff: bool = True, reuse_env: bool = True) -> None:
         self.agent = ObservationPlanner(use_flash=use_flash, use_buff=use_buff)
-        self.default = bool(use_flash) and bool(use_buff)  # plays as the features' planner does
+        # the env's features run the same planner: their choice is this policy's (unless told to decide itself)
+        self.default = bool(use_flash) and bool(use_buff) and bool(reuse_env)
 
     def reset(self, env=None) -> None:
         """Forget the last episode (call at the start of each episode)."""

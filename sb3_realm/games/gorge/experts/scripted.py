@@ -185,8 +185,8 @@ class TrueTerrain:
     def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
         return self.tables.field(cell)
 
-    def threat_field(self, cell: Cell, hero: Cell) -> np.ndarray:
-        return self.game_map.distance_field(*cell)
+    def threat_fields(self, monsters: list[tuple[Cell, int]], hero: Cell) -> list[tuple[np.ndarray, int]]:
+        return [(self.game_map.distance_field(*cell), speed) for cell, speed in monsters]
 
 
 class ScriptedPolicy(Planner):

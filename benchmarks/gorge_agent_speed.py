@@ -1,0 +1,99 @@
+"""Gorge Chase: the time per step of what runs inside the submission's ``exploit()`` before the network: the
+observation-only planner (:class:`sb3_realm.games.gorge.planner.ObservationPlanner`: its memory, its searches and its
+decision) and the features built on it (:func:`sb3_realm.games.gorge.features.encode`, which runs the planner). Prints
+JSON.
+
+    python benchmarks/gorge_agent_speed.py [--maps open_9 open_10 own_6 own_7 own_8 own_9 own_10] [--maps-dir DIR]
+        [--games 3] [--settings default final]
+
+Each game is played by the planner's own choices on the test games of ``benchmarks/gorge_planner.py`` (the first
+``--games`` of each map); every step, the platform observation (a JSON round trip of it, as the platform hands it
+over) goes once through a fresh-per-game planner and once through a fresh-per-game feature state, each timed alone
+with ``time.perf_counter`` in this one process (one core: numpy only, no threads). Reported per settings: the mean,
+p50, p99 and max in ms over all steps, and per map the mean and p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+from gorge_planner import TEST_MAPS, default_maps_dir, jobs_of  # benchmarks/gorge_planner.py, beside this script
+from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
+
+from sb3_realm.games.gorge.env import GorgeEnv
+from sb3_realm.games.gorge.features import FeatureState, encode
+from sb3_realm.games.gorge.planner import ObservationPlanner
+from sb3_realm.games.gorge.rules import SETTINGS
+
+
+def _times(values: list[float]) -> dict:
+    ms = np.asarray(values) * 1000.0
+    return {"mean_ms": round(float(ms.mean()), 3), "p50_ms": round(float(np.percentile(ms, 50)), 3),
+            "p99_ms": round(float(np.percentile(ms, 99)), 3), "max_ms": round(float(ms.max()), 3)}
+
+
+def play(map_name: str, maps_dir: str, games: list[tuple[int, dict]]) -> tuple[list[float], list[float], int]:
+    """Play ``games`` (env seed, usr_conf) on one map; returns the planner's and the features' times per step and the
+    steps played."""
+    env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
+    planner_times: list[float] = []
+    feature_times: list[float] = []
+    for seed, conf in games:
+        env.reset(seed=int(seed), options=conf)
+        planner, state = ObservationPlanner(), FeatureState()
+        done = False
+        while not done:
+            observation = json.loads(json.dumps(env.platform_obs()["observation"]))
+            start = time.perf_counter()
+            action = planner.act(observation)
+            planner_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            encode(observation, state)
+            feature_times.append(time.perf_counter() - start)
+            assert state.choice == action  # the features run the same planner
+            _, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+    return planner_times, feature_times, len(planner_times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--maps", nargs="+", default=list(TEST_MAPS), help="map names (open_<k>, own_<k>)")
+    parser.add_argument("--maps-dir", default=default_maps_dir(), help="folder of gorge_chase_map_<k>.json")
+    parser.add_argument("--games", type=int, default=3, help="games per map (the first of the test games)")
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default", "final"])
+    args = parser.parse_args()
+    if args.games < 1:
+        parser.error(f"--games {args.games}: play at least 1 game a map")
+    started = time.perf_counter()
+    out: dict = {"benchmark": "gorge_agent_speed", "command": " ".join(sys.argv), "games_per_map": args.games,
+                 "machine": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+                             "python": platform.python_version(), "numpy": np.__version__},
+                 "settings": {}}
+    jobs = jobs_of(argparse.Namespace(maps=list(args.maps), games=args.games, settings=list(args.settings),
+                                      policies=["planner"]), args.maps_dir)
+    for name in args.settings:
+        per_map, all_planner, all_features, steps = {}, [], [], 0
+        for job in [j for j in jobs if j.settings == name]:
+            map_name = job.map_name
+            games = list(zip(job.seeds, job.confs, strict=True))
+            planner_times, feature_times, n = play(map_name, args.maps_dir, games)
+            per_map[map_name] = {"steps": n, "planner": _times(planner_times), "features": _times(feature_times)}
+            all_planner += planner_times
+            all_features += feature_times
+            steps += n
+        out["settings"][name] = {"steps": steps, "planner": _times(all_planner), "features": _times(all_features),
+                                 "per_map": per_map}
+    out["wall_s"] = round(time.perf_counter() - started, 1)
+    out["peak_rss_mib"] = peak_rss_mib()
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
