@@ -157,7 +157,8 @@ class GorgeEnv(gym.Env):
         self.episodes = 0
         self.features = FeatureState()
         self.model_input = bool(model_input)
-        self._blank = {"maps": np.zeros(MAP_SHAPE, dtype=np.uint8), "vector": np.zeros(VECTOR_SIZE, dtype=np.float32)}
+        self._blank: dict[str, np.ndarray] = {"maps": np.zeros(MAP_SHAPE, dtype=np.uint8),
+                                              "vector": np.zeros(VECTOR_SIZE, dtype=np.float32)}
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
 
