@@ -164,7 +164,7 @@ def test_train_refuses_a_network_that_does_not_fit_the_game_before_writing(tmp_p
     out = tmp_path / "run"  # the default config's extractor is the Realm's: four of its convs shrink 33 x 33 to nothing
     assert main(["train", "--set", "game=gorge", "--set", "algo.extractor_kwargs.cnn_channels=[16, 32, 32, 32]",
                  "--out", str(out), "--total-steps", "64"]) == 2
-    assert "RealmNet: the conv layers do not fit maps of shape (10, 33, 33)" in capsys.readouterr().err
+    assert "RealmNet: the conv layers do not fit maps of shape (9, 33, 33)" in capsys.readouterr().err
     assert not out.exists()
 
 
