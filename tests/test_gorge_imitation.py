@@ -82,7 +82,8 @@ def test_realm_settings_are_refused_for_gorge(overrides, message, tmp_path):
 
 def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     out = tmp_path / "run"
-    config = load_imitate_config(RECIPE, [*TINY, f"out={json.dumps(str(out))}"])
+    # the yardstick as the teacher: its held-out score is reported beside the model's
+    config = load_imitate_config(RECIPE, [*TINY, f"out={json.dumps(str(out))}", "imitation.expert=scripted"])
     model, run_dir = imitate(config)
     report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     history = report["history"]
@@ -96,6 +97,8 @@ def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     dataset = ExpertDataset.open(run_dir / "dataset")
     assert dataset.layout == Layout.of("gorge") and dataset.meta["expert"] == "scripted"
     assert len(dataset.all()) == dataset.states == history[1]["states"]
+    for block in dataset.all().blocks:  # the yardstick may stand still against a wall: its label stays allowed
+        assert block.masks[np.arange(len(block.actions)), block.actions].all()
     saved = algorithm_class("maskable_ppo").load(run_dir / "final_model.zip")
     assert saved.feature_version == games.get("gorge").features.FEATURE_VERSION
     assert run_game(run_dir / "final_model.zip").name == "gorge"
@@ -103,3 +106,14 @@ def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     imitate(read_run_config(run_dir, ["imitation.rounds=2"]), resume=run_dir)
     history = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))["history"]
     assert [h["round"] for h in history] == [0, 1, 2]
+
+
+def test_the_recipe_learns_from_the_planner_within_its_mask(tmp_path):
+    # the recipe's teacher is the observation-only planner: its labels are allowed by the mask the model sees
+    config = load_imitate_config(RECIPE, [*TINY, f"out={json.dumps(str(tmp_path / 'run'))}", "imitation.rounds=0"])
+    assert config.imitation.expert == "planner"
+    _, run_dir = imitate(config)
+    dataset = ExpertDataset.open(run_dir / "dataset")
+    assert dataset.meta["expert"] == "planner" and len(dataset.all()) > 0
+    for block in dataset.all().blocks:
+        assert block.masks[np.arange(len(block.actions)), block.actions].all()

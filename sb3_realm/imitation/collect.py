@@ -131,7 +131,11 @@ def collect_games(job: CollectJob) -> Rollouts:
             label = expert.act(env, obs)
             maps.append(obs["maps"])
             vectors.append(obs["vector"])
-            masks.append(env.action_masks())
+            mask = env.action_masks()
+            if not mask[label]:  # an expert that may take an action the model's mask leaves out (Gorge's scripted
+                mask = mask.copy()  # policy standing still against a wall): its label stays learnable
+                mask[label] = True
+            masks.append(mask)
             actions.append(label)
             starts.append(first)
             first = False
