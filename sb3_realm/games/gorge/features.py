@@ -19,8 +19,8 @@ map in 4 x 4-cell blocks, in the top-left 32 x 32 of the square):
 0   road seen (255), else 0; a cell never seen is neither road nor obstacle seen (the planner takes it as road)
 1   obstacle seen, or outside the map (255), else 0
 2   escape room: 255 where the hero gets first (within 20 steps)
-3   hero steps from the hero's cell (8 moves, corner rule): ``255 - 8 * steps`` up to 31 steps, else 0
-4   monsters: steps before one can stand next to the cell, ``255 - 8 * steps`` up to 31 steps, else 0
+3   hero steps from the hero's cell (8 moves, corner rule): ``255 - 8 * steps`` up to 20 steps, else 0
+4   monsters: steps before one can stand next to the cell, ``255 - 8 * steps`` up to 20 steps, else 0
 5   monsters: 255 on a monster seen now, ``max(64, 255 - 8 * age)`` on one tracked out of view, 96 on monster 2's
     spawn cell while it is announced
 6   items remembered: 255 treasure, 192 buff collectable, 96 buff waiting; the planner's goal cell at least 160
@@ -72,6 +72,7 @@ FEATURE_VERSION = "2"
 COMPANION_FILES = ("memory.py", "planner.py")
 N_ACTIONS = 16
 SIZE = 2 * RADIUS + 1  # 33: the planner's window around the hero
+HORIZON = Planner.horizon  # hero steps the escape room counts (and the step planes show)
 WORLD_SIZE = 128
 BLOCK = 4  # cells per block side of the whole-map channels
 N_CHANNELS = 9
@@ -136,7 +137,7 @@ def _window(full: np.ndarray, x: int, z: int, fill: int = 0) -> np.ndarray:
 
 
 def _closeness(steps: np.ndarray) -> np.ndarray:
-    return np.where(steps <= 31, 255 - 8 * np.minimum(steps, 31), 0).astype(np.uint8)
+    return np.where(steps <= HORIZON, 255 - 8 * np.minimum(steps, HORIZON), 0).astype(np.uint8)
 
 
 def _mark(channel: np.ndarray, dx: int, dz: int, value: int) -> None:
@@ -176,7 +177,7 @@ def _maps(agent: ObservationPlanner) -> np.ndarray:
     maps = np.zeros(MAP_SHAPE, dtype=np.uint8)
     maps[0] = _window(np.where(mem.walkable & mem.seen, 255, 0).astype(np.uint8), hx, hz)
     maps[1] = _window(np.where(mem.walkable, 0, 255).astype(np.uint8), hx, hz, fill=255)
-    hero_steps = terrain.hero_windows([mem.hero])[0].astype(np.int32)  # (33, 33), 255 where not reached
+    hero_steps = terrain.hero_windows([mem.hero], HORIZON)[0].astype(np.int32)  # (33, 33), 255 where not reached
     threat = Planner.threat_windows(mem, planner.fields, np.array([hx]), np.array([hz]))[0]
     maps[2] = np.where((hero_steps <= planner.horizon) & (hero_steps < threat), 255, 0).astype(np.uint8)
     maps[3] = _closeness(hero_steps)

@@ -110,17 +110,18 @@ class BeliefTerrain:
         now = self.memory.updates
         if len(cache) > 4096:
             cache.clear()
-        missing = [c for c in dict.fromkeys(cells) if c not in cache or not self._fresh(cache[c][0], *c, radius)]
+        missing = [c for c in dict.fromkeys(cells) if c not in cache or cache[c][2] < levels
+                   or not self._fresh(cache[c][0], *c, radius)]
         if missing:
             found = window_distances(self.walkable, missing, radius, diagonal, levels)
             for k, c in enumerate(missing):
-                cache[c] = (now, found[k])
+                cache[c] = (now, found[k], levels)
         return np.stack([cache[c][1] for c in cells])
 
-    def hero_windows(self, cells: list[Cell]) -> np.ndarray:
-        """(K, 33, 33) hero steps (8 moves, corner rule) from each cell to its window, :data:`FAR` where not
-        reached within ``HERO_LEVELS``."""
-        return self._windows(self._hero, cells, RADIUS, True, HERO_LEVELS)
+    def hero_windows(self, cells: list[Cell], levels: int = HERO_LEVELS) -> np.ndarray:
+        """(K, 33, 33) hero steps (8 moves, corner rule) from each cell to its window: exact up to ``levels``
+        steps (a window kept from a deeper search may hold more), :data:`FAR` where not reached."""
+        return self._windows(self._hero, cells, RADIUS, True, levels)
 
     def monster_windows(self, cells: list[Cell]) -> np.ndarray:
         """(K, 13, 13) 4-connected distances from each cell inside its window."""
@@ -420,9 +421,11 @@ class Planner:
         buffs_here = {cell for oid, cell in mem.buffs.items() if mem.buff_ready.get(oid, 0) <= step}
         xs = np.array([o.cell[0] for o in outcomes])
         zs = np.array([o.cell[1] for o in outcomes])
-        hero_steps = terrain.hero_windows([o.cell for o in outcomes]).astype(np.int32)  # (K, 33, 33)
-        buff = np.full(len(outcomes), mem.buff_remaining - 1 if mem.has_buff else 0)
         takes_buff = np.array([any(c in buffs_here for c in o.path) for o in outcomes])
+        # only cells within the horizon count, after the buff's double steps where the hero has or takes it
+        levels = HERO_LEVELS if mem.has_buff or takes_buff.any() else self.horizon
+        hero_steps = terrain.hero_windows([o.cell for o in outcomes], levels).astype(np.int32)  # (K, 33, 33)
+        buff = np.full(len(outcomes), mem.buff_remaining - 1 if mem.has_buff else 0)
         buff[takes_buff] = duration - 1
         if buff.any():
             b = buff[:, None, None]

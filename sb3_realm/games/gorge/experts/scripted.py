@@ -167,7 +167,7 @@ class TrueTerrain:
     def is_road(self, x: int, z: int) -> bool:
         return self.game_map.is_road(x, z)
 
-    def hero_windows(self, cells: list[Cell]) -> np.ndarray:
+    def hero_windows(self, cells: list[Cell], levels: int = HERO_LEVELS) -> np.ndarray:
         m = self.game_map
         return self.tables.hero[m.road_index[[c[1] for c in cells], [c[0] for c in cells]]]
 
