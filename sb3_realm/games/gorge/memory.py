@@ -15,6 +15,7 @@ kept in bit planes (bit ``k`` of each cell's level), unpacked once at the end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "Memory",
     "distance_field",
     "window_distances",
+    "rule_branches",
 ]
 
 Cell = tuple[int, int]
@@ -215,31 +217,30 @@ class Tracked:
     age: int = 0
 
 
-def _monster_branches(walkable: np.ndarray, hero_field: np.ndarray, mon: Tracked, speed: int,
-                      taken: set) -> list[tuple[Cell, Cell | None, str | None]]:
-    """Every end state ``(cell, prev, axis)`` of a monster's ``speed`` sub-steps toward the hero, one per tie branch
-    of its rule (least BFS distance to the hero plus the back-step and same-axis penalties; cells of other monsters
-    are not entered). A monster without a way to the hero stays."""
-    h, w = walkable.shape
-    states = [(mon.cell, mon.prev, mon.axis)]
+def rule_branches(state: tuple[Cell, Cell | None, str | None], speed: int,
+                  distance: Callable[[int, int], int | None],
+                  taken: set) -> list[tuple[Cell, Cell | None, str | None]]:
+    """Every end state ``(cell, prev, axis)`` of a monster's ``speed`` sub-steps from ``state``, one per tie branch
+    of its rule: each sub-step goes to the 4-neighbour of least distance to the hero (``distance(x, z)``; None where
+    it cannot step) plus the back-step and same-axis penalties; cells in ``taken`` are not entered. A monster with no
+    such neighbour stays."""
+    states = [state]
     for _ in range(speed):
         nxt = []
         for cell, prev, axis in states:
             best: list[tuple[Cell, Cell | None, str | None]] = []
             best_score = UNREACHABLE
             for dx, dz in STEPS_4:
-                x, z = cell[0] + dx, cell[1] + dz
-                if not (0 <= x < w and 0 <= z < h) or (x, z) in taken:
-                    continue
-                d = int(hero_field[z, x])
-                if d >= UNREACHABLE:
+                n = (cell[0] + dx, cell[1] + dz)
+                d = None if n in taken else distance(*n)
+                if d is None:
                     continue
                 a = "x" if dx else "z"
-                s = 100 * d + (PREV_PENALTY if (x, z) == prev else 0) + (AXIS_PENALTY if a == axis else 0)
+                s = 100 * d + (PREV_PENALTY if n == prev else 0) + (AXIS_PENALTY if a == axis else 0)
                 if s < best_score:
-                    best, best_score = [((x, z), cell, a)], s
+                    best, best_score = [(n, cell, a)], s
                 elif s == best_score:
-                    best.append(((x, z), cell, a))
+                    best.append((n, cell, a))
             nxt.extend(best or [(cell, prev, axis)])
         states = list(dict.fromkeys(nxt))
     return states
@@ -438,7 +439,13 @@ class Memory:
             old = self.monsters[i]
             moved_speed = self.monster_speed + (1 if boosted_before else 0)
             taken.discard(old.cell)
-            branches = _monster_branches(self.walkable, self.hero_field(), old, moved_speed, taken)
+            field = self.hero_field()
+
+            def distance(x: int, z: int, field: np.ndarray = field) -> int | None:
+                inside = 0 <= x < WORLD_SIZE and 0 <= z < WORLD_SIZE and field[z, x] < UNREACHABLE
+                return int(field[z, x]) if inside else None
+
+            branches = rule_branches((old.cell, old.prev, old.axis), moved_speed, distance, taken)
             if in_view:
                 match = [b for b in branches if b[0] == cell]
                 prev, axis = (match[0][1], match[0][2]) if match else (None, None)

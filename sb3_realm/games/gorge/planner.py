@@ -41,14 +41,12 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .memory import (
-    AXIS_PENALTY,
     DIRECTIONS,
     FAR,
-    PREV_PENALTY,
-    STEPS_4,
     UNREACHABLE,
     Memory,
     distance_field,
+    rule_branches,
     window_distances,
 )
 
@@ -350,28 +348,11 @@ class Planner:
             if cell == hero or max(abs(cell[0] - hx), abs(cell[1] - hz)) > r - speed - 1:
                 out.append(([cell], speed))
                 continue
-            others = taken - {cell}
-            states = [(cell, prev, axis)]
-            for _ in range(speed):
-                nxt = []
-                for c, p, ax in states:
-                    best: list[tuple[Cell, Cell | None, str | None]] = []
-                    best_score = UNREACHABLE
-                    for dx, dz in STEPS_4:
-                        n = (c[0] + dx, c[1] + dz)
-                        if n in others:
-                            continue
-                        d = int(window[n[1] - hz + r, n[0] - hx + r])
-                        if d == FAR:
-                            continue
-                        a = "x" if dx else "z"
-                        s = 100 * d + (PREV_PENALTY if n == p else 0) + (AXIS_PENALTY if a == ax else 0)
-                        if s < best_score:
-                            best, best_score = [(n, c, a)], s
-                        elif s == best_score:
-                            best.append((n, c, a))
-                    nxt.extend(best or [(c, p, ax)])
-                states = list(dict.fromkeys(nxt))
+            def distance(x: int, z: int) -> int | None:
+                d = int(window[z - hz + r, x - hx + r])
+                return None if d == FAR else d
+
+            states = rule_branches((cell, prev, axis), speed, distance, taken - {cell})
             cells = list(dict.fromkeys(s[0] for s in states))
             out.append((cells, speed))
             if len(cells) == 1:
