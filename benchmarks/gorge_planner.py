@@ -25,8 +25,9 @@ monster 2 and the speed-up, and after the speed-up, mean flashes, treasures, buf
 platform observation inside ``act()``, and that time is in it). With both policies: the paired difference planner -
 scripted of the score, its mean and standard error over the games, per map and over all maps.
 
-``--jobs J`` (> 1) plays each (policy, settings, map) in one of ``J`` processes (``spawn``): the scores are the same,
-the per-step times are not the cost of one step on an idle core (the JSON's ``timing`` says which).
+``--jobs J`` (> 1) plays each (policy, settings, map) in one of ``J`` processes (the package's start method,
+:func:`sb3_realm.processes.start_method`): the scores are the same, the per-step times are not the cost of one step on
+an idle core (the JSON's ``timing`` says which).
 
 ``--out`` (optional) also writes the JSON as ``OUT/gorge_planner.json``: a new or empty folder, or an earlier output
 of this script (its ``gorge_planner.json``, nothing else), which is replaced; any other folder is refused before any
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import platform
 import sys
@@ -53,6 +53,7 @@ from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.experts import PlannerPolicy, ScriptedPolicy
 from sb3_realm.games.gorge.protocols import MAP_LISTS, check_map_name
 from sb3_realm.games.gorge.rules import MONSTER_INTERVAL_NEVER, SETTINGS
+from sb3_realm.processes import mp_context
 
 # sb3_realm.evaluation and sb3_realm.tuning are imported in the functions of the main process only: they bring torch
 # and Optuna (seconds), which every spawned worker would import again with this module, and none of them needs.
@@ -232,7 +233,7 @@ def main() -> None:
             played.append(play(job))
             progress(job, played[-1])
     else:
-        with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(jobs))) as pool:
+        with mp_context().Pool(min(args.jobs, len(jobs))) as pool:
             played = []
             for job, result in zip(jobs, pool.imap(play, jobs), strict=True):
                 played.append(result)

@@ -137,11 +137,13 @@ def test_planted_bytecode_never_runs_in_eval_of_a_gorge15_folder(tmp_path, capsy
     from sb3_contrib import MaskablePPO
 
     from sb3_realm.games.gorge.env import GorgeEnv
+    from sb3_realm.games.gorge.features import FEATURE_VERSION
     from sb3_realm.models.extractors import GorgeExtractor
 
     model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu",
                         policy_kwargs={"features_extractor_class": GorgeExtractor,
                                        "features_extractor_kwargs": {"features_dim": 16, "cnn_channels": (4, 4, 4)}})
+    model.feature_version = FEATURE_VERSION  # as sb3-realm's runs record it
     model.save(tmp_path / "model.zip")
     folder = tmp_path / "upload"
     build_submission(tmp_path / "model.zip", folder, code_package=make_gorge_code_package(tmp_path / "package"),
