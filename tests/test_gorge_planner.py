@@ -39,7 +39,7 @@ def _imports(path: Path) -> set[str]:
 @pytest.mark.parametrize("module", [memory_module, planner_module])
 def test_modules_copy_into_a_submission(module):
     # numpy, the standard library and each other only: the same files run inside the platform's Agent
-    allowed = {"__future__", "collections", "dataclasses", "typing", "numpy", ".memory"}
+    allowed = {"__future__", "collections", "dataclasses", "math", "typing", "numpy", ".memory"}
     assert _imports(Path(module.__file__)) <= allowed
 
 

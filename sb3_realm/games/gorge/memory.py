@@ -15,6 +15,7 @@ kept in bit planes (bit ``k`` of each cell's level), unpacked once at the end.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -194,7 +195,7 @@ def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diago
 
 def distance_bucket(dx: int, dz: int) -> int:
     """The observation's ``hero_l2_distance`` of an offset: ``min(5, floor(sqrt(dx^2 + dz^2) / 30))``."""
-    return min(5, int(np.sqrt(dx * dx + dz * dz) + 1e-9) // 30)
+    return min(5, math.isqrt(dx * dx + dz * dz) // 30)
 
 
 def relative_direction(dx: int, dz: int) -> int:
@@ -292,7 +293,7 @@ class Memory:
         self.monsters: list[Tracked] = []
         self.spawn_cell: Cell | None = None
         self.picked_buff: int | None = None
-        self._hero_field: tuple[np.ndarray, int, bool] | None = None
+        self._hero_field: tuple[np.ndarray, int] | None = None
         self.wall_log: list[tuple[int, np.ndarray]] = []  # (update, flat indices of the cells found to be obstacles)
 
     # ----------------------------------------------------------------------------------------------- queries
@@ -314,16 +315,14 @@ class Memory:
     def is_road(self, x: int, z: int) -> bool:
         return 0 <= x < WORLD_SIZE and 0 <= z < WORLD_SIZE and bool(self.walkable[z, x])
 
-    def hero_field(self, full: bool = False) -> np.ndarray:
+    def hero_field(self) -> np.ndarray:
         """(H, W) 4-connected distances from the hero's cell on the believed terrain, computed once per update:
-        exact up to a few steps past the farthest monster, treasure and buff remembered (farther cells read a lower
-        bound), or everywhere with ``full``."""
+        exact up to a few steps past the farthest monster, treasure and buff remembered, at most ``HERO_REACH``
+        steps (farther cells read a lower bound)."""
         got = self._hero_field
-        if got is None or got[1] != self.updates or (full and not got[2]):
-            near = None if full else [m.cell for m in self.monsters] + list(self.treasures.values()) + list(
-                self.buffs.values())
-            got = self._hero_field = (distance_field(self.walkable, self.hero, near, 4, 4095 if full else HERO_REACH),
-                                      self.updates, full)
+        if got is None or got[1] != self.updates:
+            near = [m.cell for m in self.monsters] + list(self.treasures.values()) + list(self.buffs.values())
+            got = self._hero_field = (distance_field(self.walkable, self.hero, near, 4, HERO_REACH), self.updates)
         return got[0]
 
     # ------------------------------------------------------------------------------------------------ update

@@ -89,9 +89,8 @@ class BeliefTerrain:
 
     def clear(self) -> None:
         self._fields: OrderedDict[Cell, tuple[int, np.ndarray, int]] = OrderedDict()
-        self._hero: dict[Cell, tuple[int, np.ndarray]] = {}
-        self._monster: dict[Cell, tuple[int, np.ndarray]] = {}
-        self._stamp = -1
+        self._hero: dict[Cell, tuple[int, np.ndarray, int]] = {}  # cell -> (update, window, levels searched)
+        self._monster: dict[Cell, tuple[int, np.ndarray, int]] = {}
 
     @property
     def walkable(self) -> np.ndarray:
@@ -143,16 +142,16 @@ class BeliefTerrain:
         return [(distance_field(self.memory.walkable, [c for c, v in monsters if v == speed], near=[hero],
                                 extra=THREAT_REACH, limit=THREAT_LIMIT), speed) for speed in speeds]
 
-    def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
-        """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step (exact to its
-        goals, or everywhere with ``full``). From another cell: the last few are kept, and an obstacle newly seen is
-        written into a kept field, which stays exact up to the least distance of those obstacles; it is searched
+    def field(self, cell: Cell, exact_near: Cell | None = None) -> np.ndarray:
+        """(H, W) int32 4-connected distances from ``cell``. From the hero's cell: computed each step, exact to its
+        goals (:meth:`~.memory.Memory.hero_field`). From another cell: the last few are kept, and an obstacle newly
+        seen is written into a kept field, which stays exact up to the least distance of those obstacles; it is searched
         again when that no longer covers ``exact_near`` (a cell, with a margin of a flash's reach) or when
         ``exact_near`` is not given. With ``exact_near``, a new search stops a little past that margin (farther road
         cells read a lower bound)."""
         mem = self.memory
         if cell == mem.hero:
-            return mem.hero_field(full)
+            return mem.hero_field()
         got: tuple[int, np.ndarray, int] | None = self._fields.get(cell)
         if got is not None:
             stamp, grid, exact = got

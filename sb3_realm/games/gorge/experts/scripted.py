@@ -182,7 +182,7 @@ class TrueTerrain:
             return None
         return int(m.road_xz[land, 0]), int(m.road_xz[land, 1])
 
-    def field(self, cell: Cell, full: bool = False, exact_near: Cell | None = None) -> np.ndarray:
+    def field(self, cell: Cell, exact_near: Cell | None = None) -> np.ndarray:
         return self.tables.field(cell)
 
     def threat_fields(self, monsters: list[tuple[Cell, int]], hero: Cell) -> list[tuple[np.ndarray, int]]:
