@@ -23,7 +23,7 @@ import sys
 import time
 
 import numpy as np
-from gorge_planner import TEST_MAPS, default_maps_dir, jobs_of  # benchmarks/gorge_planner.py, beside this script
+from gorge_planner import TEST_MAPS, check_args, default_maps_dir, jobs_of  # benchmarks/, beside this script
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.games.gorge.env import GorgeEnv
@@ -38,7 +38,7 @@ def _times(values: list[float]) -> dict:
             "p99_ms": round(float(np.percentile(ms, 99)), 3), "max_ms": round(float(ms.max()), 3)}
 
 
-def play(map_name: str, maps_dir: str, games: list[tuple[int, dict]]) -> tuple[list[float], list[float], int]:
+def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]]) -> tuple[list[float], list[float], int]:
     """Play ``games`` (env seed, usr_conf) on one map; returns the planner's and the features' times per step and the
     steps played."""
     env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
@@ -69,21 +69,23 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=3, help="games per map (the first of the test games)")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default", "final"])
     args = parser.parse_args()
-    if args.games < 1:
-        parser.error(f"--games {args.games}: play at least 1 game a map")
+    args.jobs, args.policies = 1, ["planner"]
+    try:
+        maps_dir = check_args(args)  # the planner benchmark's checks, before any game
+    except ValueError as exc:
+        parser.error(str(exc))
     started = time.perf_counter()
     out: dict = {"benchmark": "gorge_agent_speed", "command": " ".join(sys.argv), "games_per_map": args.games,
                  "machine": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
                              "python": platform.python_version(), "numpy": np.__version__},
                  "settings": {}}
-    jobs = jobs_of(argparse.Namespace(maps=list(args.maps), games=args.games, settings=list(args.settings),
-                                      policies=["planner"]), args.maps_dir)
+    jobs = jobs_of(args, maps_dir)
     for name in args.settings:
         per_map, all_planner, all_features, steps = {}, [], [], 0
         for job in [j for j in jobs if j.settings == name]:
             map_name = job.map_name
             games = list(zip(job.seeds, job.confs, strict=True))
-            planner_times, feature_times, n = play(map_name, args.maps_dir, games)
+            planner_times, feature_times, n = play(map_name, maps_dir, games)
             per_map[map_name] = {"steps": n, "planner": _times(planner_times), "features": _times(feature_times)}
             all_planner += planner_times
             all_features += feature_times

@@ -189,3 +189,14 @@ def test_several_jobs_play_the_same_games(tmp_path, monkeypatch, capsys):
         assert sum(row["caught"]["before_monster2"] for row in played[0].values()) == 2  # caught in the corridor
     assert spawned["settings"]["final"]["planner_minus_scripted"] == alone["settings"]["final"][
         "planner_minus_scripted"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--games", "0"], "--games 0 must be >= 1"),
+    (["--maps", "own_6", "own_6"], "names one twice"),
+    (["--maps", "open_9", "--maps-dir", "no-such-folder"], "no gorge_chase_map_<k>.json"),
+])
+def test_the_speed_benchmark_refuses_bad_input_before_any_game(argv, message):
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gorge_agent_speed.py"
+    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and message in done.stderr and done.stdout == ""
