@@ -158,3 +158,27 @@ def test_planner_is_an_expert_of_the_game():
     obs, _ = env.reset(seed=0)
     policy.reset(env)
     assert 0 <= policy.act(env, obs) < 16
+
+
+def test_weighs_every_flash_that_lands_somewhere():
+    # a flash that lands in place is masked; every other flash the mask allows is one of the planner's outcomes
+    # (unless a move reaches the same cell), also on the steps where only some flash directions are allowed
+    env = GorgeEnv(map_name="own_1", max_step=300, talent_cooldown=50)
+    alone = ObservationPlanner()
+    env.reset(seed=2)
+    done, partial = False, 0
+    while not done:
+        action = alone.act(_observation(env))
+        legal, planner, hero = alone.legal, alone.planner, alone.memory.hero
+        moves = {planner.landings[a] for a in range(8) if legal[a]}
+        flashes = {o.cell for o in planner.outcomes if o.flash}
+        for d in range(8):
+            cell = alone.terrain.flash_landing(hero, d)
+            assert legal[8 + d] == (cell is not None and bool(env.action_masks()[8:].any()))
+            if legal[8 + d]:
+                assert planner.landings[8 + d] == cell
+                assert cell in moves or cell in flashes
+        partial += bool(legal[8:].any() and not legal[8:].all())
+        _, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    assert partial >= 5

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .memory import DIRECTIONS, UNREACHABLE
+from .memory import UNREACHABLE
 from .planner import RADIUS, ObservationPlanner, Planner
 
 __all__ = [
@@ -217,9 +217,9 @@ def _vector(agent: ObservationPlanner, observation: dict, choice: int) -> np.nda
     for a in range(N_ACTIONS):
         base = PER_ACTION * a
         vec[base] = float(legal[a])
-        land = _landing(agent, a)
+        land = planner.landings[a]
         o = by_cell.get(land) if land is not None else None
-        if o is not None and legal[a]:
+        if o is not None:
             vec[base + 1:base + 9] = (float(o.caught), min(o.margin, 40) / 40, min(o.room, 300) / 300,
                                       min(o.exits, 400) / 400, min(o.lasting, 200) / 200, _clip(o.progress / 4),
                                       _clip(o.pickup / 400), _clip(o.value / 500))
@@ -262,18 +262,4 @@ def _vector(agent: ObservationPlanner, observation: dict, choice: int) -> np.nda
                         float(planner.target_kind == "explore"))
     np.clip(vec, -1.0, 1.0, out=vec)
     return vec
-
-
-def _landing(agent: ObservationPlanner, action: int) -> tuple[int, int] | None:
-    """The cell an allowed action leads to on the believed terrain (None for a flash that lands in place)."""
-    mem, terrain = agent.memory, agent.terrain
-    if action >= 8:
-        return terrain.flash_landing(mem.hero, action - 8)
-    dx, dz = DIRECTIONS[action]
-    x, z = mem.hero[0], mem.hero[1]
-    for _ in range(1 + (mem.rules["buff_extra_speed"] if mem.has_buff else 0)):
-        if not Planner._step_allowed(terrain, x, z, dx, dz):
-            break
-        x, z = x + dx, z + dz
-    return x, z
 

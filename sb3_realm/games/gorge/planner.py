@@ -266,6 +266,7 @@ class Planner:
         self._goal_since = 0
         self._last_step = -1
         self.outcomes: list[Outcome] = []  # the last decision's outcomes, judged
+        self.landings: list[Cell | None] = [None] * 16  # the last decision's cell of each action (None: not played)
         self.goal_field: np.ndarray | None = None  # the last decision's goal field
         self.fields: list[_Field] = []  # the last decision's monster fields
         self.target: Cell | None = None  # the last decision's goal cell ...
@@ -310,6 +311,7 @@ class Planner:
         length = 1 + (mem.rules["buff_extra_speed"] if mem.has_buff else 0)
         hx, hz = mem.hero
         found: dict[Cell, Outcome] = {}
+        landings: list[Cell | None] = [None] * 16
         for a in range(8):
             dx, dz = DIRECTIONS[a]
             x, z = hx, hz
@@ -320,16 +322,22 @@ class Planner:
                 x, z = x + dx, z + dz
                 path.append((x, z))
             cell = (x, z)
-            if legal[a] and cell not in found:
-                found[cell] = Outcome(a, cell, tuple(path) or (cell,), False)
-        if self.use_flash and legal[8:].all():
+            if legal[a]:
+                landings[a] = cell
+                if cell not in found:
+                    found[cell] = Outcome(a, cell, tuple(path) or (cell,), False)
+        if self.use_flash:
             for d in range(8):
+                if not legal[8 + d]:
+                    continue
                 cell = terrain.flash_landing(mem.hero, d)
+                landings[8 + d] = cell
                 if cell is None or cell in found:
                     continue
                 dx, dz = DIRECTIONS[d]
                 k = max(abs(cell[0] - hx), abs(cell[1] - hz))
                 found[cell] = Outcome(8 + d, cell, tuple((hx + j * dx, hz + j * dz) for j in range(1, k + 1)), True)
+        self.landings = landings
         return list(found.values())
 
     # --------------------------------------------------------------------------------------------- threats
