@@ -82,14 +82,17 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
     (``gate``: the cells a move may start from, -1 for all), up to ``levels`` levels, or ``extra`` levels past the
     one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels,
     whether the search stopped early with cells left to reach)."""
-    reached = front = start
-    free = road & ~start
+    # the graph is undirected: the neighbours of a level lie in the level before, the level itself and the next, so
+    # only the last two fronts are taken out (every operand stays the size of the front, not of the map)
+    front, before = start, 0
     planes: list[int] = [0] * max(1, min(levels, 4095).bit_length())
     level = 0
     stop = levels
     plain = all(gate == -1 for _, gate in shifts)
     ups = [by for by, _ in shifts if by > 0]
     downs = [-by for by, _ in shifts if by < 0]
+    left = target & ~start  # cells of target not reached yet (while ``target``)
+    cut = True
     while level < stop:
         new = 0
         if plain:
@@ -101,19 +104,24 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
             for by, gate in shifts:
                 shifted = front & gate if gate != -1 else front
                 new |= shifted << by if by >= 0 else shifted >> -by
-        new &= free
+        new &= road
+        new ^= new & (front | before)
         if not new:
-            return reached, planes, False
+            cut = False
+            break
         level += 1
-        free ^= new
-        reached |= new
-        front = new
+        before, front = front, new
         for k in _SET_BITS[level & 4095]:
             planes[k] |= new
-        if target and not target & free:
-            stop = min(stop, level + extra)
-            target = 0
-    return reached, planes, True
+        if target:
+            left ^= left & new
+            if not left:
+                stop = min(stop, level + extra)
+                target = 0
+    reached = start
+    for plane in planes:
+        reached |= plane
+    return reached, planes, cut
 
 
 def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) -> np.ndarray:
