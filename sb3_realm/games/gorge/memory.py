@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Tuple  # noqa: UP035
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -34,7 +35,8 @@ __all__ = [
     "rule_branches",
 ]
 
-Cell = tuple[int, int]
+# typing's forms: module-level aliases are evaluated at import, also on the platform's older Pythons
+Cell = Tuple[int, int]  # noqa: UP006
 
 WORLD_SIZE = 128  # the maps are 128 x 128 cells
 VIEW_RANGE = 10  # map_info is the 21 x 21 square of Chebyshev radius 10 around the hero

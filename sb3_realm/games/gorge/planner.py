@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Optional, Tuple  # noqa: UP035
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -53,8 +54,10 @@ from .memory import (
 __all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "believed_legal", "RADIUS", "NEAR",
            "HERO_LEVELS"]
 
-Cell = tuple[int, int]
-Monster = tuple[Cell, int, Cell | None, str | None]  # (cell, speed, previous cell, axis of the last sub-step)
+# typing's forms: module-level aliases are evaluated at import, also on the platform's older Pythons
+Cell = Tuple[int, int]  # noqa: UP006
+# (cell, speed, previous cell, axis of the last sub-step)
+Monster = Tuple[Cell, int, Optional[Cell], Optional[str]]  # noqa: UP006, UP045
 
 RADIUS = 16  # half-size of the hero's windows: cells within Chebyshev 16 of an outcome
 HERO_LEVELS = 32  # hero steps searched in those windows (the escape room counts fewer)
