@@ -4,13 +4,17 @@ decision) and the features built on it (:func:`sb3_realm.games.gorge.features.en
 JSON.
 
     python benchmarks/gorge_agent_speed.py [--maps open_9 open_10 own_6 own_7 own_8 own_9 own_10] [--maps-dir DIR]
-        [--games 3] [--settings default final]
+        [--games 3] [--settings default final] [--package DIR]
 
 Each game is played by the planner's own choices on the test games of ``benchmarks/gorge_planner.py`` (the first
 ``--games`` of each map); every step, the platform observation (a JSON round trip of it, as the platform hands it
 over) goes once through a fresh-per-game planner and once through a fresh-per-game feature state, each timed alone
 with ``time.perf_counter`` in this one process (one core: numpy only, no threads). Reported per settings: the mean,
 p50, p99 and max in ms over all steps, and per map the mean and p99.
+
+``--package DIR`` (a folder that ``sb3-realm build-submission --layout gorge15`` wrote) also times the built package's
+``Agent.exploit(env_obs)`` per step, the whole of what the platform calls (planner, features and the network), on the
+same games played by the package's own choices, with torch on one thread.
 """
 
 from __future__ import annotations
@@ -62,18 +66,56 @@ def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]]) -> 
     return planner_times, feature_times, len(planner_times)
 
 
+def play_package(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]], agent) -> list[float]:
+    """Play ``games`` on one map with a built package's Agent; returns the time of each ``exploit()`` call."""
+    env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
+    times: list[float] = []
+    for seed, conf in games:
+        env.reset(seed=int(seed), options=conf)
+        agent.reset(json.loads(json.dumps(env.platform_obs())))
+        done = False
+        while not done:
+            env_obs = json.loads(json.dumps(env.platform_obs()))
+            start = time.perf_counter()
+            action = agent.exploit(env_obs)
+            times.append(time.perf_counter() - start)
+            _, _, terminated, truncated, _ = env.step(int(action))
+            done = terminated or truncated
+    return times
+
+
+def _package_agent(folder: str, parser: argparse.ArgumentParser):
+    """The Agent of a built 15.0.1 folder (after its manifest check), or a parser error that says what to pass."""
+    from sb3_realm.agents import SubmissionPolicy  # torch: only with --package
+
+    try:
+        policy = SubmissionPolicy(folder)
+    except (OSError, ValueError) as exc:
+        parser.error(f"--package {folder!r}: {exc}")
+    if not policy.gorge15:
+        parser.error(f"--package {folder!r} is a 2024 (Realm) package; pass a folder built with --layout gorge15")
+    return policy.agent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--maps", nargs="+", default=list(TEST_MAPS), help="map names (open_<k>, own_<k>)")
     parser.add_argument("--maps-dir", default=default_maps_dir(), help="folder of gorge_chase_map_<k>.json")
     parser.add_argument("--games", type=int, default=3, help="games per map (the first of the test games)")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default", "final"])
+    parser.add_argument("--package", help="a folder built by build-submission --layout gorge15: time its exploit()")
     args = parser.parse_args()
     args.jobs, args.policies = 1, ["planner"]
     try:
         maps_dir = check_args(args)  # the planner benchmark's checks, before any game
     except ValueError as exc:
         parser.error(str(exc))
+    agent = None
+    if args.package is not None:
+        import torch
+
+        torch.set_num_threads(1)
+        agent = _package_agent(args.package, parser)
     started = time.perf_counter()
     out: dict = {"benchmark": "gorge_agent_speed", "command": " ".join(sys.argv), "games_per_map": args.games,
                  "machine": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
@@ -92,6 +134,15 @@ def main() -> None:
             steps += n
         out["settings"][name] = {"steps": steps, "planner": _times(all_planner), "features": _times(all_features),
                                  "per_map": per_map}
+        if agent is not None:
+            exploit: list[float] = []
+            for job in [j for j in jobs if j.settings == name]:
+                times = play_package(job.map_name, maps_dir, list(zip(job.seeds, job.confs, strict=True)), agent)
+                per_map[job.map_name]["exploit"] = _times(times)
+                exploit += times
+            out["settings"][name]["exploit"] = {"steps": len(exploit), **_times(exploit)}
+    if agent is not None:
+        out["package"] = os.path.basename(os.path.abspath(args.package))
     out["wall_s"] = round(time.perf_counter() - started, 1)
     out["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(out, indent=2))

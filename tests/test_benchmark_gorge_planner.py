@@ -195,6 +195,7 @@ def test_several_jobs_play_the_same_games(tmp_path, monkeypatch, capsys):
     (["--games", "0"], "--games 0 must be >= 1"),
     (["--maps", "own_6", "own_6"], "names one twice"),
     (["--maps", "open_9", "--maps-dir", "no-such-folder"], "no gorge_chase_map_<k>.json"),
+    (["--maps", "own_6", "--package", "no-such-folder"], "--package 'no-such-folder'"),
 ])
 def test_the_speed_benchmark_refuses_bad_input_before_any_game(argv, message):
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "gorge_agent_speed.py"
