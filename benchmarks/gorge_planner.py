@@ -87,6 +87,14 @@ class Job(NamedTuple):
     """the env seed of each game"""
     confs: tuple[dict, ...]
     """the ``usr_conf`` of each game (the settings played over it, the map under ``map_name``)"""
+    weights: tuple[tuple[str, float], ...] = ()
+    """the planner's weights played instead of its defaults (attributes of
+    :class:`sb3_realm.games.gorge.planner.Planner`); none: the defaults"""
+
+
+def planner_of(policy: ScriptedPolicy | PlannerPolicy):
+    """The :class:`~sb3_realm.games.gorge.planner.Planner` a policy decides with (the scripted policy is one)."""
+    return policy.agent.planner if isinstance(policy, PlannerPolicy) else policy
 
 
 def play(job: Job) -> dict:
@@ -94,6 +102,8 @@ def play(job: Job) -> dict:
     time of every ``act()`` call in ms."""
     env = GorgeEnv(map_names=[job.map_name], maps_dir=job.maps_dir, model_input=False)  # the policies read the dict
     policy = POLICIES[job.policy](env)
+    for name, value in job.weights:
+        setattr(planner_of(policy), name, value)
     games: list[dict] = []
     times: list[float] = []
     end: dict[str, Any]
