@@ -3,7 +3,7 @@ against the defaults on the test maps, games the study never saw. Prints JSON.
 
     python benchmarks/gorge_planner_study.py [--trials 60] [--maps own_5 open_8] [--games 6]
         [--settings default final] [--study-policy scripted] [--check-games 10] [--check-policy planner]
-        [--jobs 2] [--maps-dir DIR] [--seed 0] [--out runs/gorge_planner_study]
+        [--check-maps open_9 ...] [--jobs 2] [--maps-dir DIR] [--seed 0] [--out runs/gorge_planner_study]
 
 The weights are the class attributes of :class:`sb3_realm.games.gorge.planner.Planner` named in :data:`SPACE` (each
 searched around its default; the defaults are the first trial). A trial plays ``--games`` games on each of
@@ -12,11 +12,11 @@ trials compare on paired games) with ``--study-policy``: ``scripted`` (the same 
 about four times faster) or ``planner`` (the observation-only planner); its value is the mean competition score.
 Optuna's TPE sampler (seeded by ``--seed``) proposes the weights.
 
-The check plays the best trial's weights and the defaults with ``--check-policy`` on the test maps of
-``benchmarks/gorge_planner.py`` (open_9, open_10, own_6 .. own_10; the first ``--check-games`` test games a map, env
-seeds from its TEST_SEED), under each of ``--settings``, and reports per settings the mean score of both and the
-paired difference (tuned - default: mean and standard error over the games), per map and overall. The validation
-maps must not be test maps.
+The check plays the best trial's weights and the defaults with ``--check-policy`` on ``--check-maps``, by default the
+test maps of ``benchmarks/gorge_planner.py`` (open_9, open_10, own_6 .. own_10; the first ``--check-games`` test
+games a map, env seeds from its TEST_SEED), under each of ``--settings``, and reports per settings the mean score of
+both and the paired difference (tuned - default: mean and standard error over the games), per map and overall. The
+validation maps and the check maps must not overlap.
 
 ``--out`` (optional) also writes the JSON as ``OUT/gorge_planner_study.json`` (a new or empty folder, or an earlier
 output of this script, which is replaced; any other folder is refused before any game).
@@ -130,14 +130,15 @@ def check_study_args(args) -> str | None:
         raise ValueError(f"--trials {args.trials} must be >= 1 (the first trial plays the defaults)")
     if args.check_games < 0:
         raise ValueError(f"--check-games {args.check_games} must be >= 0 (0: no check on the test maps)")
-    test = sorted(set(args.maps) & set(TEST_MAPS))
+    test = sorted(set(args.maps) & set(args.check_maps))
     if test:
-        raise ValueError(f"--maps {' '.join(test)}: a test map cannot be a validation map (the check plays the test "
-                         f"maps); pick validation maps among own_1 .. own_5 and open_1 .. open_8")
+        raise ValueError(f"--maps {' '.join(test)}: a map of the check cannot be a validation map (the check plays "
+                         f"games the study never saw); pick validation maps among own_1 .. own_5 and open_1 .. "
+                         f"open_8")
     args.policies = [args.study_policy, args.check_policy]
     maps_dir = check_args(args)
     if args.check_games:
-        check = argparse.Namespace(**{**vars(args), "maps": list(TEST_MAPS), "games": args.check_games,
+        check = argparse.Namespace(**{**vars(args), "maps": list(args.check_maps), "games": args.check_games,
                                       "policies": [args.check_policy]})
         maps_dir = check_args(check) or maps_dir
     return maps_dir
@@ -160,6 +161,7 @@ def main() -> None:
     parser.add_argument("--check-games", type=int, default=10, help="test games per map and settings (0: none)")
     parser.add_argument("--check-policy", choices=list(POLICIES), default="planner",
                         help="the policy the check plays (default planner: the one inside the agent)")
+    parser.add_argument("--check-maps", nargs="+", default=list(TEST_MAPS), help="the check's maps (the test maps)")
     parser.add_argument("--jobs", type=int, default=1, help="processes playing a trial's games")
     parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     parser.add_argument("--out", default=None, help="also write OUT/gorge_planner_study.json")
@@ -189,12 +191,12 @@ def main() -> None:
         check: dict = {}
         if args.check_games:
             for name in args.settings:
-                tuned = run_jobs(jobs_for(args.check_policy, list(TEST_MAPS), [name], args.check_games, TEST_SEED,
+                tuned = run_jobs(jobs_for(args.check_policy, list(args.check_maps), [name], args.check_games, TEST_SEED,
                                           maps_dir, best), pool)
-                default = run_jobs(jobs_for(args.check_policy, list(TEST_MAPS), [name], args.check_games,
+                default = run_jobs(jobs_for(args.check_policy, list(args.check_maps), [name], args.check_games,
                                             TEST_SEED, maps_dir, {}), pool)
                 rows = {}
-                for map_name, t, d in zip(TEST_MAPS, tuned, default, strict=True):
+                for map_name, t, d in zip(args.check_maps, tuned, default, strict=True):
                     rows[map_name] = {"tuned": summarise(t["games"], t["act_ms"], scores=False)["mean_score"],
                                       "default": summarise(d["games"], d["act_ms"], scores=False)["mean_score"],
                                       "tuned_minus_default": paired(t["games"], d["games"])}
@@ -224,7 +226,7 @@ def main() -> None:
         "defaults": defaults(),
         "best_weights": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in best.items()},
         "values": [round(float(v), 1) for v in values],
-        "check": {"maps": list(TEST_MAPS), "games_per_map": args.check_games, "test_seed": TEST_SEED,
+        "check": {"maps": list(args.check_maps), "games_per_map": args.check_games, "test_seed": TEST_SEED,
                   "policy": args.check_policy, "settings": check} if args.check_games else None,
         "study_s": round(study_s, 1),
         "wall_s": round(time.perf_counter() - start, 1),
