@@ -166,10 +166,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     parser.add_argument("--out", default=None, help="also write OUT/gorge_planner_study.json")
     args = parser.parse_args()
-    try:
-        maps_dir = check_study_args(args)
-    except ValueError as exc:
-        parser.error(str(exc))
+    maps_dir = check_study_args(args)  # a ValueError: one line from run_script, before any game
     if args.out is not None:
         check_output_folder(args.out, OWN, markers=OWN, script="benchmarks/gorge_planner_study.py")
     start = time.perf_counter()
