@@ -165,6 +165,19 @@ learner_addrs = {train_one = ["127.0.0.1:9999"]}
 '''
 
 
+# the conf from which the platform's servers build the Agent (policies.train_one.algo), in the official one's shape
+_SERVERS_CONF = """back_to_the_realm:
+  run_handler: environment.back_to_the_realm_run_handler.BackToTheRealmRunHandler
+  rl_helper: kaiwudrl.server.aisrv.kaiwu_rl_helper_standard.KaiWuRLStandardHelper
+  policies:
+    train_one:
+      policy_builder: kaiwudrl.server.aisrv.async_policy.AsyncBuilder
+      algo: dqn  # the algorithm whose Agent the servers build
+      state: conf.back_to_the_realm_state.BackToTheRealmState
+      action: conf.back_to_the_realm_action.BackToTheRealmAction
+"""
+
+
 def _registry_entry(algo: str) -> str:
     return (f"{algo}:\n  actor_model: {algo}.algorithm.agent.Agent\n  learner_model: {algo}.algorithm.agent.Agent\n"
             f"  aisrv_model: {algo}.algorithm.agent.Agent\n"
@@ -185,7 +198,7 @@ def make_code_package(root: str | Path, *, project: str = "back_to_the_realm", v
         "conf/__init__.py": "",
         "conf/configure_app.toml": _APP_CONF,
         "conf/nature_algo_back_to_the_realm.yaml": "\n".join(_registry_entry(a) for a in registry),
-        "conf/nature_app_back_to_the_realm.yaml": "back_to_the_realm:\n  policies:\n    train_one:\n      algo: dqn\n",
+        "conf/nature_app_back_to_the_realm.yaml": _SERVERS_CONF,
         "conf/usr_conf.py": "def usr_conf_check(usr_conf, logger):\n    return bool(usr_conf)\n",
         "conf/back_to_the_realm_state.py": "class BackToTheRealmState:\n    pass\n",
         "conf/back_to_the_realm_action.py": "class BackToTheRealmAction:\n    pass\n",

@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 from helpers import make_code_package, tree_digest
 
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.agents.submission import platform_framework
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
+from sb3_realm.export.build import next_steps
 from sb3_realm.export.check import TASK_OVERRIDES
 from sb3_realm.export.code_package import CodePackageError, edit_settings, ensure_registration
 from sb3_realm.games.realm import small_map
@@ -323,6 +325,8 @@ def test_the_workflow_survives_the_platforms_none_returns(framework, uploads, tm
     logged = "\n".join(m for _, m in task.log.lines)
     assert "env.step returned None; the episode is abandoned" in logged and "env.reset returned None" in logged
 
+
+
     class Dead:
         def reset(self, usr_conf=None):
             return None
@@ -381,6 +385,30 @@ def test_build_into_a_copy_of_a_code_package(models, tmp_path):
     assert (out / "ckpt/model.ckpt-77.pkl").is_file() and (out / "diy/manifest.json").is_file()
     assert "diy/algorithm/agent.py" in digest and digest["diy/algorithm/agent.py"] != before["diy/algorithm/agent.py"]
     assert not (out / "merge_into_configure_app.toml").exists()
+
+
+def test_the_servers_build_the_agent_of_the_algorithm_the_workflow_runs(models, uploads, tmp_path, framework):
+    """The framework builds the servers' Agent from the app conf's ``policies.train_one.algo`` and the workflow from
+    ``configure_app.toml``'s ``algo``: the build sets both (every other line kept, CRLF too), the stand-in refuses
+    them out of step, and the next steps say which algorithm to pick in the task dialog."""
+    servers = "conf/nature_app_back_to_the_realm.yaml"
+    built = (uploads["code"] / servers).read_text(encoding="utf-8")
+    assert yaml.safe_load(built)["back_to_the_realm"]["policies"]["train_one"]["algo"] == "diy"
+    package = make_code_package(tmp_path / "code")
+    original = (package / servers).read_text(encoding="utf-8")
+    assert built == original.replace("algo: dqn  #", "algo: diy  #")  # only that line, its comment kept
+    (package / servers).write_bytes(original.replace("\n", "\r\n").encode("utf-8"))
+    build_submission(models["ppo"], tmp_path / "crlf", code_package=package)
+    assert (tmp_path / "crlf" / servers).read_bytes() == built.replace("\n", "\r\n").encode("utf-8")
+    assert framework.Upload(uploads["code"], LAYOUT).servers_algo == "diy"
+    folder = copy_with(uploads["code"], tmp_path, servers, "algo: diy", "algo: dqn")
+    with pytest.raises(framework.PlatformError, match="build the dqn Agent.*algo = 'diy'"):
+        framework.Upload(folder, LAYOUT)
+    manifest = json.loads((uploads["code"] / "diy/manifest.json").read_text(encoding="utf-8"))
+    assert "in the task's dialog pick the algorithm (算法) diy" in next_steps(manifest, uploads["code"])
+    (package / servers).unlink()
+    with pytest.raises(ExportError, match="has no conf/nature_app_back_to_the_realm.yaml"):
+        build_submission(models["ppo"], tmp_path / "none", code_package=package)
 
 
 def test_a_registry_without_the_folder_gets_its_entry(models, tmp_path, framework):

@@ -62,6 +62,7 @@ from .code_package import (
     merge_text,
     package_settings,
     read_code_package,
+    set_yaml_value,
 )
 
 __all__ = ["LAYOUTS", "WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "read_model",
@@ -216,8 +217,9 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def _conf_edits_2024(root: Path, layout: dict, algo_dir: str, ckpt_id: int, sample_dim: int, package) -> dict | None:
-    """The 2024 package's conf: the [app] settings and the registry entry (or, without a code package, the lines
-    to merge); returns the edits made."""
+    """The 2024 package's conf: the [app] settings (the workflow's algorithm among them), the registry entry and
+    the algorithm whose Agent the servers build (the app conf's ``policies.train_one.algo``), or, without a code
+    package, the lines to merge; returns the edits made."""
     settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
     if package is None:
         (root / MERGE_FILE).write_text(merge_text(layout, algo_dir, ckpt_id, sample_dim), encoding="utf-8")
@@ -228,7 +230,13 @@ def _conf_edits_2024(root: Path, layout: dict, algo_dir: str, ckpt_id: int, samp
     _write_file(root / layout["app_conf"], edit_settings(package.app_conf, layout["app_table"], settings, last))
     entry = {key: value.format(algo=algo_dir) for key, value in layout["registration"].items()}
     _write_file(root / layout["algo_conf"], ensure_registration(package.registry, algo_dir, entry))
-    return {"settings": {**settings, **last}, "registration": algo_dir}
+    edits = {"settings": {**settings, **last}, "registration": algo_dir}
+    if package.servers is not None:  # the servers build the Agent of this conf's algo: the same folder
+        rel, text = package.servers
+        keys = [layout["project_code"], *layout["servers_key"]]
+        _write_file(root / rel, set_yaml_value(text, keys, algo_dir))
+        edits["servers_conf"] = {"file": rel, "key": ".".join(keys), "value": algo_dir}
+    return edits
 
 
 def _conf_edits_gorge15(root: Path, layout: dict, algo_dir: str, ckpt_id: int, package) -> dict:
@@ -614,7 +622,9 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
                  "\n".join(f"       {line}" for line in (out / MERGE_FILE).read_text(encoding="utf-8").splitlines()
                            if not line.startswith("#")),
                  "Upload that code package in the Kaiwu client."]
-    steps += [f"Start a training task (训练任务) on it: {layout['app_conf']} selects algo = \"{algo}\" and preloads "
+    steps += [f"Start a training task (训练任务) on it, and in the task's dialog pick the algorithm (算法) {algo}: the "
+              f"platform sets that algorithm in both {layout['app_conf']} (the workflow) and "
+              f"{layout['servers_conf']} (the Agent its servers build), which must agree. The conf preloads "
               f"ckpt/model.ckpt-{ckpt}.pkl (preload_model = true). " +
               ("Its training keeps these weights, so every model the task saves is your policy: the first save comes "
                "after the first episode, then one every 2 minutes; stop the task once one is listed."

@@ -28,7 +28,7 @@ import yaml
 
 __all__ = ["CodePackage", "CodePackageError", "read_code_package", "package_entries", "copy_package", "edit_settings",
            "ensure_registration", "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE",
-           "EVAL_KEYS"]
+           "EVAL_KEYS", "set_yaml_value", "servers_conf_path"]
 
 MERGE_FILE = "merge_into_configure_app.toml"
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -50,6 +50,7 @@ class CodePackage:
     registry: str | None
     policy: str | None = None  # the conf that selects the training algorithm, where the layout has one
     entries: tuple[str, ...] = ()  # its folders and files (relative POSIX paths, parents first), as checked
+    servers: tuple[str, str] | None = None  # (relative path, text) of the conf whose algo the servers build
 
 
 def _skipped(name: str) -> bool:
@@ -144,6 +145,12 @@ def copy_package(package: CodePackage, target: str | Path) -> None:
         shutil.copystat(real, target / rel)
 
 
+def _read_conf(path: Path) -> str:
+    """A conf file's text with its line endings as they are (no newline translation), so that an edit keeps them."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
 def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodePackage:
     """Read and check the code package at ``path`` for the layout ``layout`` (its ``layout.toml``)."""
     root = Path(path)
@@ -170,7 +177,7 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
             "code package, or another --layout")
     conf_path = root / layout["app_conf"]
     try:
-        conf = conf_path.read_text(encoding="utf-8")
+        conf = _read_conf(conf_path)
         app = tomllib.loads(conf)[layout["app_table"]]
     except FileNotFoundError:
         raise CodePackageError(f"--code-package {str(root)!r} has no {layout['app_conf']}; {hint}") from None
@@ -178,14 +185,14 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
         raise CodePackageError(f"{conf_path} does not parse as TOML with an [{layout['app_table']}] table ({exc}); "
                                "restore it from your Kaiwu client's code package") from None
     registry_path = root / layout["algo_conf"]
-    registry = registry_path.read_text(encoding="utf-8") if registry_path.is_file() else None
+    registry = _read_conf(registry_path) if registry_path.is_file() else None
     if registry is not None:
         _check_registry(registry_path, registry)
     policy = None
     if "policy_conf" in layout:
         policy_path = root / layout["policy_conf"]
         try:
-            policy = policy_path.read_text(encoding="utf-8")
+            policy = _read_conf(policy_path)
             found = _table_of(tomllib.loads(policy), layout["policy_table"])
         except FileNotFoundError:
             raise CodePackageError(f"--code-package {str(root)!r} has no {layout['policy_conf']}; {hint}") from None
@@ -195,7 +202,92 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
         if "algo" not in found:
             raise CodePackageError(f"{policy_path} has no [{layout['policy_table']}] table with algo; restore it "
                                    "from your Kaiwu client's code package")
-    return CodePackage(root, kaiwu, conf, app, registry, policy, entries)
+    servers = _read_servers_conf(root, layout, app, hint) if "servers_conf" in layout else None
+    return CodePackage(root, kaiwu, conf, app, registry, policy, entries, servers)
+
+
+def servers_conf_path(layout: dict, app: dict) -> str:
+    """The package-relative path of the conf whose ``policies.train_one.algo`` selects the Agent class the servers
+    (aisrv, actor, learner) build: the ``[app]`` table's ``selfplay_app_conf`` or ``noselfplay_app_conf`` (by
+    ``self_play``), as the framework reads it; the layout's ``servers_conf`` when the table names none."""
+    key = "selfplay_app_conf" if app.get("self_play") is True else "noselfplay_app_conf"
+    named = app.get(key)
+    return named if isinstance(named, str) and named.strip() else layout["servers_conf"]
+
+
+def _read_servers_conf(root: Path, layout: dict, app: dict, hint: str) -> tuple[str, str]:
+    """The servers' conf of the package (:func:`servers_conf_path`), checked to hold the algorithm key."""
+    rel = servers_conf_path(layout, app)
+    path = root / rel
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        raise CodePackageError(f"{root / layout['app_conf']} names the app conf {rel!r}, which is not a path inside "
+                               "the code package; restore the line from your Kaiwu client's code package")
+    try:
+        text = _read_conf(path)
+        parsed = yaml.safe_load(text)
+    except FileNotFoundError:
+        raise CodePackageError(f"--code-package {str(root)!r} has no {rel}, the conf from which the platform's "
+                               f"servers build the Agent; {hint}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CodePackageError(f"{path} does not parse as YAML ({exc}); restore it from your Kaiwu client's code "
+                               "package") from None
+    keys = [layout["project_code"], *layout["servers_key"]]
+    if not isinstance(_nested(parsed, keys), str):
+        raise CodePackageError(f"{path} has no {'.'.join(keys)} (the algorithm whose Agent the platform's servers "
+                               "build); restore it from your Kaiwu client's code package")
+    return rel, text
+
+
+def _nested(data, keys):
+    """The value at ``keys`` of nested mappings, or None."""
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+_YAML_KEY = re.compile(r"^(\s*)([A-Za-z0-9_.-]+)\s*:(\s*)(.*)$")
+
+
+def set_yaml_value(text: str, keys: list[str], value: str) -> str:
+    """A block-style YAML file's text with the scalar at ``keys`` (nested mappings) set to ``value``, every other
+    line kept as it was (its line endings too, a comment after the value too); checked by parsing the result."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    stack: list[tuple[int, str]] = []
+    found = None
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith(("#", "-")):
+            continue
+        match = _YAML_KEY.match(line)
+        if not match:
+            continue
+        indent = len(match.group(1))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, match.group(2)))
+        if [k for _, k in stack] == keys:
+            found = (i, match)
+    wanted = f"{'.'.join(keys)}: {value}"
+    if found is None:
+        raise CodePackageError(f"found no line of {wanted.split(':')[0]} to edit; set it by hand: {wanted}")
+    i, match = found
+    trailing = re.search(r"\s+#.*$", match.group(4))
+    lines[i] = f"{match.group(1)}{match.group(2)}:{match.group(3) or ' '}{value}{trailing.group(0) if trailing else ''}"
+    result = newline.join(lines) + (newline if text.endswith(("\n", "\r")) else "")
+    before, after = yaml.safe_load(text), yaml.safe_load(result)
+    expected = _with_nested(before, keys, value)
+    if after != expected:
+        raise CodePackageError(f"editing {'.'.join(keys)} line by line did not give the expected value; set it by "
+                               f"hand: {wanted}")
+    return result
+
+
+def _with_nested(data, keys, value):
+    """A copy of nested mappings with the value at ``keys`` replaced."""
+    head, rest = keys[0], keys[1:]
+    return {**data, head: _with_nested(data[head], rest, value) if rest else value}
 
 
 def _check_registry(path: Path, text: str) -> None:
@@ -392,6 +484,10 @@ def merge_text(layout: dict, algo: str, ckpt_id: int, sample_dim: int) -> str:
              "# (replace the lines with the same keys; remove the old eval_model_dir and eval_model_id lines: a key",
              "# set twice breaks the file). The eval lines go last. copy_dir must keep listing "
              f"{algo!r} (the official file's does).",
+             *([f"# Set {layout['project_code']}.{'.'.join(layout['servers_key'])} to {algo} in "
+                f"{layout['servers_conf']} too",
+                "# (the platform's servers build that algorithm's Agent; it must be the workflow's algorithm)."]
+               if "servers_conf" in layout else []),
              *[f"{k} = {toml_value(v)}" for k, v in settings.items()],
              *[f"{k} = {toml_value(v)}" for k, v in last.items()]]
     return "\n".join(lines) + "\n"

@@ -5,8 +5,11 @@ with the stand-in ``kaiwu_agent`` beside it; nothing of sb3_realm is imported.
 What it does as the platform does, and refuses (``PlatformError``) or logs as an ERROR line (which fails a task, as
 the official ``train_test.py`` aborts on one) where an upload breaks a contract:
 
-- the upload: ``conf/configure_app.toml`` parses, ``algo`` names an algorithm folder the platform registers, its
-  entry in the algorithm registry (``conf/nature_algo_<game>.yaml``) names the folder's Agent and workflow,
+- the upload: ``conf/configure_app.toml`` parses, ``algo`` names an algorithm folder the platform registers and
+  is the algorithm whose Agent the servers build (``policies.train_one.algo`` of the app conf that
+  ``noselfplay_app_conf`` names: the framework builds the aisrv's, actor's and learner's Agent from that one and the
+  workflow from ``algo``; a mismatch is refused), its entry in the algorithm registry
+  (``conf/nature_algo_<game>.yaml``) names the folder's Agent and workflow,
   ``copy_dir`` holds the folder, the eval lines are the file's last two with an absolute directory, the preload and
   eval ids are integers whose weights exist. An upload without ``conf/`` gets a minimal conf of the stand-in's own
   with the lines of the folder's merge file;
@@ -92,6 +95,24 @@ def read_registry(text):
     return entries
 
 
+def nested_yaml_value(text, keys):
+    """The scalar at ``keys`` of a block-style YAML file of nested mappings (``key:`` lines, deeper ones indented),
+    as a string, or None; list items and flow values are not read."""
+    stack, found = [], None
+    for line in text.splitlines():
+        body = line.split(" #", 1)[0].rstrip()
+        if not body.strip() or body.lstrip().startswith(("#", "-")) or ":" not in body:
+            continue
+        indent = len(body) - len(body.lstrip())
+        key, _, value = body.strip().partition(":")
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, key.strip()))
+        if [k for _, k in stack] == list(keys):
+            found = value.strip().strip("'\"")
+    return found
+
+
 def _last_setting_lines(text):
     """The keys of the file's last two settings (comments and blank lines aside)."""
     keys = [line.split("=", 1)[0].strip() for line in text.splitlines()
@@ -139,6 +160,27 @@ class Upload:
         self.algo = str(self.app.get("algo", ""))
         self._check()
 
+    def _servers_algo(self):
+        """The algorithm whose Agent the servers (aisrv, actor, learner) build: ``policies.train_one.algo`` of the
+        app conf that ``noselfplay_app_conf`` (``selfplay_app_conf`` with ``self_play``) names."""
+        if "servers_conf" not in self.layout:
+            return self.algo
+        key = "selfplay_app_conf" if self.app.get("self_play") is True else "noselfplay_app_conf"
+        rel = str(self.app.get(key) or self.layout["servers_conf"])
+        path = self.root / rel
+        if not path.is_file():
+            raise PlatformError(f"{key} = {rel!r}: {path} is missing; the servers cannot build an Agent")
+        keys = [self.layout["project_code"], *self.layout["servers_key"]]
+        algo = nested_yaml_value(path.read_text(encoding="utf-8"), keys)
+        if not algo:
+            raise PlatformError(f"{path} has no {'.'.join(keys)}; the servers cannot build an Agent")
+        if algo != str(self.app.get("algo", "")):
+            raise PlatformError(f"{path} says {'.'.join(keys)}: {algo}, so the servers (aisrv, actor, learner) build "
+                                f"the {algo} Agent, while {self.layout['app_conf']} says algo = "
+                                f"{self.app.get('algo')!r}, whose workflow would drive it: set both to the same "
+                                "algorithm (the platform's task dialog sets both to the one picked)")
+        return algo
+
     def _minimal_conf(self):
         merge = self.root / MERGE_FILE
         if not merge.is_file():
@@ -155,6 +197,7 @@ class Upload:
         if algo not in layout["algo_dirs"]:
             raise PlatformError(f"algo = {algo!r}: the platform registers the algorithm folders "
                                 f"{layout['algo_dirs']} only")
+        self.servers_algo = algo if self.own_conf else self._servers_algo()
         if not (self.root / algo / "algorithm" / "agent.py").is_file():
             raise PlatformError(f"algo = {algo!r} but {self.root / algo / 'algorithm' / 'agent.py'} is missing")
         entry = self.registry.get(algo)
@@ -494,10 +537,11 @@ class TrainingTask:
 
     def _run(self, env, episodes, saves, max_episodes, step_seconds, report):
         entry = self.upload.registry[self.upload.algo]
+        servers = self.upload.registry[self.upload.servers_algo]  # the servers' Agent; the workflow: entry's
         config = importlib.import_module(f"{self.upload.algo}.config").Config
         self.sample_dim = int(getattr(config, "SAMPLE_DIM", self.app.get("sample_dim", 0)))
         report["config_sample_dim"] = getattr(config, "SAMPLE_DIM", None)
-        agent_cls = _attribute(entry["learner_model"])
+        agent_cls = _attribute(servers["learner_model"])
         workflow = _attribute(entry["train_workflow"])
         _check_registered()
         if protocol.registered("Agent") is not agent_cls or protocol.registered("workflow") is not workflow:
