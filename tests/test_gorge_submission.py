@@ -228,6 +228,24 @@ def test_a_finetuning_package_saves_new_weights(setup, tmp_path):
     assert not report["exported_weights_kept"] and not report["ok"]  # the check would say so
 
 
+def test_failed_games_are_skipped_without_a_limit(setup, tmp_path, monkeypatch):
+    """As the official workflow does: however many games fail in a row (here the first 15 resets), each is skipped
+    with a log line, never an ERROR line, and the task goes on to its games and saves."""
+    from sb3_realm.export import check
+
+    class DownAtFirst(check._TaskEnv):
+        down = 15
+
+        def reset(self, usr_conf):
+            self.down -= 1
+            return None if self.down >= 0 else super().reset(usr_conf)
+
+    monkeypatch.setattr(check, "_TaskEnv", DownAtFirst)
+    report = _task(setup["out"], tmp_path, fault_rate=0.0)
+    assert report["ok"] and report["errors"] == [] and len(report["saves"]) >= 2
+    assert "INFO game skipped (15 failed so far, 0 played)" in report["log"]
+
+
 def test_the_workflow_reads_the_users_training_games(setup, tmp_path):
     bad = GORGE_USER_TRAIN_CONF.replace("max_step = 1000", "max_step = 5000")
     folder = _copy(setup["out"], tmp_path / "copy", {

@@ -327,13 +327,29 @@ def test_the_workflow_survives_the_platforms_none_returns(framework, uploads, tm
 
 
 
-    class Dead:
-        def reset(self, usr_conf=None):
-            return None
+class DownAtFirst:
+    """The platform's environment failing its first ``down`` resets, then well."""
 
-    task, report = run_task(framework, uploads["ppo"], tmp_path / "dead", Dead(), max_episodes=100)
-    assert report["crashed"] is None and report["workflow_returned"] == "0"  # it stopped, it did not raise
-    assert len(report["errors"]) == 1 and "failed 10 episodes in a row" in report["errors"][0]
+    def __init__(self, down):
+        self.games, self.down = ShortGames(), down
+
+    def reset(self, usr_conf=None):
+        self.down -= 1
+        return None if self.down >= 0 else self.games.reset(usr_conf)
+
+    def step(self, act):
+        return self.games.step(act)
+
+
+def test_failed_episodes_are_skipped_without_a_limit(framework, uploads, tmp_path):
+    """As the official workflows do: however many episodes fail in a row, each is skipped with a log line (never an
+    ERROR line, which fails a task), the workflow goes on and the saves keep coming."""
+    task, report = run_task(framework, uploads["ppo"], tmp_path / "task", DownAtFirst(25), episodes=3, saves=2,
+                            max_episodes=60)
+    assert report["crashed"] is None and report["errors"] == [] and "workflow_returned" not in report
+    assert report["episodes"] >= 3 and len(report["saves"]) >= 2
+    logged = [m for _, m in task.log.lines]
+    assert "episode skipped (25 failed so far, 0 played)" in logged
 
 
 # ------------------------------------------------------------------------------------------ the upload's conf

@@ -36,7 +36,6 @@ class Config:
     # allows 2 saves a minute and 100 a task), MAX_SAVES at most
     SAVE_INTERVAL_S = 120
     MAX_SAVES = 90
-    MAX_FAILED_RESETS = 10  # env.reset returning None this many times in a row ends the workflow (logged)
     # the workflow's episodes: the leaderboard's configuration (the platform wraps usr_conf as {"diy": {...}})
     USR_CONF = {"diy": {"start": 2, "end": 1, "treasure_random": 1, "treasure_num": 9, "talent_type": 1,
                         "max_step": 2000}}

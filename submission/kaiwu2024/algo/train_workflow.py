@@ -9,11 +9,11 @@ Saves: the first after the first episode, then one every ``Config.SAVE_INTERVAL_
 a minute and 100 a task), ``Config.MAX_SAVES`` at most; the platform numbers each save by its learner's step.
 
 The platform's returns are read as its own workflows read them: ``usr_conf`` wrapped as ``{"diy": {...}}``;
-``env.reset`` may return None (that episode is skipped, with a log line; ``Config.MAX_FAILED_RESETS`` failures in a
-row end the workflow with an error line); ``env.step`` may return None for the observation, the frame number or
-``env_info`` (the episode is abandoned, with a log line) and None for ``score`` (that step's treasure gain shows at
-the next step that has one); ``predict`` may return None (the episode is abandoned). ``learn``'s return value is not
-used: on the platform it only ships the samples to the learner.
+``env.reset`` may return None (that episode is skipped, with a log line, however many fail: the official workflows
+skip failures without a limit, and the saves keep coming on their timer); ``env.step`` may return None for the
+observation, the frame number or ``env_info`` (the episode is abandoned, with a log line) and None for ``score``
+(that step's treasure gain shows at the next step that has one); ``predict`` may return None (the episode is
+abandoned). ``learn``'s return value is not used: on the platform it only ships the samples to the learner.
 
 Reward of a step: ``TREASURE_REWARD`` per treasure picked up (``score.score`` grew by 100 each), plus, at the step
 that reaches the end, ``END_REWARD`` + ``STEP_LEFT_REWARD`` per step left of ``max_step``.
@@ -80,7 +80,7 @@ def workflow(envs, agents, logger=None, monitor=None, episodes=None, usr_conf=No
     returns the number of episodes played to their end."""
     env, agent = envs[0], agents[0]
     usr_conf = usr_conf or Config.USR_CONF
-    played, failures, saves, last_save = 0, 0, 0, None
+    played, failed, saves, last_save = 0, 0, 0, None
     while episodes is None or played < episodes:
         obs = env.reset(usr_conf=usr_conf)
         frames = None
@@ -90,19 +90,14 @@ def workflow(envs, agents, logger=None, monitor=None, episodes=None, usr_conf=No
             agent.load_model(id="latest")  # on the platform: the model pool's newest model (the same weights kept)
             frames, score = run_episode(env, agent, obs, usr_conf, logger)
         if frames is None:
-            failures += 1
-            if failures >= Config.MAX_FAILED_RESETS:
-                _log(logger, "error", f"the environment failed {failures} episodes in a row (env.reset or env.step "
-                                      f"returned None); the workflow stops. Check usr_conf {usr_conf!r} and the "
-                                      "environment's health")
-                return played
-            continue
-        failures = 0
-        agent.learn(sample_process(frames))
-        played += 1
-        _log(logger, "info", f"episode {played}: score {score:.1f}, steps {len(frames)}")
+            failed += 1
+            _log(logger, "info", f"episode skipped ({failed} failed so far, {played} played)")
+        else:
+            agent.learn(sample_process(frames))
+            played += 1
+            _log(logger, "info", f"episode {played}: score {score:.1f}, steps {len(frames)}")
         now = time.monotonic()
-        if saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
+        if played and saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
             agent.save_model()
             saves += 1
             last_save = now

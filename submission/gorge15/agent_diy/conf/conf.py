@@ -31,6 +31,5 @@ class Config:
     # (the official workflow's interval; the platform limits how often a task saves), MAX_SAVES at most
     SAVE_INTERVAL_S = 1800
     MAX_SAVES = 90
-    MAX_FAILED_EPISODES = 10  # this many abnormal episodes in a row end the workflow (logged as an error)
     # the rewards of the samples: the competition's own score, scaled (1.5 a step survived, 100 a treasure)
     REWARD_SCALE = 0.01

@@ -10,9 +10,9 @@ interval), ``Config.MAX_SAVES`` at most; the platform names each save by its lea
 
 The platform's returns are handled as the official workflow handles them: ``read_usr_conf`` returning None ends the
 workflow with an error line; an ``env_obs`` that ``handle_disaster_recovery`` calls abnormal (None, or an error code)
-skips the game after ``env.reset`` and abandons it after ``env.step`` (``Config.MAX_FAILED_EPISODES`` such games in a
-row end the workflow with an error line); ``env_reward`` None counts as no reward; ``predict`` returning nothing
-abandons the game.
+skips the game after ``env.reset`` and abandons it after ``env.step`` (logged, however many fail: the official
+workflow skips failures without a limit, and the saves keep coming on their timer); ``env_reward`` None counts as
+no reward; ``predict`` returning nothing abandons the game.
 
 Reward of a step: the competition score it added (1.5 a step survived, 100 a treasure) times ``Config.REWARD_SCALE``.
 """
@@ -75,29 +75,25 @@ def workflow(envs, agents, logger=None, monitor=None, *args, **kwargs):
         _log(logger, "error", f"usr_conf is None, please check {Config.TRAIN_ENV_CONF}")
         return 0
     episodes = kwargs.get("episodes")
-    played, failures, saves, last_save, last_report = 0, 0, 0, None, None
+    played, failed, saves, last_save, last_report = 0, 0, 0, None, None
     while episodes is None or played < episodes:
         env_obs = env.reset(usr_conf)
         frames = None
         if not handle_disaster_recovery(env_obs, logger):
             frames, score = run_episode(env, agent, env_obs, logger)
-        if frames is None:
-            failures += 1
-            if failures >= Config.MAX_FAILED_EPISODES:
-                _log(logger, "error", f"the environment failed {failures} games in a row; the workflow stops. Check "
-                                      f"{Config.TRAIN_ENV_CONF} and the environment's health")
-                return played
-            continue
-        failures = 0
-        agent.send_sample_data(sample_process(frames))
-        played += 1
-        _log(logger, "info", f"game {played}: score {score:.1f}, steps {len(frames)}")
         now = time.monotonic()
-        if monitor is not None and (last_report is None or now - last_report >= 60):
-            monitor.put_data({os.getpid(): {"score": round(score, 1), "episode_steps": len(frames),
-                                            "episode_cnt": played}})
-            last_report = now
-        if saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
+        if frames is None:
+            failed += 1
+            _log(logger, "info", f"game skipped ({failed} failed so far, {played} played)")
+        else:
+            agent.send_sample_data(sample_process(frames))
+            played += 1
+            _log(logger, "info", f"game {played}: score {score:.1f}, steps {len(frames)}")
+            if monitor is not None and (last_report is None or now - last_report >= 60):
+                monitor.put_data({os.getpid(): {"score": round(score, 1), "episode_steps": len(frames),
+                                                "episode_cnt": played}})
+                last_report = now
+        if played and saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
             agent.save_model()
             saves += 1
             last_save = now
