@@ -144,13 +144,32 @@ def test_a_bad_env_settings_is_refused(value, message):
         load_config(RECIPE, [f"env.settings={value}"])
 
 
-def test_the_realm_and_imitate_refuse_env_settings():
+def test_the_realm_refuses_env_settings():
     with pytest.raises(ValueError, match=r"env.settings 'final' is a Gorge Chase option; Back to the Realm has the "
                                          r"settings \['default'\] only"):
         load_config(REPO / "configs" / "realm" / "tiny.yaml", ["env.settings=final"])
-    with pytest.raises(ValueError, match=r"env.settings = 'final': sb3-realm imitate .* does not apply named "
-                                         r"settings"):
-        load_imitate_config(REPO / "configs" / "gorge" / "imitate.yaml", ["env.settings=final"])
+    with pytest.raises(ValueError, match=r"env.settings 'final' is a Gorge Chase option"):
+        load_imitate_config(REPO / "configs" / "realm" / "imitate" / "quick.yaml", ["env.settings=final"])
+
+
+def test_imitation_plays_each_settings_in_turn():
+    from sb3_realm.imitation.selection import training_games
+
+    recipe = REPO / "configs" / "gorge" / "imitate.yaml"
+    mixed = load_imitate_config(recipe, ["env.settings=[default, final]"])
+    games = training_games(mixed, 1, 4)
+    assert [conf["talent_cooldown"] for _, conf in games] == [100, 200, 100, 200]
+    assert [conf["monster_interval"] for _, conf in games] == [300, 200, 300, 200]
+    assert all(conf["max_step"] == 1000 for _, conf in games)
+    final = training_games(load_imitate_config(recipe, ["env.settings=final", "env.usr_conf.max_step=600"]), 1, 2)
+    assert [(conf["buff_cooldown"], conf["monster_speedup"], conf["max_step"]) for _, conf in final] == [
+        (200, 300, 600)] * 2  # the user's own key wins over the settings'
+    plain = training_games(load_imitate_config(recipe, []), 1, 4)
+    assert [seed for seed, _ in plain] == [seed for seed, _ in games]  # the same games, the settings over them
+    assert plain[1][1]["talent_cooldown"] != 200
+    held_out = mixed.held_out_configs()
+    assert len(held_out) == 2 * mixed.eval_games
+    assert {conf["monster_interval"] for conf in held_out} == {300, 200}
     with pytest.raises(ValueError, match="settings = 'x'"):
         GorgeEnv(settings="x")
 

@@ -269,17 +269,7 @@ class ImitateConfig(TrainConfig):
     def validate(self) -> ImitateConfig:
         super().validate()
         self.imitation.validate(self.spec)
-        self._check_settings()
         return self
-
-    def _check_settings(self) -> None:
-        """Imitation draws its expert's and its learner's games from ``env.usr_conf`` alone: named settings other
-        than the default are refused, so that no game silently plays other settings than the config names."""
-        if self.env.settings_names(self.spec) != ("default",):
-            raise ValueError(f"env.settings = {self.env.settings!r}: sb3-realm imitate plays its games from "
-                             "env.usr_conf and does not apply named settings; drop env.settings here, and train "
-                             "under them with sb3-realm train --init-from the imitation's model (a config with "
-                             "env.settings, e.g. [default, final])")
 
 
 def convert_legacy_selection(section: dict) -> dict:

@@ -32,9 +32,12 @@ Game = tuple[int, dict]
 def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     """``n`` fresh games of round ``round_no``: env seeds drawn from ``(seed, round)`` in ``[2**20, 2**31)`` (so
     never 0..29, the games of ``sb3-realm eval --seed 0``) and never one of the held-out evaluation's, treasure counts
-    drawn from ``imitation.treasure_counts``."""
-    base = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
+    drawn from ``imitation.treasure_counts``; with several ``env.settings``, game ``k`` plays the ``k``-th in turn
+    (its keys over the game's, except those ``env.usr_conf`` gives)."""
+    spec, env = config.spec, config.env
+    base = spec.episode_config.from_usr_conf(env.usr_conf)
     counts = config.imitation.treasure_counts or [base.treasure_num]
+    names = env.settings_names(spec)
     held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}
     rng = np.random.default_rng([config.seed, round_no, 1])
     games: list[Game] = []
@@ -42,7 +45,10 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
         seed = int(rng.integers(2**20, 2**31))
         if seed in held_out:
             continue
-        games.append((seed, base.training_usr_conf(int(rng.choice(counts)))))
+        conf = base.training_usr_conf(int(rng.choice(counts)))
+        if names != ("default",):
+            conf = spec.apply_settings(names[len(games) % len(names)], conf, keep=env.usr_conf)
+        games.append((seed, conf))
     return games
 
 
