@@ -296,6 +296,17 @@ def test_a_sample_of_another_length_than_sample_dim_is_an_error(framework, uploa
     assert any("SAMPLE_DIM = 10640" in e for e in report["errors"])
 
 
+def test_samples_go_to_the_learner_256_at_most_a_call(framework, uploads, tmp_path):
+    """As the official workflows send them (every 256 frames), never a whole episode in one call: the stand-in
+    refuses a call of more (an ERROR line, the call dropped)."""
+    _, report = run_task(framework, uploads["ppo"], tmp_path / "task", ShortGames(max_step=600), episodes=2)
+    assert report["errors"] == [] and report["largest_send"] == 256 and report["samples"] > 256
+    folder = copy_with(uploads["ppo"], tmp_path, "diy/config.py", "SEND_SIZE = 256", "SEND_SIZE = 100_000")
+    _, report = run_task(framework, folder, tmp_path / "whole", ShortGames(max_step=600), episodes=2)
+    assert report["largest_send"] > 256 and any("samples in one call; the stand-in takes at most 256" in e
+                                                for e in report["errors"])
+
+
 def test_an_unregistered_workflow_is_refused(framework, uploads, tmp_path):
     folder = copy_with(uploads["ppo"], tmp_path, "diy/train_workflow.py", "@attached\ndef workflow", "def workflow")
     with pytest.raises(framework.PlatformError, match="not registered with @attached.*workflow"):

@@ -19,7 +19,8 @@ the official ``train_test.py`` aborts on one) where an upload breaks a contract:
   ``Config.SAMPLE_DIM`` from ``<algo>/config.py``;
 - three Agents, as the platform's servers make them: an actor (acts), a learner (learns and saves) and the aisrv's
   (the workflow's). The aisrv's ``predict``/``exploit`` go to the actor; its ``learn`` flattens each sample with the
-  registered ``SampleData2NumpyData`` (a sample whose length is not ``SAMPLE_DIM`` is an ERROR), ships it to the
+  registered ``SampleData2NumpyData`` (a sample whose length is not ``SAMPLE_DIM`` is an ERROR; a call of more
+  samples than the layout's ``max_samples_per_send`` is an ERROR and dropped), ships it to the
   learner's replay buffer and returns None; its ``save_model`` goes to the learner, which saves under its own folder
   with the id set to its step count (a step count of 0 is not saved), at most 2 saves a minute and 100 a task (over
   either: an ERROR line, nothing saved); its ``load_model`` goes to the model pool (the actor loads the pool's newest
@@ -365,6 +366,12 @@ class Handler:
     def _aisrv_learn(self, agent, func, *args, **kwargs):
         g_data = args[0] if args else kwargs.get("list_sample_data")
         if g_data is not None:
+            limit = int(self.task.limits["max_samples_per_send"])
+            self.task.largest_send = max(self.task.largest_send, len(g_data))
+            if len(g_data) > limit:
+                self.task.log.error(f"learn: {len(g_data)} samples in one call; the stand-in takes at most {limit} "
+                                    "(the official workflows send every 256 frames): the call is dropped")
+                return None
             self.task.ship(g_data)
         return None
 
@@ -428,7 +435,7 @@ class TrainingTask:
         self.rng = random.Random(seed)
         self.limits = upload.layout["platform"]
         self.saves, self.buffer, self.pending = [], [], 0
-        self.samples = self.bad_samples = self.train_count = 0
+        self.samples = self.bad_samples = self.train_count = self.largest_send = 0
         self.pool = None  # (folder, id) of the model pool's newest model
         self.actor_model = None  # the id the actor loaded last
         name = f"{self.app['app']}_{upload.algo}"
@@ -530,6 +537,7 @@ class TrainingTask:
                 self.log.exception(f"the workflow raised {type(exc).__name__}: {exc}")
         report.update({"episodes": self.env.ended if hasattr(self, "env") else 0, "saves": self.saves,
                        "train_count": self.train_count, "samples": self.samples, "bad_samples": self.bad_samples,
+                       "largest_send": self.largest_send,
                        "sample_dim": getattr(self, "sample_dim", None), "errors": self.log.errors,
                        "log": [f"{level} {message}" for level, message in self.log.lines[-200:]],
                        "clock_s": self.clock.monotonic(), "actor_synced_to": self.actor_model})

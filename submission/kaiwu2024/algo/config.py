@@ -35,6 +35,9 @@ class Config:
     # train_workflow.py: the first save after the first episode, then one every SAVE_INTERVAL_S seconds (the platform
     # allows 2 saves a minute and 100 a task), MAX_SAVES at most
     SAVE_INTERVAL_S = 120
+    # samples per agent.learn call, as the official workflows send them (their g_data_truncat): an episode of 2,000
+    # steps goes in 8 calls, never one of about 85 MB
+    SEND_SIZE = 256
     MAX_SAVES = 90
     # the workflow's episodes: the leaderboard's configuration (the platform wraps usr_conf as {"diy": {...}})
     USR_CONF = {"diy": {"start": 2, "end": 1, "treasure_random": 1, "treasure_num": 9, "talent_type": 1,

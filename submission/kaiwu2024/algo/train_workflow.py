@@ -1,5 +1,5 @@
 """The platform's training workflow for the exported policy: play episodes with the exploring policy, hand their
-samples to ``learn``, save on a timer.
+samples to ``learn`` (``Config.SEND_SIZE`` at most a call, as the official workflows send them), save on a timer.
 
 By default the package keeps its weights (``Config.FINETUNE`` False): ``learn`` changes nothing, so every model a
 training task saves is the exported policy, whatever id the platform gives it; the episodes feed the platform's
@@ -93,7 +93,9 @@ def workflow(envs, agents, logger=None, monitor=None, episodes=None, usr_conf=No
             failed += 1
             _log(logger, "info", f"episode skipped ({failed} failed so far, {played} played)")
         else:
-            agent.learn(sample_process(frames))
+            samples = sample_process(frames)  # each return needs the episode's later rewards: sent at its end
+            for start in range(0, len(samples), Config.SEND_SIZE):
+                agent.learn(samples[start:start + Config.SEND_SIZE])
             played += 1
             _log(logger, "info", f"episode {played}: score {score:.1f}, steps {len(frames)}")
         now = time.monotonic()
