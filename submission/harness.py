@@ -8,7 +8,8 @@ import sb3_realm, SB3 or gymnasium (one torch thread, as on the platform):
 ``train`` runs a training task of the upload folder; the environment is the caller's (the requests below), and the
 last message is ``{"op": "done", "report": ...}``. ``eval-model`` loads a model the task saved as the platform's model
 loader does; ``eval-package`` loads the upload folder's own Agent as the platform's evaluation of a code package
-does (the registry's class, ``load_model(eval_model_dir, eval_model_id)``). Both then serve the evaluation loop's
+does (the registry's class, ``load_model(eval_model_dir, eval_model_id)``). Both answer first with the loading's
+ERROR lines (``{"ready": true, ..., "errors": [...]}``), then serve the evaluation loop's
 agent half: each request is a competition observation (and ``env_info``, None right after a reset); the answer is
 ``action_process(agent.exploit([observation_process(obs, env_info)])[0])`` with the two functions taken from
 kaiwu_agent's registry, where the platform's own evaluation workflow finds them.
@@ -99,13 +100,13 @@ class _RemoteEnv:
                 None if m["env_info"] is None else _ns(m["env_info"]))
 
 
-def _serve_eval(agent, observations, out, inp, modules):
+def _serve_eval(agent, observations, out, inp, modules, errors):
     from kaiwu_agent.agent.protocol import protocol
 
     observation_process, action_process = protocol.observation_process, protocol.action_process
     import torch
 
-    _send(out, {"ready": True, "modules": modules(), "torch_threads": torch.get_num_threads()})
+    _send(out, {"ready": True, "modules": modules(), "torch_threads": torch.get_num_threads(), "errors": errors})
     while True:
         try:
             req = _recv(inp)
@@ -162,13 +163,14 @@ def _run(mode, layout_dir, first, framework, torch, out, inp, modules):
         info = json.loads((first / "ckpt" / "kaiwu.json").read_text(encoding="utf-8"))
         package = f"model_{int(info['train_step'])}_pid_{os.getpid()}"
         with framework.imported_package(pool / str(os.getpid()), {package}):
-            agent, _ = framework.load_saved_model(first, pool, log)
-            _serve_eval(agent, _Observations(protocol_path, inp), out, inp, modules)
+            layout = framework.tomllib.loads((layout_dir / "layout.toml").read_text(encoding="utf-8"))
+            agent, _ = framework.load_saved_model(first, pool, log, layout)
+            _serve_eval(agent, _Observations(protocol_path, inp), out, inp, modules, log.errors)
     elif mode == "eval-package":
         upload = framework.Upload(first, layout_dir)
         with framework.imported_package(upload.root, {upload.algo, "conf"}):
             agent = framework.load_package_agent(upload, log)
-            _serve_eval(agent, _Observations(sys.argv[4], inp), out, inp, modules)
+            _serve_eval(agent, _Observations(sys.argv[4], inp), out, inp, modules, log.errors)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     if log.errors:

@@ -61,7 +61,7 @@ def test_layout_and_manifest(built, models):
     assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl" and manifest["weights"]["ckpt_id"] == 512
     merge = tomllib.loads((folder / "merge_into_configure_app.toml").read_text(encoding="utf-8"))
     assert merge == {"algo": "diy", "sample_dim": 10640, "preload_model": True,
-                     "preload_model_dir": "/data/projects/back_to_the_realm/ckpt", "preload_model_id": 512,
+                     "preload_model_dir": "/data/projects/back_to_the_realm/diy/ckpt", "preload_model_id": 512,
                      "eval_model_dir": "/data/projects/back_to_the_realm/ckpt", "eval_model_id": 512}
     assert list(merge)[-2:] == ["eval_model_dir", "eval_model_id"]
 

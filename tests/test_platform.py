@@ -33,6 +33,7 @@ from sb3_realm.submission import LAYOUTS
 
 LAYOUT = LAYOUTS["kaiwu2024"]
 PLATFORM_CKPT = "/data/projects/back_to_the_realm/ckpt"
+PLATFORM_PRELOAD = "/data/projects/back_to_the_realm/diy/ckpt"  # the preload's copy travels in every saved model
 
 
 @pytest.fixture(scope="module")
@@ -157,12 +158,38 @@ def test_a_saved_model_loads_as_the_platforms_model_loader_does(framework, uploa
             framework.load_saved_model(relative, tmp_path / "pool2", log)
 
 
+def test_evaluating_any_save_finds_the_preload(framework, uploads, tmp_path):
+    """The conf's preload keys travel in every saved model and an evaluation plays them first: the preload's file
+    is inside the algorithm folder, which travels too, so evaluating a save of another id than the preload's logs
+    no ERROR line; with the file in ckpt/ (which holds only the save there) it logs two."""
+    _, report = run_task(framework, uploads["code"], tmp_path / "task")
+    save = report["saves"][-1]
+    assert save["id"] != 512
+
+    def evaluate(model_dir, pool):
+        log, package = framework.Log(), f"model_{save['id']}_pid_{__import__('os').getpid()}"
+        with framework.imported_package(pool / str(__import__("os").getpid()), {package}):
+            agent, _ = framework.load_saved_model(model_dir, pool, log, tomllib.loads(
+                (LAYOUT / "layout.toml").read_text(encoding="utf-8")))
+        return agent, log
+
+    agent, log = evaluate(Path(save["model_dir"]), tmp_path / "pool")
+    assert log.errors == [] and "diy/ckpt/model.ckpt-512.pkl" in "\n".join(m for _, m in log.lines)
+    assert agent.loaded.endswith(f"ckpt/model.ckpt-{save['id']}.pkl")  # the save is what is played
+    old = copy_with(Path(save["model_dir"]), tmp_path, "conf/configure_app.toml", f'"{PLATFORM_PRELOAD}"',
+                    f'"{PLATFORM_CKPT}"', name="old")
+    agent, log = evaluate(old, tmp_path / "pool2")
+    assert len(log.errors) == 2 and "model.ckpt-512.pkl does not exist" in log.errors[0]
+    assert agent.loaded.endswith(f"ckpt/model.ckpt-{save['id']}.pkl")
+
+
 def test_the_agent_acts_with_the_exported_weights_from_construction(framework, uploads, tmp_path):
-    """An actor predicts before any model sync: the Agent loads ckpt/model.ckpt-<id>.pkl when it is made."""
+    """An actor predicts before any model sync: the Agent loads diy/ckpt/model.ckpt-<id>.pkl when it is made (the
+    copy inside the algorithm folder, which travels in every saved model)."""
     (agent_module,) = imported(framework, uploads["ppo"], "algorithm.agent")
     policy = SubmissionPolicy(uploads["ppo"])  # loads the weights explicitly too
     agent = agent_module.Agent(agent_type="player", device="cpu")
-    assert agent.loaded == str(uploads["ppo"] / "ckpt" / "model.ckpt-512.pkl")
+    assert agent.loaded == str(uploads["ppo"] / "diy" / "ckpt" / "model.ckpt-512.pkl")
     observations = [policy.definition.observation_process(c, i) for c, i in states()]
     assert [a.act for o in observations for a in agent.exploit([o])] == \
         [a.act for o in observations for a in policy.agent.exploit([o])]
@@ -186,14 +213,14 @@ def test_saves_of_the_same_weights_are_the_same_bytes_and_checksums_hold(framewo
         first = Path(agent.save_model(path=str(tmp_path / name / "a"), id=512)).read_bytes()
         second = Path(agent.save_model(path=str(tmp_path / name / "b"), id=512)).read_bytes()
         assert first == second == (uploads[name] / "ckpt" / "model.ckpt-512.pkl").read_bytes()
-    shutil.copy(tmp_path / "ppo" / "a" / "model.ckpt-512.pkl", uploads["ppo"] / "ckpt" / "model.ckpt-513.pkl")
+    shutil.copy(tmp_path / "ppo" / "a" / "model.ckpt-512.pkl", uploads["ppo"] / "diy" / "ckpt" / "model.ckpt-513.pkl")
     try:  # beside the package, under another id: no .sha256 and not the manifest's file, so it loads with a log line
         log = framework.Log()
         agent.logger = log
         agent.load_model(id=513)
         assert any("no checksum" in m for _, m in log.lines)
     finally:
-        (uploads["ppo"] / "ckpt" / "model.ckpt-513.pkl").unlink()
+        (uploads["ppo"] / "diy" / "ckpt" / "model.ckpt-513.pkl").unlink()
     side = tmp_path / "ppo" / "a" / "model.ckpt-512.pkl.sha256"
     side.write_text("0" * 64 + "\n", encoding="utf-8")
     with pytest.raises(RuntimeError, match="checksum mismatch"):
@@ -396,7 +423,7 @@ def test_build_into_a_copy_of_a_code_package(models, tmp_path):
     original = tomllib.loads((package / "conf/configure_app.toml").read_text(encoding="utf-8"))["app"]
     text = (out / "conf/configure_app.toml").read_text(encoding="utf-8")
     edited = tomllib.loads(text)["app"]
-    changed = {"algo": "diy", "sample_dim": 10640, "preload_model": True, "preload_model_dir": PLATFORM_CKPT,
+    changed = {"algo": "diy", "sample_dim": 10640, "preload_model": True, "preload_model_dir": PLATFORM_PRELOAD,
                "preload_model_id": 77, "copy_dir": "conf,target_dqn,dqn,diy", "eval_model_dir": PLATFORM_CKPT,
                "eval_model_id": 77}
     assert set(edited) == set(original) and len(original) >= 40

@@ -286,6 +286,11 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
     weights.parent.mkdir(exist_ok=True)
     with writing(weights):
         weights.write_bytes(state_dict_bytes(exported.state_dict))
+    preload = algo_root / "ckpt" / weights.name  # the preload's copy: inside the algorithm folder, so that it
+    if preload != weights:  # travels in every saved model (copy_dir) and an evaluation's preload finds it there
+        preload.parent.mkdir(exist_ok=True)
+        with writing(preload):
+            shutil.copyfile(weights, preload)
     sample_dim = sample_size(exported.spec)
     edits: dict | None
     if gorge15:
@@ -302,7 +307,7 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
                          "algorithm": exported.algo, "num_timesteps": exported.num_timesteps},
         "training_config": exported.run_config, "feature_version": features.FEATURE_VERSION, "spec": spec,
         "weights": {"file": weights.relative_to(root).as_posix(), "sha256": files[weights.relative_to(root).as_posix()],
-                    "ckpt_id": ckpt_id},
+                    "ckpt_id": ckpt_id, "preload_file": preload.relative_to(root).as_posix()},
         "platform_training": workflow, "sample_dim": sample_dim,
         "code_package": None if package is None else {"path": package.root.resolve().as_posix(),
                                                       "kaiwu": package.kaiwu, "edits": edits},

@@ -8,7 +8,8 @@ or gymnasium:
    episodes have ended and two models are saved, without an ERROR line (platform failures injected: ``env.reset``
    and ``score`` sometimes None);
 3. every model the task saved holds the exported weights, tensor for tensor (same keys, ``torch.equal``);
-4. the evaluation loop on the first saved model, loaded as the platform's model loader does, and the SB3 model
+4. the evaluation loop on the first saved model, loaded as the platform's model loader does (its conf's preload
+   keys played first, as an evaluation does: an ERROR line of that loading fails the check), and the SB3 model
    (``model.predict(deterministic=True)`` on the training env's observation) see the same states: every action must
    be identical, over the leaderboard games and more games until ``min_states`` states (competition-shaped
    observations, ``env_info`` None right after a reset, as the platform's loop does); then the SB3 model plays the
@@ -128,11 +129,12 @@ def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *
             with sub:
                 report = _parity(sub, SB3Policy(model_path, trust_pickle=trust_pickle), manifest, map_path, games,
                                  seed, treasures, max_step, min_states, progress)
+                report["evaluation_errors"] = list(sub.hello.get("errors", []))  # ERROR lines of loading the save
     finally:
         torch.set_num_threads(threads)
     report["evaluated_model_id"] = first["id"]
     report["platform_task"] = _summary(task)
-    report["ok"] = report["ok"] and task["ok"]
+    report["ok"] = report["ok"] and task["ok"] and not report["evaluation_errors"]
     return report
 
 

@@ -470,10 +470,12 @@ def ensure_registration(text: str | None, algo: str, entry: dict[str, str]) -> s
 
 def package_settings(layout: dict, algo: str, ckpt_id: int, sample_dim: int) -> tuple[dict, dict]:
     """``(settings, last)`` of ``configure_app.toml`` for a package: the algorithm, the learner's sample length and
-    the preload keys, then the two eval lines."""
+    the preload keys, then the two eval lines. The preload reads the copy of the weights inside the algorithm
+    folder: the conf, preload keys included, travels in every model a training task saves, and so does that folder
+    (``copy_dir``), so an evaluation of any save finds the preload's file rather than logging that it is missing."""
     ckpt_dir = f"{layout['project_root']}/ckpt"
-    settings = {"algo": algo, "sample_dim": sample_dim, "preload_model": True, "preload_model_dir": ckpt_dir,
-                "preload_model_id": ckpt_id}
+    settings = {"algo": algo, "sample_dim": sample_dim, "preload_model": True,
+                "preload_model_dir": f"{layout['project_root']}/{algo}/ckpt", "preload_model_id": ckpt_id}
     return settings, {"eval_model_dir": ckpt_dir, "eval_model_id": ckpt_id}
 
 

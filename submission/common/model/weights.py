@@ -63,14 +63,18 @@ def save_state(model, target):
 
 
 def expected_sha256(target, ckpt_dir, manifest):
-    """The checksum ``target`` must have: its ``.sha256``, else, for the exported file in ``ckpt_dir``, the
+    """The checksum ``target`` must have: its ``.sha256``, else, for the exported file (in ``ckpt_dir``, or either
+    of the package's copies the manifest names, relative to the package: the folder above the manifest's), the
     manifest's, else None (a file saved elsewhere without one)."""
     side = target.with_name(target.name + ".sha256")
     if side.is_file():
         return side.read_text(encoding="utf-8").strip()
-    if Path(manifest).is_file() and target.parent.resolve() == Path(ckpt_dir).resolve():
-        weights = json.loads(Path(manifest).read_text(encoding="utf-8"))["weights"]
-        if Path(weights["file"]).name == target.name:
+    manifest = Path(manifest)
+    if manifest.is_file():
+        weights = json.loads(manifest.read_text(encoding="utf-8"))["weights"]
+        copies = [manifest.parent.parent / weights[key] for key in ("file", "preload_file") if weights.get(key)]
+        if (target.parent.resolve() == Path(ckpt_dir).resolve() and Path(weights["file"]).name == target.name) or \
+                any(target.resolve() == copy.resolve() for copy in copies):
             return weights["sha256"]
     return None
 

@@ -29,7 +29,9 @@ class Config:
     PLATFORM_TRAINING = SPEC["platform_training"]
     FINETUNE = SPEC["platform_training"] == "finetune"
     SEED = 0  # of the exploring policy (predict)
-    CKPT_DIR = ALGO_DIR.parent / "ckpt"  # the exported weights, beside this folder in the code package
+    # the exported weights, in this folder (they travel in every saved model with it; the preload reads them here;
+    # ckpt/ beside this folder holds the same file, for the package's eval lines)
+    CKPT_DIR = ALGO_DIR / "ckpt"
     CKPT_ID = int(SPEC["ckpt_id"])  # their id: ckpt/model.ckpt-<CKPT_ID>.pkl (the preload and eval model id)
     MANIFEST = ALGO_DIR / "manifest.json"  # source model, config, feature version, sha256 of every file
     # train_workflow.py: the first save after the first episode, then one every SAVE_INTERVAL_S seconds (the platform

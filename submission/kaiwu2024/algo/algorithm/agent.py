@@ -73,8 +73,8 @@ class Agent(BaseAgent):
 
     def _batch(self, list_obs_data):
         if self.loaded is None:
-            raise RuntimeError(f"Agent: no weights loaded: ckpt/model.ckpt-{Config.CKPT_ID}.pkl is not beside the "
-                               "algorithm folder and load_model(path, id) was not called")
+            raise RuntimeError(f"Agent: no weights loaded: {Config.CKPT_DIR}/model.ckpt-{Config.CKPT_ID}.pkl is "
+                               "missing and load_model(path, id) was not called")
         if len(list_obs_data) != 1 and self.model.lstm is not None and not self.warned_batch:
             self.warned_batch = True
             self._log("warning", f"Agent: a recurrent policy got {len(list_obs_data)} observations in one call; their "
