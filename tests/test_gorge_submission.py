@@ -9,6 +9,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -371,6 +372,16 @@ def test_cli_builds_and_the_folder_plays_as_the_model(setup, tmp_path, capsys):
     assert main(["build-submission", str(setup["model"]), "--out", str(tmp_path / "x"), "--game", "gorge",
                  "--trust-pickle"]) == 2
     assert "needs --code-package" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_the_agent_uses_one_torch_thread(setup):
+    """As the official agents do: making the Agent sets torch to one thread, whatever the process had."""
+    code = ("import sys, torch; sys.path[:0] = sys.argv[1:3]; torch.set_num_threads(3); "
+            "from agent_diy.agent import Agent; Agent(); print(torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code, str(LAYOUT / "platform"), str(setup["out"])],
+                         capture_output=True, text=True, cwd=setup["root"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "1"
 
 
 def test_the_agent_imports_only_torch_numpy_and_the_platform(setup):

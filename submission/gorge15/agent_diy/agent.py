@@ -29,6 +29,8 @@ from agent_diy.model.weights import read_state, save_state, weights_file
 
 class Agent(BaseAgent):
     def __init__(self, agent_type="player", device=None, logger=None, monitor=None):
+        # one torch thread, as the official agents set it: the platform runs many processes on a machine's cores
+        torch.set_num_threads(1)
         self.logger = logger
         self.monitor = monitor
         self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
