@@ -2,7 +2,8 @@
 
 This module imports torch and the standard library only: ``sb3-realm build-submission`` copies it verbatim into
 a submission, next to the features module, so the competition image (torch + numpy) runs the very code that was
-trained. The SB3 extractors in :mod:`sb3_realm.extractors` wrap these modules (as their ``net``).
+trained; it is written for Python 3.8 and torch 1.8 and later, which such an image may run. The SB3 extractors in
+:mod:`sb3_realm.extractors` wrap these modules (as their ``net``).
 
 - :class:`RealmNet`: a strided CNN over the whole maps fused with an MLP over the vector.
 - :class:`FoveaNet`: full resolution near the hero, coarse far away: the centre crop of the maps at full resolution
@@ -76,8 +77,11 @@ def conv2d_stack(in_channels: int, channels: Sequence[int], kernel_sizes: Sequen
     """Conv2d layers without padding, each followed by the activation, then Flatten; the first scales its input."""
     if not channels:
         raise ValueError("cnn_channels must name at least one conv layer, e.g. (16, 32, 32)")
+    if not len(channels) == len(kernel_sizes) == len(strides):  # no zip(strict=): Python 3.8 (module docstring)
+        raise ValueError(f"cnn_channels {list(channels)}, kernel_sizes {list(kernel_sizes)} and strides "
+                         f"{list(strides)} must have one entry per conv layer each")
     layers: list[nn.Module] = []
-    for i, (out, k, s) in enumerate(zip(channels, kernel_sizes, strides, strict=True)):
+    for i, (out, k, s) in enumerate(zip(channels, kernel_sizes, strides)):  # noqa: B905 (lengths checked above)
         conv = ScaledConv2d(in_channels, out, k, stride=s, scale=first_scale) if i == 0 else \
             nn.Conv2d(in_channels, out, k, stride=s)
         layers += [conv, activation()]

@@ -94,4 +94,7 @@ def read_state(target, ckpt_dir, manifest, device, log):
     elif sha256(data) != expected:
         raise RuntimeError(f"load_model: checksum mismatch for {target}: sha256 {sha256(data)} but expected "
                            f"{expected}; the weights file is corrupt or not the one this package was built with")
-    return torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    try:
+        return torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    except TypeError:  # torch < 1.13 has no weights_only; the file's checksum was checked above
+        return torch.load(io.BytesIO(data), map_location=device)

@@ -93,7 +93,7 @@ class Agent(BaseAgent):
         sampled = torch.multinomial(probs, 1, generator=self.generator)[:, 0].tolist()
         greedy = torch.argmax(probs, dim=1).tolist()  # SB3's Categorical.mode: argmax of the probabilities
         return [ActData(action=[a], d_action=[g], prob=p.tolist(), value=[0.0])
-                for a, g, p in zip(sampled, greedy, probs.numpy(), strict=True)]
+                for a, g, p in zip(sampled, greedy, probs.numpy())]  # noqa: B905 (Python 3.8)
 
     def exploit(self, env_obs):
         """The evaluation's call, once per step with the raw ``env_obs``: the greedy action (an int 0..15)."""

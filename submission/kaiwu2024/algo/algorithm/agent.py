@@ -87,14 +87,14 @@ class Agent(BaseAgent):
         """Sampled actions (exploration), one ActData per observation."""
         probs = self._batch(list_obs_data).cpu()
         acts = torch.multinomial(probs, 1, generator=self.generator)[:, 0].tolist()
-        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy(), strict=True)]
+        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy())]  # noqa: B905 (Python 3.8)
 
     @exploit_wrapper
     def exploit(self, list_obs_data):
         """Greedy actions (evaluation), one ActData per observation."""
         probs = self._batch(list_obs_data).cpu()
         acts = torch.argmax(probs, dim=1).tolist()  # SB3's Categorical.mode: argmax of the probabilities
-        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy(), strict=True)]
+        return [ActData(act=a, prob=p) for a, p in zip(acts, probs.numpy())]  # noqa: B905 (Python 3.8)
 
     # ------------------------------------------------------------------------------------------ learning
     @learn_wrapper
