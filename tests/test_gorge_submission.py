@@ -145,11 +145,17 @@ def test_a_missing_algorithm_table_is_added_and_agent_ppo_can_be_chosen(setup, t
     ({"package_kaiwu": {"version": "10.2.1", "project_code": "back_to_the_realm"}},
      r"project 'back_to_the_realm' version '10.2.1'.*gorge15 builds for 'gorge_chase' version 15\.0\.x"),
     ({"package_kaiwu": {"version": "14.1", "project_code": "gorge_chase"}}, r"version '14.1'"),
+    ({"package_kaiwu": None}, r"has no kaiwu.json\. .*at its root.*\{\"version\": \"15\.0\.x\", \"project_code\": "
+                              r"\"gorge_chase\"\}.*copy its kaiwu\.json to the root"),
 ])
 def test_bad_requests_are_refused_before_anything_is_written(setup, tmp_path, kwargs, message):
     package = shutil.copytree(setup["package"], tmp_path / "package")
     if "package_kaiwu" in kwargs:
-        (package / "kaiwu.json").write_text(json.dumps(kwargs.pop("package_kaiwu")), encoding="utf-8")
+        kaiwu = kwargs.pop("package_kaiwu")
+        if kaiwu is None:  # a copy from a repository, without the client's kaiwu.json
+            (package / "kaiwu.json").unlink()
+        else:
+            (package / "kaiwu.json").write_text(json.dumps(kaiwu), encoding="utf-8")
     options = {"code_package": package, "game": "gorge", "trust_pickle": True, **kwargs}
     with pytest.raises(ExportError, match=message):
         build_submission(setup["model"], tmp_path / "out", **options)

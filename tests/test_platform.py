@@ -487,7 +487,7 @@ def test_a_code_package_of_another_game_or_edition_is_refused(models, tmp_path, 
 
 def test_bad_code_packages_are_refused_before_anything_is_written(models, tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ExportError, match="no kaiwu.json, so it is not a Kaiwu code package"):
+    with pytest.raises(ExportError, match=r'no kaiwu.json\. .*"project_code": "back_to_the_realm"'):
         build_submission(models["ppo"], tmp_path / "upload", code_package=tmp_path / "empty")
     with pytest.raises(ExportError, match="is not a folder"):
         build_submission(models["ppo"], tmp_path / "upload", code_package=tmp_path / "nowhere")

@@ -145,6 +145,18 @@ def copy_package(package: CodePackage, target: str | Path) -> None:
         shutil.copystat(real, target / rel)
 
 
+def _no_kaiwu_json(root: Path, layout: dict) -> str:
+    """What to do about a code package without its root ``kaiwu.json``."""
+    versions = " or ".join(f"{v}x" for v in layout["versions"])
+    example = json.dumps({"version": layout["versions"][0] + "x", "project_code": layout["project_code"]})
+    return (f"--code-package {str(root)!r} has no kaiwu.json. Every code package the Kaiwu client (开悟客户端) gives "
+            f"holds one at its root, naming the game and the edition: {example}, where x is the client's own "
+            f"(project_code {layout['project_code']!r} and version {versions} for {layout['title']}). Copies taken "
+            "from a repository often lack it: pass the code package (代码包) folder the client gives, or copy its "
+            "kaiwu.json to the root of this folder (never one written by hand with another version than the "
+            "client's)")
+
+
 def _read_conf(path: Path) -> str:
     """A conf file's text with its line endings as they are (no newline translation), so that an edit keeps them."""
     with open(path, encoding="utf-8", newline="") as fh:
@@ -163,8 +175,7 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
     try:
         kaiwu = json.loads(kaiwu_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CodePackageError(f"--code-package {str(root)!r} has no kaiwu.json, so it is not a Kaiwu code package; "
-                               f"{hint}") from None
+        raise CodePackageError(_no_kaiwu_json(root, layout)) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CodePackageError(f"--code-package {str(root)!r}: kaiwu.json does not parse ({exc}); {hint}") from None
     project, version = (kaiwu.get("project_code"), str(kaiwu.get("version", ""))) if isinstance(kaiwu, dict) else \
