@@ -279,6 +279,7 @@ def _cmd_build_submission(args) -> int:
               "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())}
     if args.zip:
         result["zip"] = str(Path(args.out).with_name(Path(args.out).name + ".zip"))
+        result["zip_left_out"] = manifest["zip"]["left_out"]
     status = 0
     if args.check:
         report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,

@@ -269,8 +269,10 @@ def make_gorge_code_package(root: str | Path, *, version: str = "15.0.1-comp-nor
         "agent_diy/conf/train_env_conf.toml": GORGE_USER_TRAIN_CONF,
         "agent_diy/conf/monitor_builder.py": (
             "from kaiwudrl.common.monitor.monitor_config_builder import MonitorConfigBuilder\n\n\n"
-            "def build_monitor():\n    return MonitorConfigBuilder().title('gorge').add_group(group_name='algo')"
-            ".end_group().build()\n"),
+            "def build_monitor():\n    return (MonitorConfigBuilder().title('gorge').add_group(group_name='algo')\n"
+            "            .add_panel(name='reward', type='line')\n"
+            "            .add_metric(metrics_name='reward', expr='avg(reward{})').end_panel()\n"
+            "            .end_group().build())\n"),
     }
     for algo in ("ppo", "diy"):
         files[f"agent_{algo}/__init__.py"] = ""

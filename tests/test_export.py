@@ -7,6 +7,7 @@ import ast
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +24,7 @@ from helpers import make_code_package, make_legacy_run
 from sb3_realm.agents import SubmissionPolicy
 from sb3_realm.atomic import sha256_file
 from sb3_realm.export import ExportError, build_submission, check_submission
+from sb3_realm.export.build import next_steps
 from sb3_realm.games.realm import features
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.models import nets
@@ -55,7 +57,7 @@ def test_layout_and_manifest(built, models):
     for rel, digest in manifest["files"].items():
         assert sha256_file(folder / rel) == digest
     assert manifest["source_model"]["sha256"] == sha256_file(models["ppo"])
-    assert manifest["source_model"]["path"] == models["ppo"].resolve().as_posix()  # POSIX form on every system
+    assert manifest["source_model"]["file"] == models["ppo"].name  # its name only: no local path travels
     assert manifest["feature_version"] == features.FEATURE_VERSION
     assert manifest["training_config"]["algo"]["name"] == "ppo"
     assert manifest["weights"]["file"] == "ckpt/model.ckpt-512.pkl" and manifest["weights"]["ckpt_id"] == 512
@@ -114,6 +116,30 @@ def test_zip_holds_the_three_folders(models, tmp_path):
     with pytest.raises(ExportError, match="--zip needs --code-package"):
         build_submission(models["ppo"], tmp_path / "other", make_zip=True)
     assert not (tmp_path / "other").exists()
+
+
+def test_the_zip_is_readable_keeps_crlf_and_records_no_local_paths(models, tmp_path):
+    """The archive and its files are 0644 (mkstemp's 0600 would hide it from the uploader); a CRLF conf keeps its
+    line endings; other models' weights stay out (named in the next steps); the manifest names the model and the
+    code package without their local paths, which would travel in every saved model."""
+    package = make_code_package(tmp_path / "code")
+    conf = package / "conf/configure_app.toml"
+    conf.write_bytes(conf.read_bytes().replace(b"\n", b"\r\n"))
+    (package / "ckpt").mkdir()
+    (package / "ckpt/model.ckpt-3.pkl").write_bytes(b"another model's weights")
+    manifest = build_submission(models["ppo"], tmp_path / "sub", make_zip=True, ckpt_id=7, code_package=package)
+    assert manifest["zip"]["left_out"] == ["ckpt/model.ckpt-3.pkl"]
+    assert "ckpt/model.ckpt-3.pkl" in next_steps(manifest, tmp_path / "sub")
+    if os.name == "posix":
+        assert stat.S_IMODE((tmp_path / "sub.zip").stat().st_mode) == 0o644
+    with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
+        assert all((info.external_attr >> 16) & 0o777 == 0o644 for info in archive.infolist())
+        assert "ckpt/model.ckpt-7.pkl" in archive.namelist() and "ckpt/model.ckpt-3.pkl" not in archive.namelist()
+        text = archive.read("conf/configure_app.toml")
+    assert text.count(b"\r\n") == text.count(b"\n") > 40
+    saved = (tmp_path / "sub/diy/manifest.json").read_text(encoding="utf-8")
+    assert str(tmp_path) not in saved and tmp_path.as_posix() not in saved
+    assert manifest["source_model"]["file"] == "final_model.zip" and manifest["code_package"]["folder"] == "code"
 
 
 # ------------------------------------------------------------------------------------------ parity

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from helpers import GORGE_USER_TRAIN_CONF, make_gorge_code_package, tree_digest
 from sb3_realm.cli import main
 from sb3_realm.evaluation import evaluate
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
+from sb3_realm.export.build import next_steps
 from sb3_realm.export.check import check_submission15, run_platform_task15
 from sb3_realm.export.code_package import edit_settings, ensure_table
 from sb3_realm.games.gorge import features
@@ -162,6 +164,28 @@ def test_bad_requests_are_refused_before_anything_is_written(setup, tmp_path, kw
     assert not (tmp_path / "out").exists()
 
 
+def test_the_zip_leaves_out_editors_folders_and_other_models_weights(setup, tmp_path):
+    """A user's copy of the package with editors' folders, other models' weights and no train_test.py: the zip
+    leaves out the first two (the next steps name them), keeps the rest, and the next steps do not send the user
+    to a train_test.py that is not there."""
+    package = shutil.copytree(setup["package"], tmp_path / "package")
+    (package / "train_test.py").unlink()
+    for rel, data in {".idea/workspace.xml": b"<project/>", ".vscode/settings.json": b"{}",
+                      "agent_ppo/ckpt/model.ckpt-100.pkl": b"another model", "docs/rules.pdf": b"%PDF-1.4"}.items():
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_bytes(data)
+    manifest = build_submission(setup["model"], tmp_path / "out", code_package=package, game="gorge",
+                                trust_pickle=True, make_zip=True)
+    left_out = [".idea/workspace.xml", ".vscode/settings.json", "agent_ppo/ckpt/model.ckpt-100.pkl"]
+    assert manifest["zip"]["left_out"] == left_out
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        names = set(archive.namelist())
+    assert not names & set(left_out) and {"docs/rules.pdf", "agent_diy/ckpt/model.ckpt-64.pkl", "kaiwu.json"} <= names
+    steps = next_steps(manifest, tmp_path / "out")
+    assert all(rel in steps for rel in left_out) and "has no train_test.py" in steps
+    assert f"set algorithm_name = \"diy\" in {tmp_path / 'out' / 'train_test.py'}" not in steps
+
+
 def test_toml_tables_are_edited_line_by_line():
     text = '[a]\nx = 1\n\n[a.b.c]\n# keep me\nalgo = "ppo"  # note\nother = 2\n'
     out = edit_settings(text, "a.b.c", {"algo": "diy"}, {})
@@ -251,6 +275,14 @@ def test_failed_games_are_skipped_without_a_limit(setup, tmp_path, monkeypatch):
     report = _task(setup["out"], tmp_path, fault_rate=0.0)
     assert report["ok"] and report["errors"] == [] and len(report["saves"]) >= 2
     assert "INFO game skipped (15 failed so far, 0 played)" in report["log"]
+
+
+def test_the_monitor_gets_the_metrics_of_the_users_panel(setup, tmp_path):
+    """The workflow puts the metric that the official panel (the user's kept conf/monitor_builder.py) declares,
+    ``reward``; a key the panel lacks would never show, and the stand-in says so in a WARNING line."""
+    report = _task(setup["out"], tmp_path)
+    assert report["panel_metrics"] == ["reward"] and report["monitor_keys"] == ["reward"]
+    assert report["monitor_reports"] > 0 and not any("not a metric of the panel" in line for line in report["log"])
 
 
 def test_the_workflow_reads_the_users_training_games(setup, tmp_path):

@@ -303,13 +303,13 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
         "game": _game_of(exported).name,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
-        "source_model": {"path": model_path.resolve().as_posix(), "sha256": sha256_file(model_path),
+        "source_model": {"file": model_path.name, "sha256": sha256_file(model_path),
                          "algorithm": exported.algo, "num_timesteps": exported.num_timesteps},
         "training_config": exported.run_config, "feature_version": features.FEATURE_VERSION, "spec": spec,
         "weights": {"file": weights.relative_to(root).as_posix(), "sha256": files[weights.relative_to(root).as_posix()],
                     "ckpt_id": ckpt_id, "preload_file": preload.relative_to(root).as_posix()},
         "platform_training": workflow, "sample_dim": sample_dim,
-        "code_package": None if package is None else {"path": package.root.resolve().as_posix(),
+        "code_package": None if package is None else {"folder": package.root.resolve().name,
                                                       "kaiwu": package.kaiwu, "edits": edits},
         "files": files,
     }
@@ -326,20 +326,38 @@ def sample_size(spec: dict) -> int:
     return maps + int(spec["vector_size"]) + int(spec["n_actions"]) + 4
 
 
-def _zip_folder(folder: Path, target: Path, names: list[str]) -> None:
-    """The top-level entries ``names`` of ``folder`` into the archive ``target`` (written aside, then renamed)."""
+#: never part of an upload: editors' folders and Python's bytecode caches
+ZIP_LEFT_OUT_DIRS = (".idea", ".vscode", "__pycache__")
+
+
+def _zip_folder(folder: Path, target: Path, names: list[str], keep: set[str] | frozenset = frozenset()) -> list[str]:
+    """The top-level entries ``names`` of ``folder`` into the archive ``target`` (written aside, then renamed; the
+    archive and its files readable by all, 0644), without editors' folders and bytecode caches, nor weights files
+    under a ``ckpt/`` folder other than those in ``keep`` (other models' weights); returns what was left out."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
+    left_out: list[str] = []
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for p in sorted(folder.rglob("*")):
                 rel = p.relative_to(folder)
-                if p.is_file() and not p.is_symlink() and rel.parts[0] in names and "__pycache__" not in rel.parts:
-                    archive.write(p, rel.as_posix())
+                if not p.is_file() or p.is_symlink() or rel.parts[0] not in names:
+                    continue
+                other_weights = "ckpt" in rel.parts[:-1] and p.name.startswith("model.ckpt-") and \
+                    rel.as_posix() not in keep
+                if set(rel.parts) & set(ZIP_LEFT_OUT_DIRS) or p.suffix == ".pyc" or other_weights:
+                    left_out.append(rel.as_posix())
+                    continue
+                info = zipfile.ZipInfo.from_file(p, rel.as_posix())
+                info.external_attr = (0o100644 << 16) | (info.external_attr & 0xFFFF)  # rw-r--r--, a file
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, p.read_bytes())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    return left_out
 
 
 def _check_replaceable(out: Path, model_path: Path, code_package: Path | None) -> None:
@@ -596,12 +614,40 @@ def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_pat
     if make_zip:  # the three folders of the 2024 recipe's upload; the whole code package of a 15.0.1 one
         names = sorted(p.name for p in out.iterdir()) if layout_spec(layout).get("kind") == "gorge15" else \
             ["ckpt", "conf", algo_dir]
-        _zip_folder(out, zip_path, names)
+        weights = manifest["weights"]
+        keep = {weights[key] + end for key in ("file", "preload_file") if weights.get(key) for end in ("", ".sha256")}
+        left_out = _zip_folder(out, zip_path, names, keep)
+        manifest = {**manifest, "zip": {"file": zip_path.as_posix(), "left_out": left_out}}
     return manifest
 
 
 class RecoveredBuildWarning(UserWarning):
     """build-submission found what an interrupted build left and restored or finished it."""
+
+
+def _smoke_test(out: Path, algo: str) -> str:
+    """The optional smoke test of a code package: its own ``train_test.py``, where it has one."""
+    if (out / "train_test.py").is_file():
+        return (f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
+                f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).")
+    return ("Optional smoke test: this code package has no train_test.py (a copy from a repository may lack it); the "
+            "code package your Kaiwu client gives has one, to run in the client's container with algorithm_name = "
+            f"\"{algo}\".")
+
+
+def _zip_note(manifest: dict) -> str:
+    """What ``--zip`` wrote and what it left out (empty without ``--zip``)."""
+    zipped = manifest.get("zip")
+    if not zipped:
+        return ""
+    note = f"\n{zipped['file']} holds the upload."
+    if zipped["left_out"]:
+        shown = ", ".join(zipped["left_out"][:8]) + (", ..." if len(zipped["left_out"]) > 8 else "")
+        note += (f" Left out of it ({len(zipped['left_out'])} files): {shown}. Editors' folders (.idea, .vscode) and "
+                 "bytecode caches are never uploaded; other models' weights (model.ckpt-* files under a ckpt/ folder) "
+                 "are left out unless they are this build's: if your package needs one, add it to the archive by "
+                 "hand.")
+    return note
 
 
 def next_steps(manifest: dict, out: str | os.PathLike) -> str:
@@ -614,8 +660,7 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
     if manifest.get("code_package"):
         steps = [f"{out} is a copy of your code package (代码包) with the policy in {algo}/ and ckpt/, ready to "
                  "upload; your own folder is unchanged.",
-                 f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
-                 f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).",
+                 _smoke_test(out, algo),
                  f"In the Kaiwu client (开悟客户端), upload {out} as your code package."]
     else:
         steps = [f"{out} holds the algorithm folder {algo}/, ckpt/ and {MERGE_FILE} (no conf/: yours stays).",
@@ -638,7 +683,7 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
               "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) "
               "with it, or submit it to the leaderboard. Only the platform can sign a model: the model to evaluate "
               "is one its training task saved."]
-    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))
+    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)
 
 
 def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
@@ -651,8 +696,7 @@ def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
         f"{manifest['weights']['file']}); your own folder is unchanged. Its conf selects algo = \"{algo}\" "
         f"({layout['policy_conf']}) and preloads the weights ({layout['app_conf']}: preload_model = true, "
         f"preload_model_dir = \"{layout['preload_model_dir']}\", preload_model_id = {ckpt}).",
-        f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
-        f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).",
+        _smoke_test(out, algo),
         f"In the Kaiwu client (开悟客户端), upload {out} as your code package.",
         "Start a training task (训练任务) on it: it starts from the preloaded weights. " +
         ("Its training keeps them, so every model the task saves is your policy: the first save comes after the "
@@ -662,4 +706,4 @@ def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
         "or submit it to the leaderboard. The platform's evaluation calls the Agent's exploit(env_obs) once per "
         "step: the greedy action of your policy.",
     ]
-    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))
+    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)

@@ -71,13 +71,31 @@ Clock, Log = _STAND_IN.Clock, _STAND_IN.Log
 
 
 class Monitor:
-    """The platform's monitor: what the workflow puts."""
+    """The platform's monitor: what the workflow puts, and the metrics of the panel that the algorithm folder's
+    ``conf/monitor_builder.py`` declares (``add_metric(metrics_name=...)``; None: no panel read). The panel shows
+    only its own metrics: a key put that it does not declare is a WARNING line, once."""
 
-    def __init__(self):
-        self.data = []
+    def __init__(self, log=None):
+        self.data, self.log, self.panel, self.keys = [], log, None, set()
+
+    def read_panel(self, module_name):
+        """The metrics that ``build_monitor()`` of the module ``module_name`` declares (when it exists)."""
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            return
+        calls = module.build_monitor().get("calls", [])
+        self.panel = sorted({kwargs.get("metrics_name", args[0] if args else None) for name, args, kwargs in calls
+                             if name == "add_metric"} - {None})
 
     def put_data(self, data):
         self.data.append(data)
+        for values in data.values():
+            for key in values:
+                if key not in self.keys and self.panel is not None and key not in self.panel and self.log:
+                    self.log.warning(f"monitor: {key!r} is not a metric of the panel (monitor_builder.py declares "
+                                     f"{self.panel}); the platform does not show it")
+                self.keys.add(key)
 
 
 def _toml(path, what):
@@ -274,7 +292,8 @@ class TrainingTask:
         defaults = {"replay_buffer_capacity": 10000, "train_batch_size": 2048, "dump_model_freq": 100}
         self.app = {**defaults, **upload.app, **(overrides or {})}
         self.task_dir = Path(task_dir)
-        self.log, self.clock, self.monitor = Log(), Clock(), Monitor()
+        self.log, self.clock = Log(), Clock()
+        self.monitor = Monitor(self.log)
         self.rng = random.Random(seed)
         self.limits = upload.layout["platform"]
         self.saves, self.buffer, self.pending = [], [], 0
@@ -374,13 +393,15 @@ class TrainingTask:
                        "errors": self.log.errors,
                        "log": [f"{level} {message}" for level, message in self.log.lines[-200:]],
                        "clock_s": self.clock.monotonic(), "actor_synced_to": self.actor_model,
-                       "monitor_reports": len(self.monitor.data)})
+                       "monitor_reports": len(self.monitor.data), "monitor_keys": sorted(self.monitor.keys),
+                       "panel_metrics": self.monitor.panel})
         return report
 
     def _run(self, env, episodes, saves, max_episodes, step_seconds, report):
         upload = self.upload
         cls = {role: agent_class(upload, f"{role}_agent") for role in ("learner", "actor", "aisrv")}
         workflow = _attribute(upload.entry["train_workflow"])
+        self.monitor.read_panel(f"{upload.folder}.conf.monitor_builder")
         module = sys.modules[workflow.__module__]
         if hasattr(module, "time"):
             module.time = self.clock

@@ -14,6 +14,9 @@ skips the game after ``env.reset`` and abandons it after ``env.step`` (logged, h
 workflow skips failures without a limit, and the saves keep coming on their timer); ``env_reward`` None counts as
 no reward; ``predict`` returning nothing abandons the game.
 
+Monitoring: at most once a minute, ``reward``, the metric of the official panel (``conf/monitor_builder.py``): the
+mean summed reward of the games since the last report.
+
 Reward of a step: the competition score it added (1.5 a step survived, 100 a treasure) times ``Config.REWARD_SCALE``.
 """
 
@@ -75,7 +78,7 @@ def workflow(envs, agents, logger=None, monitor=None, *args, **kwargs):
         _log(logger, "error", f"usr_conf is None, please check {Config.TRAIN_ENV_CONF}")
         return 0
     episodes = kwargs.get("episodes")
-    played, failed, saves, last_save, last_report = 0, 0, 0, None, None
+    played, failed, saves, last_save, last_report, rewards = 0, 0, 0, None, None, []
     while episodes is None or played < episodes:
         env_obs = env.reset(usr_conf)
         frames = None
@@ -89,10 +92,11 @@ def workflow(envs, agents, logger=None, monitor=None, *args, **kwargs):
             agent.send_sample_data(sample_process(frames))
             played += 1
             _log(logger, "info", f"game {played}: score {score:.1f}, steps {len(frames)}")
+            rewards.append(sum(frame[2] for frame in frames))
             if monitor is not None and (last_report is None or now - last_report >= 60):
-                monitor.put_data({os.getpid(): {"score": round(score, 1), "episode_steps": len(frames),
-                                                "episode_cnt": played}})
-                last_report = now
+                # the official panel's metric (monitor_builder.py's "reward"): the games' mean summed reward
+                monitor.put_data({os.getpid(): {"reward": round(sum(rewards) / len(rewards), 4)}})
+                last_report, rewards = now, []
         if played and saves < Config.MAX_SAVES and (last_save is None or now - last_save >= Config.SAVE_INTERVAL_S):
             agent.save_model()
             saves += 1
