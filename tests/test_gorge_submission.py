@@ -19,6 +19,7 @@ import pytest
 import torch
 from helpers import GORGE_USER_TRAIN_CONF, make_gorge_code_package, tree_digest
 
+from sb3_realm.agents.submission import read_manifest
 from sb3_realm.cli import main
 from sb3_realm.evaluation import evaluate
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
@@ -27,6 +28,7 @@ from sb3_realm.export.check import check_submission15, run_platform_task15
 from sb3_realm.export.code_package import edit_settings, ensure_table
 from sb3_realm.games.gorge import features
 from sb3_realm.games.gorge.env import GorgeEnv
+from sb3_realm.games.gorge.rules import SETTINGS
 from sb3_realm.models.extractors import GorgeExtractor
 from sb3_realm.submission import LAYOUTS
 
@@ -184,6 +186,12 @@ def test_the_zip_leaves_out_editors_folders_and_other_models_weights(setup, tmp_
     steps = next_steps(manifest, tmp_path / "out")
     assert all(rel in steps for rel in left_out) and "has no train_test.py" in steps
     assert f"set algorithm_name = \"diy\" in {tmp_path / 'out' / 'train_test.py'}" not in steps
+
+
+def test_the_next_steps_name_the_final_rounds_settings(setup):
+    steps = next_steps(read_manifest(setup["out"]), setup["out"])
+    assert ("talent_cooldown = 200, monster_interval = 200, monster_speedup = 300, buff_cooldown = 200, "
+            "max_step = 1000") in steps and f"sb3-realm eval {setup['out']} --settings final" in steps
 
 
 def test_toml_tables_are_edited_line_by_line():
@@ -366,8 +374,10 @@ def _check_passes(report: dict, states: int, games: int) -> None:
     assert task["samples"] > 0 and task["train_count"] > 64 and task["faults_injected"] > 0
     assert task["monitor_reports"] > 0 and not task["errors"] and task["crashed"] is None
     assert report["states"] >= states and report["identical_actions"] and report["identical_scores"]
-    assert report["protocol"] == "hidden" and report["protocol_games"] == games
-    assert len(report["submission_scores"]) == games and report["leaked_modules"] == []
+    # the games of the protocol under each of the game's settings: the shipped ones and the final round's
+    assert report["settings"] == {"default": {}, "final": SETTINGS["final"]}
+    assert report["protocol"] == "hidden" and report["protocol_games"] == 2 * games
+    assert len(report["submission_scores"]) == 2 * games and report["leaked_modules"] == []
     assert report["platform_task"]["exported_weights_kept"] and len(report["platform_task"]["saves"]) >= 2
 
 

@@ -686,6 +686,17 @@ def next_steps(manifest: dict, out: str | os.PathLike) -> str:
     return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)
 
 
+def _final_settings_step(manifest: dict, out: Path) -> list[str]:
+    """The step naming the game's final-round settings (none for a game without them)."""
+    final = games.get(manifest.get("game")).settings.get("final")
+    if not final:
+        return []
+    values = ", ".join(f"{k} = {v}" for k, v in final.items())
+    return [f"The final round's settings ({values}) are most likely the final evaluation's: the evaluation task's "
+            "dialog lets you set these keys to score your policy under them; --check plays them too, and "
+            f"sb3-realm eval {out} --settings final plays them on this machine."]
+
+
 def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
     """:func:`next_steps` of a 15.0.1 code package."""
     folder, ckpt = manifest["algo_dir"], manifest["weights"]["ckpt_id"]
@@ -705,5 +716,6 @@ def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
         "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) with it, "
         "or submit it to the leaderboard. The platform's evaluation calls the Agent's exploit(env_obs) once per "
         "step: the greedy action of your policy.",
+        *_final_settings_step(manifest, out),
     ]
     return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)

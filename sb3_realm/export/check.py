@@ -97,7 +97,8 @@ def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *
     model it saves acts exactly like the SB3 model ``model_path`` (module docstring).
 
     A 15.0.1 code package (``--layout gorge15``) goes through :func:`check_submission15` (``maps_dir``: the open
-    maps for its training task; ``games`` and ``max_step`` None: 10 games and the game's own max_step).
+    maps for its training task; ``games`` and ``max_step`` None: 10 games and the game's own max_step; the games are
+    played under each of the game's named settings, the final round's among them).
 
     :return: a report; ``ok`` is True when the task passed, kept the weights, and every action and every
         leaderboard score is identical.
@@ -304,13 +305,20 @@ class _ParityServer:
 def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike, *, maps_dir: str | None = None,
                        games: int = 10, seed: int = 0, max_step: int | None = None, min_states: int = 10_000,
                        task_episodes: int = 3, task_max_step: int = 300, progress: bool = False,
-                       trust_pickle: bool | None = None) -> dict:
+                       trust_pickle: bool | None = None, settings: tuple[str, ...] | None = None) -> dict:
     """The proof for a 15.0.1 code package: its training task with the preload keys saves the exported weights
     unchanged, and the platform's evaluation loop on the first saved model plays the SB3 model's action on every
-    state (``games`` games of the game's default protocol, then more until ``min_states`` states), with identical
-    scores on those games (the SB3 model then plays them alone)."""
+    state (``games`` games of the game's default protocol under each of ``settings``, then more until
+    ``min_states`` states), with identical scores on those games (the SB3 model then plays them alone).
+
+    :param settings: the game's named settings the games are played under (None: all of them, e.g. Gorge Chase's
+        ``default`` and ``final``, the final round's, which a leaderboard evaluation may set); the report names
+        each with its ``usr_conf`` values (``settings``)."""
     manifest = read_manifest(folder)
     game = manifest_game(manifest)
+    played = tuple(game.settings) if settings is None else tuple(settings)
+    for name in played:
+        game.check_settings(name, "--check settings", [game])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -326,6 +334,8 @@ def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike,
             protocol = next(iter(game.protocols))
             configs = protocol_configs(protocol, seed=seed, max_step=max_step, game=game.name)
             configs = [configs[(i * len(configs)) // games] for i in range(games)] if games < len(configs) else configs
+            keep = ("max_step",) if max_step is not None else ()
+            configs = [game.apply_settings(name, conf, keep=keep) for name in played for conf in configs]
             env = game.make_env()
             reference = SB3Policy(model_path, trust_pickle=trust_pickle)
             bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
@@ -352,4 +362,5 @@ def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike,
             "sb3_scores": sb3_scores, "mean_score": float(np.mean(server.scores)) if server.scores else 0.0,
             "evaluation_errors": done["report"]["errors"], "imported_top_level_modules": done["report"]["modules"],
             "leaked_modules": leaked, "maps": sorted({c["map_name"] for c in configs}), "algo": reference.algo,
+            "settings": {name: game.apply_settings(name, {}, keep=keep) for name in played},
             "evaluated_model_id": first["id"], "platform_task": summary}
