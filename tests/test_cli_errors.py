@@ -248,11 +248,21 @@ def test_damaged_checkpoints_and_packages_are_named_in_one_line(models, tmp_path
         def __reduce__(self):
             return (open, (str(marker), "w"))
 
-    weights = pickled / "ckpt" / "model.ckpt-512.pkl"
-    weights.write_bytes(pickle.dumps({"net.w": Payload()}))
     manifest = json.loads((pickled / "diy" / "manifest.json").read_text(encoding="utf-8"))
-    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
-    manifest["files"]["ckpt/model.ckpt-512.pkl"] = manifest["weights"]["sha256"] = digest
+    payload = pickle.dumps({"net.w": Payload()})
+    digest = hashlib.sha256(payload).hexdigest()
+    manifest["weights"]["sha256"] = digest
+    for key in ("file", "preload_file"):  # the weights and the preload's copy, each with its checksum file
+        rel = manifest["weights"].get(key)
+        if not rel:
+            continue
+        (pickled / rel).write_bytes(payload)
+        manifest["files"][rel] = digest
+        sidecar = pickled / (rel + ".sha256")
+        if sidecar.exists():
+            sidecar.write_text(digest + "\n", encoding="utf-8")
+            if rel + ".sha256" in manifest["files"]:
+                manifest["files"][rel + ".sha256"] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
     (pickled / "diy" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     for folder, fragment in ((broken, "is not a readable manifest"), (pickled, "not plain tensors")):
         out = subprocess.run([*CLI, "eval", str(folder), "--games", "1", "--no-oracle"], capture_output=True,
