@@ -40,6 +40,7 @@ from gorge_planner import (  # benchmarks/, beside this script
     Job,
     check_args,
     default_maps_dir,
+    paired,  # first - second over the same games: mean and standard error
     play,
     summarise,
 )
@@ -113,15 +114,6 @@ def run_jobs(jobs: list[Job], pool) -> list[dict]:
 
 def mean_score(results: list[dict]) -> float:
     return float(np.mean([g["score"] for r in results for g in r["games"]]))
-
-
-def paired(tuned: list[dict], default: list[dict]) -> dict:
-    """tuned - default over the same games: mean and standard error."""
-    assert [g["seed"] for g in tuned] == [g["seed"] for g in default]
-    diff = np.array([t["score"] - d["score"] for t, d in zip(tuned, default, strict=True)])
-    se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
-    return {"games": int(diff.size), "mean": round(float(diff.mean()), 1),
-            "standard_error": None if se is None else round(se, 1)}
 
 
 def check_study_args(args) -> str | None:
