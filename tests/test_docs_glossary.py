@@ -69,7 +69,7 @@ def prose(text: str) -> str:
         return re.sub(r"[^\n]", " ", match.group(0))
 
     text = re.sub(r"^```.*?^```", blank, text, flags=re.M | re.S)
-    text = re.sub(r"`[^`\n]+`", blank, text)
+    text = re.sub(r"`[^`\n]+(?:\n[^`\n]+)?`", blank, text)  # a code span may wrap onto a second line
     text = re.sub(r"\]\([^)\s]*\)", lambda m: "]" + blank(m)[1:], text)
     return re.sub(r"<[^>\n]+>", blank, text)
 
@@ -233,6 +233,7 @@ def test_the_rule_catches_a_variant(text: str) -> None:
         "```bash\nsb3-realm eval oracle --protocol leaderboard\n```",
         "[文档](docs/oracle-notes.md)",
         "`oracle-refined` 是逐步精确的教师。",
+        "用 `sb3-realm eval\noracle --protocol leaderboard` 打分。",
         '<a id="oracle"></a>',
     ],
 )
