@@ -1,0 +1,157 @@
+"""The documentation site as a reader of either language meets it (mkdocs.yml): the 中文 section of the navigation
+lists every English page's Chinese twin at the same position, the header's language switcher leads to both front
+pages, and the search splits Chinese text into words (Material's search plugin with ``lang: [en, zh]``, jieba from
+the docs extra, the glossary's terms kept whole)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+MKDOCS = ROOT / "mkdocs.yml"
+CHINESE_SECTION = "中文"
+
+#: Chinese pages without an English twin, with the reason
+ZH_ONLY: dict[str, str] = {
+    "zh/glossary.md": "the glossary fixes the Chinese terms; English pages need none",
+}
+#: English pages whose Chinese twin is not written yet, with the reason; a twin that appears must join the nav
+NO_TWIN_YET: dict[str, str] = {
+    "benchmarks.md": "the measurements page is translated separately; the Chinese pages link the English one",
+}
+
+
+def load_config(path: Path = MKDOCS) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def pages(entries: list) -> list[str]:
+    """The page paths of a nav (or of one of its sections), in reading order."""
+    found: list[str] = []
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        found += pages(value) if isinstance(value, list) else [value]
+    return found
+
+
+def split_nav(config: dict) -> tuple[list[str], list[str]]:
+    """``(English pages, Chinese pages)``: the Chinese ones are the 中文 section's, the English ones all the others."""
+    english: list[str] = []
+    chinese: list[str] = []
+    for entry in config["nav"]:
+        if isinstance(entry, dict) and CHINESE_SECTION in entry:
+            chinese += pages(entry[CHINESE_SECTION])
+        else:
+            english += pages([entry])
+    return english, chinese
+
+
+def twin_problems(
+    config: dict, zh_only: dict[str, str] = ZH_ONLY, no_twin_yet: dict[str, str] = NO_TWIN_YET
+) -> list[str]:
+    """What keeps the two navigations from listing the same pages in the same order (empty: nothing)."""
+    english, chinese = split_nav(config)
+    expected = [f"zh/{page}" for page in english if page not in no_twin_yet]
+    listed = [page for page in chinese if page not in zh_only]
+    problems = [] if listed == expected else [f"the 中文 nav lists {listed}, the English nav's twins are {expected}"]
+    problems += [f"{page} is a Chinese page without the zh/ prefix" for page in chinese if not page.startswith("zh/")]
+    problems += [f"{page} is in the exceptions but not in the 中文 nav" for page in zh_only if page not in chinese]
+    problems += [
+        f"zh/{page} exists: add it to the 中文 nav and drop it from NO_TWIN_YET"
+        for page in no_twin_yet
+        if (DOCS / "zh" / page).is_file()
+    ]
+    return problems
+
+
+def alternate_pages(config: dict) -> dict[str, Path]:
+    """The language switcher's entries: ``lang -> the page its link leads to``, resolved from the site root."""
+    out = {}
+    for alt in config.get("extra", {}).get("alternate", []):
+        link = alt["link"].strip("/").removeprefix(".").strip("/")
+        out[alt["lang"]] = DOCS / link / "index.md"
+    return out
+
+
+def search_plugin(config: dict) -> dict | None:
+    for plugin in config.get("plugins", []):
+        if plugin == "search":
+            return {}
+        if isinstance(plugin, dict) and "search" in plugin:
+            return plugin["search"] or {}
+    return None
+
+
+def test_every_nav_page_exists() -> None:
+    english, chinese = split_nav(load_config())
+    missing = [page for page in english + chinese if not (DOCS / page).is_file()]
+    assert not missing, f"mkdocs.yml lists pages that do not exist: {missing}"
+
+
+def test_every_english_page_has_its_chinese_twin_at_the_same_position() -> None:
+    problems = twin_problems(load_config())
+    assert not problems, "\n".join(problems)
+
+
+def test_a_twin_out_of_place_or_missing_is_found() -> None:
+    config = load_config()
+    section = next(entry for entry in config["nav"] if isinstance(entry, dict) and CHINESE_SECTION in entry)
+    entries = section[CHINESE_SECTION]
+    entries[1], entries[2] = entries[2], entries[1]
+    assert twin_problems(config)
+    del entries[1]
+    assert twin_problems(config)
+
+
+def test_the_language_switcher_leads_to_both_front_pages() -> None:
+    assert alternate_pages(load_config()) == {"en": DOCS / "index.md", "zh": DOCS / "zh" / "index.md"}
+    broken = load_config()
+    broken["extra"]["alternate"] = broken["extra"]["alternate"][:1]
+    assert "zh" not in alternate_pages(broken)
+
+
+def test_the_search_reads_chinese() -> None:
+    plugin = search_plugin(load_config())
+    assert plugin is not None, "no search plugin"
+    assert {"en", "zh"} <= set(plugin.get("lang", [])), plugin
+    # jieba separates the words of the index with zero-width spaces: the separator must split there
+    separator = plugin.get("separator")
+    assert separator is None or re.fullmatch(separator, "\u200b"), separator
+    docs_extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]["docs"]
+    assert any(re.match(r"jieba\b", requirement) for requirement in docs_extra), docs_extra
+    assert search_plugin({"plugins": ["mkdocstrings"]}) is None
+
+
+def glossary_terms() -> list[str]:
+    """The Chinese terms of the glossary's table (the second column), those of one word."""
+    rows = re.findall(
+        r"^\| (?!English \|)[^|\n]+ \| ([^|\n]+) \| [^|\n]+ \| [^|\n]+ \|$",
+        (DOCS / "zh" / "glossary.md").read_text(encoding="utf-8"),
+        re.M,
+    )
+    terms = [term.strip() for row in rows for term in re.split("[、，]", row)]
+    return [term for term in terms if len(term) > 1 and " " not in term and re.search(r"[\u4e00-\u9fff]", term)]
+
+
+def test_the_glossary_terms_are_whole_search_words() -> None:
+    plugin = search_plugin(load_config())
+    assert plugin is not None
+    words_file = ROOT / plugin["jieba_dict_user"]
+    words = {line.split()[0] for line in words_file.read_text(encoding="utf-8").splitlines() if line.strip()}
+    terms = glossary_terms()
+    assert "代码包" in terms and "全知规划器" in terms, terms
+    missing = [term for term in terms if term not in words]
+    assert not missing, f"{words_file.name} lacks the glossary's terms {missing}"
+    jieba = pytest.importorskip("jieba")
+    tokenizer = jieba.Tokenizer()
+    tokenizer.load_userdict(str(words_file))
+    assert "代码包" in tokenizer.lcut("把模型写进你自己的代码包")
+    assert "代码包" not in jieba.Tokenizer().lcut("把模型写进你自己的代码包")  # without the words: 代码, 包
