@@ -75,6 +75,18 @@ WORDS = {
         "open": "open_9 + open_10 (clone)",
         "caught_split": "caught before / after the speed-up",
         "ft": "flashes / treasures a game",
+        "phase_il": "imitation ({n} states)",
+        "phase_rl": "RL ({n} env steps)",
+        "yardstick_row": "`scripted` (no training)",
+        "wall_min": "training wall time",
+        "phase": "phase",
+        "score_test": "mean score (test maps)",
+        "steps_survived": "mean steps survived",
+        "treasures": "treasures",
+        "survived": "games survived",
+        "after": "caught after the speed-up",
+        "map": "map",
+        "model": "model",
     },
     "zh": {
         "policy": "策略、协议",
@@ -122,6 +134,18 @@ WORDS = {
         "open": "open_9 + open_10（克隆）",
         "caught_split": "加速前 / 加速后被抓",
         "ft": "每局闪现 / 宝箱",
+        "phase_il": "模仿学习（{n} 个状态）",
+        "phase_rl": "强化学习（{n} 环境步）",
+        "yardstick_row": "`scripted`（不训练）",
+        "wall_min": "训练耗时",
+        "phase": "阶段",
+        "score_test": "平均得分（测试地图）",
+        "steps_survived": "平均存活步数",
+        "treasures": "宝箱",
+        "survived": "存活局数",
+        "after": "加速后被抓",
+        "map": "地图",
+        "model": "模型",
     },
 }
 
@@ -386,6 +410,40 @@ def gorge_learned_maps(w: dict) -> str:
     return table([w["settings"]] + maps + [w["ft"]], rows)
 
 
+def gorge_recipe_curve(w: dict) -> str:
+    d = load("gorge_imitation_recipe.json")
+
+    def cells(c: dict) -> list:
+        return [
+            thousands(c["mean_score"]),
+            thousands(c["mean_steps"]),
+            one(c["mean_treasures"]),
+            f"{round(c['survival_share'] * c['games'])} / {c['games']}",
+            str(c["deaths_after_speedup"]),
+        ]
+
+    rows = []
+    for c in d["curve"]:
+        phase = (w["phase_il"] if c["phase"] == "imitation" else w["phase_rl"]).format(n=thousands(c["steps"]))
+        rows.append([f"{c['wall_s'] / 60:.1f} min", phase] + cells(c))
+    rows.append([w["yardstick_row"], ""] + cells(d["yardstick"]))
+    head = [w["wall_min"], w["phase"], w["score_test"], w["steps_survived"], w["treasures"], w["survived"], w["after"]]
+    return table(head, rows)
+
+
+def gorge_recipe_maps(w: dict) -> str:
+    d = load("gorge_imitation_recipe.json")
+    rows = [
+        [
+            f"`{x}`",
+            thousands(d["final"]["per_map"][x]["mean_score"]),
+            thousands(d["yardstick"]["per_map"][x]["mean_score"]),
+        ]
+        for x in d["test_maps"]
+    ]
+    return table([w["map"], w["model"], "`scripted`"], rows)
+
+
 TABLES = {
     "oracle-real-map": oracle_real_map,
     "imitation-default-map": imitation_default_map,
@@ -395,6 +453,8 @@ TABLES = {
     "gorge-agent-speed": gorge_agent_speed,
     "gorge-learned": gorge_learned,
     "gorge-learned-maps": gorge_learned_maps,
+    "gorge-recipe-curve": gorge_recipe_curve,
+    "gorge-recipe-maps": gorge_recipe_maps,
 }
 
 
@@ -424,6 +484,17 @@ def _planner_vs_scripted() -> str:
     return f"{round(abs(m))} ± {round(se)} points {side} it, with {thousands(a)} against {thousands(b)}"
 
 
+def _recipe_prose() -> tuple[str, str]:
+    d = load("gorge_imitation_recipe.json")
+    f, y, il = d["final"], d["yardstick"], d["curve"][0]
+    return (
+        f"({round(f['mean_steps'])} steps against {round(y['mean_steps'])}), mostly before the speed-up "
+        f"({f['deaths_before_speedup']} of {f['games']} games)",
+        f"the scripted policy scores {thousands(il['expert_validation_score'])} on the same 20 games. "
+        f"The kept round is round {il['best_round']}",
+    )
+
+
 def _agent_rss(lang: str) -> str:
     mib = round(load("gorge_agent_speed.json")["peak_rss_mib"]["self_mib"])
     return f"peak RSS {mib} MiB" if lang == "en" else f"峰值 RSS {mib} MiB"
@@ -442,6 +513,8 @@ PROSE = [
         ),
     ),
     ("en", _planner_vs_scripted),
+    ("en", lambda: _recipe_prose()[0]),
+    ("en", lambda: _recipe_prose()[1]),
     (
         "en",
         lambda: "It scores {:.2f} over the 715 sets of the competition map".format(
