@@ -47,6 +47,10 @@ WORDS = {
         "other_v": "{rw} / {rg} random sets won, {fw} / {fg} fixed sets",
         "wall": "wall time: imitation / the {n} sets",
         "study_wall": "study wall time",
+        "env_steps": "env steps",
+        "wall_time": "wall time",
+        "sampled": "sampled: won / treasures / mean score",
+        "deterministic": "deterministic: score (steps, treasures)",
         "study_wall_v": "{s} s ({n} trials: {c} complete, {p} pruned, {f} failed)",
         "trial0": "trial 0 (default weights)",
         "best": "best trial",
@@ -106,6 +110,10 @@ WORDS = {
         "other_v": "随机组合 {rw} / {rg} 局获胜，固定组合 {fw} / {fg}",
         "wall": "耗时：模仿学习 / 全部 {n} 组",
         "study_wall": "调参总耗时",
+        "env_steps": "环境步数",
+        "wall_time": "耗时",
+        "sampled": "采样策略：获胜 / 宝箱 / 平均得分",
+        "deterministic": "确定性策略：得分（步数，宝箱）",
         "study_wall_v": "{s} 秒（{n} 次试验：完成 {c}，剪枝 {p}，失败 {f}）",
         "trial0": "试验 0（默认权重）",
         "best": "最佳试验",
@@ -305,6 +313,28 @@ def tune_study_default(w: dict) -> str:
     return table(["", w["value"]], rows)
 
 
+def learning_default_map(w: dict) -> str:
+    d = load("learning_default_map.json")
+    rows = []
+    for c in d["curve"]:
+        det = f"{one(c['deterministic_score'])} ({c['deterministic_steps']}, {c['deterministic_treasures']})"
+        rows.append(
+            [
+                thousands(c["steps"]),
+                f"{round(c['wall_s'])} s",
+                " / ".join(
+                    [
+                        f"{round(100 * c['sampled_win_rate'])}%",
+                        f"{c['sampled_mean_treasures']:.2f}",
+                        str(round(c["sampled_mean_score"])),
+                    ]
+                ),
+                det,
+            ]
+        )
+    return table([w["env_steps"], w["wall_time"], w["sampled"], w["deterministic"]], rows)
+
+
 # --- Gorge Chase -------------------------------------------------------------------------------------------------
 
 
@@ -448,6 +478,7 @@ TABLES = {
     "oracle-real-map": oracle_real_map,
     "imitation-default-map": imitation_default_map,
     "tune-study-default": tune_study_default,
+    "learning-default-map": learning_default_map,
     "gorge-planner-default": lambda w: planner_table(w, "default"),
     "gorge-planner-final": lambda w: planner_table(w, "final"),
     "gorge-agent-speed": gorge_agent_speed,
@@ -513,6 +544,18 @@ PROSE = [
         ),
     ),
     ("en", _planner_vs_scripted),
+    (
+        "en",
+        lambda: "first wins at least 90% of its games at {} steps".format(
+            thousands(load("learning_default_map.json")["steps_to_90pct_wins"])
+        ),
+    ),
+    (
+        "en",
+        lambda: "PPO's best deterministic game, {},".format(
+            one(max(c["deterministic_score"] for c in load("learning_default_map.json")["curve"]))
+        ),
+    ),
     ("en", lambda: _recipe_prose()[0]),
     ("en", lambda: _recipe_prose()[1]),
     (
