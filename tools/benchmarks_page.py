@@ -526,6 +526,27 @@ def _recipe_prose() -> tuple[str, str]:
     )
 
 
+def _all_sets(name: str) -> str:
+    d = load(name)
+    nine = f"{d['by_count']['9']['won']} at {d['nine_treasure_mean_score']:.2f}"
+    return f"**{nine}** | **{thousands(d['won_other_counts'])}**"
+
+
+def _real_fast() -> tuple[str, str]:
+    d = load("imitation_real_map.json")
+    best = d["best_round"]
+    curve = ", ".join(
+        f"**{c['eval_mean_score']:.1f}** (round {best}, kept)" if c["round"] == best else f"{c['eval_mean_score']:.1f}"
+        for c in d["curve"]
+    )
+    rw, rg, fw, fg = other_games_counts(d)
+    return (
+        f"held-out curve (200 games, oracle {d['held_out_oracle_mean_score']:.2f}), rounds 0 to "
+        f"{d['curve'][-1]['round']}: {curve}",
+        f"{d['exhaustive_9']['games_with_missed_treasure']} with a missed treasure; other games: {rw + fw} / {rg + fg}",
+    )
+
+
 def _agent_rss(lang: str) -> str:
     mib = round(load("gorge_agent_speed.json")["peak_rss_mib"]["self_mib"])
     return f"peak RSS {mib} MiB" if lang == "en" else f"峰值 RSS {mib} MiB"
@@ -544,6 +565,10 @@ PROSE = [
         ),
     ),
     ("en", _planner_vs_scripted),
+    ("en", lambda: _real_fast()[0]),
+    ("en", lambda: _real_fast()[1]),
+    ("en", lambda: _all_sets("all_sets_real_map.json")),
+    ("en", lambda: _all_sets("all_sets_default_map.json")),
     (
         "en",
         lambda: "first wins at least 90% of its games at {} steps".format(
