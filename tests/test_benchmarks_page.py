@@ -105,6 +105,8 @@ def test_no_json_under_docs_holds_an_absolute_path(path):
     data = json.loads(path.read_text(encoding="utf-8"))
     bad = [s for s in _strings(data) if ABSOLUTE.match(s) or re.search(r"(^|\s)/(work|tmp|home|root|Users)/", s)]
     assert not bad, f"{path.name} records absolute paths: {bad[:5]}"
+    outside = [s for s in _strings(data) if s.startswith("../")]
+    assert not outside, f"{path.name} records paths outside the repository: {outside[:5]}"
 
 
 def test_the_absolute_path_check_can_fail():

@@ -166,8 +166,13 @@ def load(name: str) -> dict:
     return json.loads((DOCS / name).read_text(encoding="utf-8"))
 
 
+def half_up(x: float) -> int:
+    """Rounded half away from zero, as the pages print (Python's round() rounds half to even)."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
 def thousands(x: float) -> str:
-    return f"{round(x):,}"
+    return f"{half_up(x):,}"
 
 
 def one(x: float) -> str:
@@ -184,7 +189,7 @@ def mean_se(diffs: list[float]) -> tuple[float, float]:
 
 
 def signed(x: float) -> str:
-    r = round(x)
+    r = half_up(x)
     return f"+{r:,}" if r > 0 else f"{r:,}" if r < 0 else "0"
 
 
@@ -286,10 +291,10 @@ def tune_study_default(w: dict) -> str:
         return w["unseen_v"].format(
             per=" / ".join(one(x) for x in s["per_seed_mean_score"]),
             mean=one(s["mean_score"]),
-            share=round(100 * s["win_rate"]),
+            share=half_up(100 * s["win_rate"]),
             k=k,
             g=g,
-            wins=", ".join(f"{round(r * g)}/{g}" for r in s["per_seed_win_rate"]),
+            wins=", ".join(f"{half_up(r * g)}/{g}" for r in s["per_seed_win_rate"]),
         )
 
     rows = [
@@ -325,12 +330,12 @@ def learning_default_map(w: dict) -> str:
         rows.append(
             [
                 thousands(c["steps"]),
-                f"{round(c['wall_s'])} s",
+                f"{half_up(c['wall_s'])} s",
                 " / ".join(
                     [
-                        f"{round(100 * c['sampled_win_rate'])}%",
+                        f"{half_up(100 * c['sampled_win_rate'])}%",
                         f"{c['sampled_mean_treasures']:.2f}",
-                        str(round(c["sampled_mean_score"])),
+                        str(half_up(c["sampled_mean_score"])),
                     ]
                 ),
                 det,
@@ -352,7 +357,8 @@ def planner_table(w: dict, settings: str) -> str:
         cols = [m[x] for x in maps] + [pol[p]["overall"]]
         rows.append([w["mean_score_of"].format(p=p)] + [thousands(c["mean_score"]) for c in cols])
         rows.append(
-            [w["survived_of"].format(p=p)] + [f"{round(c['survival_share'] * c['games'])} / {c['games']}" for c in cols]
+            [w["survived_of"].format(p=p)]
+            + [f"{half_up(c['survival_share'] * c['games'])} / {c['games']}" for c in cols]
         )
         rows.append(
             [w["caught_of"].format(p=p)]
@@ -368,9 +374,9 @@ def planner_table(w: dict, settings: str) -> str:
         diffs = paired(a[x]["scores"], b[x]["scores"], f"gorge_planner.json {settings} {x}")
         every += diffs
         m, se = mean_se(diffs)
-        cells.append(f"{signed(m)} ± {round(se)}")
+        cells.append(f"{signed(m)} ± {half_up(se)}")
     m, se = mean_se(every)
-    rows.append([w["paired"]] + cells + [f"{signed(m)} ± {round(se)}"])
+    rows.append([w["paired"]] + cells + [f"{signed(m)} ± {half_up(se)}"])
     return table([""] + maps + [w["all"]], rows)
 
 
@@ -379,7 +385,7 @@ def gorge_agent_speed(w: dict) -> str:
 
     def t(s: dict) -> str:
         mx = s["max_ms"]
-        return f"{one(s['mean_ms'])} / {one(s['p99_ms'])} / {round(mx) if mx >= 100 else one(mx)}"
+        return f"{one(s['mean_ms'])} / {one(s['p99_ms'])} / {half_up(mx) if mx >= 100 else one(mx)}"
 
     rows = []
     for k in ("default", "final"):
@@ -411,7 +417,7 @@ def gorge_learned(w: dict) -> str:
                 thousands(s["mean_score"]),
                 thousands(pol["planner"]["overall"]["mean_score"]),
                 thousands(pol["scripted"]["overall"]["mean_score"]),
-                f"{signed(m)} ± {round(se)}",
+                f"{signed(m)} ± {half_up(se)}",
                 f"{same} / {len(diffs)}",
                 thousands(sum(opens) / len(opens)) if opens else "",
                 f"{s['deaths_before_speedup']} / {s['deaths_after_speedup']}",
@@ -452,7 +458,7 @@ def gorge_recipe_curve(w: dict) -> str:
             thousands(c["mean_score"]),
             thousands(c["mean_steps"]),
             one(c["mean_treasures"]),
-            f"{round(c['survival_share'] * c['games'])} / {c['games']}",
+            f"{half_up(c['survival_share'] * c['games'])} / {c['games']}",
             str(c["deaths_after_speedup"]),
         ]
 
@@ -527,14 +533,14 @@ def _planner_vs_scripted() -> str:
     m, se = _planner_paired("default")
     a, b = pol["planner"]["overall"]["mean_score"], pol["scripted"]["overall"]["mean_score"]
     side = "below" if m < 0 else "above"
-    return f"{round(abs(m))} ± {round(se)} points {side} it, with {thousands(a)} against {thousands(b)}"
+    return f"{half_up(abs(m))} ± {half_up(se)} points {side} it, with {thousands(a)} against {thousands(b)}"
 
 
 def _recipe_prose() -> tuple[str, str]:
     d = load("gorge_imitation_recipe.json")
     f, y, il = d["final"], d["yardstick"], d["curve"][0]
     return (
-        f"({round(f['mean_steps'])} steps against {round(y['mean_steps'])}), mostly before the speed-up "
+        f"({half_up(f['mean_steps'])} steps against {half_up(y['mean_steps'])}), mostly before the speed-up "
         f"({f['deaths_before_speedup']} of {f['games']} games)",
         f"the scripted policy scores {thousands(il['expert_validation_score'])} on the same 20 games. "
         f"The kept round is round {il['best_round']}",
@@ -566,18 +572,18 @@ def _reward_study_prose() -> str:
     c = load("gorge_reward_study.json")["check"]
 
     def per(x: dict) -> str:
-        return " / ".join(str(round(v)) for v in x["per_seed_mean_score"])
+        return " / ".join(str(half_up(v)) for v in x["per_seed_mean_score"])
 
     d, b = c["default"], c["best"]
     return (
-        f"{per(d)}, mean {round(d['mean_score'])} ({one(d['mean_treasures'])} treasures, "
-        f"... {per(b)}, mean {round(b['mean_score'])} ({one(b['mean_treasures'])} treasures, "
+        f"{per(d)}, mean {half_up(d['mean_score'])} ({one(d['mean_treasures'])} treasures, "
+        f"... {per(b)}, mean {half_up(b['mean_score'])} ({one(b['mean_treasures'])} treasures, "
         f"... {100 * c['best_over_default']:+.1f}%"
     )
 
 
 def _agent_rss(lang: str) -> str:
-    mib = round(load("gorge_agent_speed.json")["peak_rss_mib"]["self_mib"])
+    mib = half_up(load("gorge_agent_speed.json")["peak_rss_mib"]["self_mib"])
     return f"peak RSS {mib} MiB" if lang == "en" else f"峰值 RSS {mib} MiB"
 
 
@@ -594,6 +600,15 @@ PROSE = [
         ),
     ),
     ("en", _planner_vs_scripted),
+    (
+        "en",
+        lambda: "| defaults | {} | ... | best of {} trials (trial {}) | {} |".format(
+            thousands(load("gorge_planner_study.json")["default_value"]),
+            load("gorge_planner_study.json")["trials"],
+            load("gorge_planner_study.json")["best_trial"],
+            thousands(load("gorge_planner_study.json")["best_value"]),
+        ),
+    ),
     ("en", _reward_study_prose),
     ("en", lambda: _real_fast()[0]),
     ("en", lambda: _real_fast()[1]),
@@ -630,7 +645,7 @@ PROSE = [
         "en",
         lambda: "({} ± {} over {} games, paired by game)".format(
             signed(_planner_paired("final")[0]),
-            round(_planner_paired("final")[1]),
+            half_up(_planner_paired("final")[1]),
             load("gorge_planner.json")["settings"]["final"]["policies"]["planner"]["overall"]["games"],
         ),
     ),
