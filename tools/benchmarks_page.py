@@ -582,6 +582,20 @@ def _reward_study_prose() -> str:
     )
 
 
+def _legs() -> str:
+    ft, il = load("legs_finetune_real_map.json"), load("legs_imitation_real_map.json")
+    legs = ft["per_leg_mean_steps_difference"][5:]
+    return (
+        f"Per leg ({ft['sets']} sets): on the sets where model and oracle take the same order ({ft['sets_same_order']} "
+        f"for the fine-tuned model, {il['sets_same_order']} for the clone), they are "
+        f"{ft['mean_total_steps_difference_same_order']:.2f} and {il['mean_total_steps_difference_same_order']:.2f} "
+        "steps a game behind the oracle; "
+        f"the fine-tuned model loses them in legs 6 to 10 ({min(legs):.2f} to {max(legs):.2f} steps a leg) and partly "
+        f"wins them back in leg 5 ({ft['per_leg_mean_steps_difference'][4]:.2f}). They flash in the same leg as the "
+        f"oracle in {half_up(100 * ft['flash_leg_same'])}% and {half_up(100 * il['flash_leg_same'])}% of the games."
+    )
+
+
 def _agent_rss(lang: str) -> str:
     mib = half_up(load("gorge_agent_speed.json")["peak_rss_mib"]["self_mib"])
     return f"peak RSS {mib} MiB" if lang == "en" else f"峰值 RSS {mib} MiB"
@@ -600,6 +614,7 @@ PROSE = [
         ),
     ),
     ("en", _planner_vs_scripted),
+    ("en", _legs),
     (
         "en",
         lambda: "| defaults | {} | ... | best of {} trials (trial {}) | {} |".format(
