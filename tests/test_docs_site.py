@@ -22,9 +22,7 @@ ZH_ONLY: dict[str, str] = {
     "zh/glossary.md": "the glossary fixes the Chinese terms; English pages need none",
 }
 #: English pages whose Chinese twin is not written yet, with the reason; a twin that appears must join the nav
-NO_TWIN_YET: dict[str, str] = {
-    "benchmarks.md": "the measurements page is translated separately; the Chinese pages link the English one",
-}
+NO_TWIN_YET: dict[str, str] = {}
 
 
 def load_config(path: Path = MKDOCS) -> dict:
