@@ -948,3 +948,24 @@ def test_the_expert_spec_names_its_data_and_labels_as_configured():
     config = load_imitate_config(None, [*QUICK, "imitation.tie_break=heading"])
     spec = expert_spec(config)
     assert (spec.kind, spec.tie_break, spec.build(env).oracle.tie_break) == ("oracle", "heading", "heading")
+
+
+def test_imitate_no_progress_prints_one_line_a_round(tmp_path, capsys):
+    """``imitate --no-progress`` drops only the bar: every round still writes its line to stderr as it ends (round,
+    states, held-out score, time), and stdout holds the final JSON alone."""
+    from sb3_realm.cli import main
+
+    out = tmp_path / "run"
+    argv = ["imitate", "--out", str(out), "--no-progress"]
+    for item in [*QUICK, "imitation.rounds=2"]:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["run_dir"] == str(out)
+    lines = [line for line in captured.err.splitlines() if line.startswith("round ")]
+    assert [line.split(":")[0] for line in lines] == ["round 0/2", "round 1/2", "round 2/2"]
+    history = json.loads((out / "eval.json").read_text(encoding="utf-8"))["history"]
+    for line, record in zip(lines, history, strict=True):
+        assert f"{record['states']:,} states" in line
+        assert f"held-out score {record['eval_mean_score']:.1f}" in line

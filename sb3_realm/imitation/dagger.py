@@ -35,7 +35,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TextIO, cast
 
 import numpy as np
 import torch
@@ -362,22 +362,34 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     return run_dir, _Resume(point, resume_changes(run_dir, config), dataset)
 
 
-def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: bool = False):
+def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: bool = False,
+            talk: TextIO | None = None):
     """Run (or resume) an imitation run; returns ``(model, run_dir)`` where ``model`` is the kept round's model.
 
     :param resume: a run folder to continue from its last complete round (its own config, with overrides such as
         more ``imitation.rounds``).
     :param progress: a progress bar over the rounds.
+    :param talk: a text stream that gets one line per round as it ends (:func:`round_line`), with or without the
+        bar; the command line passes ``sys.stderr``.
 
     The run folder is held for the run (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused.
     """
     config.validate()
     folder = check_writable_folder(resume if resume is not None else config.out, "run directory")
     with hold_folder(folder, "run directory"):
-        return _imitate(config, resume, progress)
+        return _imitate(config, resume, progress, talk)
 
 
-def _imitate(config: ImitateConfig, resume, progress: bool):
+def round_line(record: RoundRecord, rounds: int) -> str:
+    """One line for a finished round: its number of the run's, the states in the dataset, the held-out score (and the
+    yardstick's, where known), the round's time and the run's."""
+    yardstick = "" if record.oracle_mean_score is None else f" (yardstick {record.oracle_mean_score:.1f})"
+    took = record.collect_s + record.fit_s + record.eval_s
+    return (f"round {record.round}/{rounds}: {record.states:,} states, held-out score {record.eval_mean_score:.1f}"
+            f"{yardstick}, best round {record.best_round}, {took:.0f} s ({record.wall_s / 60:.1f} min in all)")
+
+
+def _imitate(config: ImitateConfig, resume, progress: bool, talk: TextIO | None = None):
     run_dir, resumed = _prepare(config, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     threads = torch.get_num_threads()
@@ -408,6 +420,12 @@ def _imitate(config: ImitateConfig, resume, progress: bool):
                 run.state.oracle_score = evaluate_expert(config, collector, run.map_name)["mean_score"]
             for round_no in rounds:
                 record = run.play_round(model, dataset, round_no)
+                if talk is not None:
+                    line = round_line(record, config.imitation.rounds)
+                    if bar:
+                        bar.write(line, file=talk)
+                    else:
+                        print(line, file=talk, flush=True)
                 if bar:
                     bar.set_postfix(score=f"{record.eval_mean_score:.1f}", acc=f"{record.bc_accuracy:.3f}",
                                     states=record.states)
