@@ -98,6 +98,10 @@ def test_scores_equal_hand_computed_values(tmp_path):
     text = format_report(report)
     assert "missed by id: {5: 1}" in text and "[5] / [5]" in text
     assert "wins 2/3 with every treasure, 3 reached the end" in text
+    # the table says which games it shows
+    assert "all 3 games, lowest score first:" in text
+    two = format_report(report, worst=2)
+    assert "the 2 lowest-scoring of 3 games (--worst N shows more):" in two
 
 
 @pytest.mark.processes

@@ -138,7 +138,12 @@ def format_report(report: EvalReport, worst: int = 10) -> str:
         lines.append(f"{yardstick} mean {s['oracle_mean_score']:.2f}  gap mean {s['mean_gap_to_oracle']:.2f}  "
                      f"max {s['max_gap_to_oracle']:.2f}")
     lines.append("")
-    lines.extend(spec.worst_table(report.games, worst, yardstick))
+    table = spec.worst_table(report.games, worst, yardstick)
+    if table:
+        shown = min(worst, len(report.games))
+        lines.append(f"all {shown} games, lowest score first:" if shown == len(report.games) else
+                     f"the {shown} lowest-scoring of {len(report.games)} games (--worst N shows more):")
+    lines.extend(table)
     return "\n".join(lines)
 
 
