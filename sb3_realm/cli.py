@@ -45,6 +45,17 @@ GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the 
              f"else {games.DEFAULT_GAME})")
 
 
+def _at_least_one(text: str) -> int:
+    """An integer of 1 or more (``eval --worst``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of games; give 1 or more, e.g. --worst 30")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     titles = " and ".join(spec.title for spec in games.GAMES.values())
     parser = ArgumentParser(prog="sb3-realm", description=f"{titles} with Stable-Baselines3.")
@@ -86,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--workers", type=int, default=1, help="processes")
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
-    ev.add_argument("--worst", type=int, default=10, help="how many of the worst games to list")
+    ev.add_argument("--worst", type=_at_least_one, default=10, help="how many of the worst games to list (1 or more)")
     ev.add_argument("--no-oracle", action="store_true", help="skip the yardstick's score (the Realm's oracle, Gorge "
                     "Chase's scripted policy; no gap column)")
     ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")

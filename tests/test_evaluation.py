@@ -137,3 +137,13 @@ def test_replay_writes_gif_and_route_png(tmp_path):
 def test_treasure_sets_without_the_custom_protocol_are_refused(protocol):
     with pytest.raises(ValueError, match=rf"only by the custom protocol, not by '{protocol}': add --protocol custom"):
         protocol_configs(protocol, custom=[[3, 4]])
+
+
+@pytest.mark.parametrize("worst", ["0", "-3", "ten"])
+def test_eval_worst_below_one_is_refused(worst, capsys):
+    from sb3_realm.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["eval", "random", "--worst", worst])
+    assert "give 1 or more" in capsys.readouterr().err
+    assert build_parser().parse_args(["eval", "random", "--worst", "30"]).worst == 30
