@@ -45,17 +45,6 @@ GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the 
              f"else {games.DEFAULT_GAME})")
 
 
-def _at_least_one(text: str) -> int:
-    """An integer of 1 or more (``eval --worst``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count of games; give 1 or more, e.g. --worst 30")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     titles = " and ".join(spec.title for spec in games.GAMES.values())
     parser = ArgumentParser(prog="sb3-realm", description=f"{titles} with Stable-Baselines3.")
@@ -97,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--workers", type=int, default=1, help="processes")
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
-    ev.add_argument("--worst", type=_at_least_one, default=10, help="how many of the worst games to list (1 or more)")
+    ev.add_argument("--worst", type=_worst_count, default=10, help="how many of the worst games to list (1 or more)")
     ev.add_argument("--no-oracle", action="store_true", help="skip the yardstick's score (the Realm's oracle, Gorge "
                     "Chase's scripted policy; no gap column)")
     ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")
@@ -375,6 +364,18 @@ def _warning_printer(command: str, default):
             default(message, category, filename, lineno, file, line)
 
     return show
+
+
+def _worst_count(text: str) -> int:
+    """An argparse type: how many of the worst games ``eval`` lists, an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a count of games >= 1, e.g. --worst 30") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} lists no game; give a count of games >= 1, e.g. --worst 30")
+    return value
 
 
 def seed_int(text: str) -> int:

@@ -145,5 +145,6 @@ def test_eval_worst_below_one_is_refused(worst, capsys):
 
     with pytest.raises(SystemExit):
         build_parser().parse_args(["eval", "random", "--worst", worst])
-    assert "give 1 or more" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "give a count of games >= 1" in err and worst.lstrip("-") in err
     assert build_parser().parse_args(["eval", "random", "--worst", "30"]).worst == 30

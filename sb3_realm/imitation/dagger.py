@@ -381,8 +381,8 @@ def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: b
 
 
 def round_line(record: RoundRecord, rounds: int) -> str:
-    """One line for a finished round: its number of the run's, the states in the dataset, the held-out score (and the
-    yardstick's, where known), the round's time and the run's."""
+    """One line for a finished round: the round out of the run's ``rounds``, the states in the dataset, the held-out
+    score (and the yardstick's, where known), the best round so far, the round's time and the run's."""
     yardstick = "" if record.oracle_mean_score is None else f" (yardstick {record.oracle_mean_score:.1f})"
     took = record.collect_s + record.fit_s + record.eval_s
     return (f"round {record.round}/{rounds}: {record.states:,} states, held-out score {record.eval_mean_score:.1f}"
