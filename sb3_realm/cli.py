@@ -111,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "params and base config, e.g. --from-study sqlite:///runs/study-rewards/study.db rewards")
     tr.add_argument("--trial", type=int, default=None, metavar="N",
                     help="with --from-study: trial number N (default: the best trial)")
-    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tr.add_argument("--no-progress", action="store_true",
+                    help="no progress bar for this command (also without a terminal): one line per held-out "
+                         "evaluation on stderr instead")
 
     im = sub.add_parser("imitate", help="an expert teaches an SB3 policy (the Realm's oracle, Gorge Chase's scripted "
                                         "policy): expert games, behaviour cloning, DAgger rounds; the best model by "
@@ -202,8 +204,6 @@ def _cmd_train(args) -> None:
         overrides.append(f"env.map_path={json.dumps(args.map_path)}")
     if args.total_steps is not None:
         overrides.append(f"total_timesteps={args.total_steps}")
-    if args.no_progress:
-        overrides.append("progress_bar=false")
     if args.trial is not None and args.from_study is None:
         raise ValueError("--trial N goes with --from-study STORAGE STUDY")
     if args.init_from is not None:
@@ -227,7 +227,8 @@ def _cmd_train(args) -> None:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
         config = load_config(args.config, overrides)
-    model, run_dir = train(config, resume=args.resume)
+    model, run_dir = train(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
+                           talk=sys.stderr)
     print(json.dumps({"run_dir": str(run_dir), "num_timesteps": int(model.num_timesteps),
                       "final_model": str(run_dir / "final_model.zip"),
                       "best_model": str(run_dir / "best_model.zip") if (run_dir / "best_model.zip").exists() else None},

@@ -15,7 +15,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 from PIL import Image as PILImage
@@ -31,7 +31,7 @@ from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, free_name, save_vecnormalize
 
 __all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
-           "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history"]
+           "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history", "eval_line"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 
@@ -67,6 +67,27 @@ def read_eval_history(path: str | os.PathLike) -> list[dict]:
         if problem is not None:
             raise ValueError(f"{str(path)!r}: entry {i} {problem}; {fix}")
     return history
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"
+
+
+def eval_line(entry: Mapping, total_timesteps: int | None = None) -> str:
+    """One line for a finished held-out evaluation (an entry of ``eval.json``): the evaluation's number, the model's
+    timesteps (out of the run's total, where known), the mean competition score, the games won (the Realm) or
+    survived to max_step (Gorge Chase), the best score so far (marked when this evaluation set it) and the run's
+    time so far."""
+    total = "" if total_timesteps is None else f"/{total_timesteps:,}"
+    rate = (f", won {entry['wins']}/{entry['games']} games" if "wins" in entry and "games" in entry else
+            f", survived {entry['survived']}/{entry['games']} games" if "survived" in entry and "games" in entry
+            else "")
+    new = " (new best)" if entry.get("new_best") else ""
+    return (f"eval {entry['evaluation']} at {entry['timesteps']:,}{total} steps: held-out score "
+            f"{entry['mean_score']:.1f}{rate}, best {entry['best_score']:.1f}{new}, "
+            f"{_duration(entry['wall_s'])} in all")
+
+
 #: the default game's curriculum success metrics (each game's are its spec's ``success_metrics``)
 SUCCESS_METRICS: Mapping[str, Callable[[dict], float]] = games.get().success_metrics
 
@@ -193,16 +214,20 @@ class CompetitionEvalCallback(BaseCallback):
         the same games, actions and figures, one forward pass a step for all of them: many times faster, so
         that hundreds of held-out games are affordable). Models that read stacked frames or normalised
         observations, or another observation than the env's, are played one game at a time whatever this says.
-    :param verbose: 1 prints each evaluation.
+    :param verbose: 1 prints each evaluation's :func:`eval_line` to stdout.
     :param game: the game played (None: the default game).
+    :param talk: a text stream that gets each evaluation's :func:`eval_line` as it ends (``sb3-realm train`` passes
+        ``sys.stderr`` when no progress bar shows); None = none.
     """
 
     def __init__(self, eval_freq: int, configs: Sequence[Mapping], best_model_path: str | os.PathLike,
                  map_path: str | os.PathLike | None = None, env_kwargs: dict | None = None,
                  json_path: str | os.PathLike | None = None, replay_every: int = 0, seed: int = 0,
                  evaluate_at_start: bool = False, batched: bool = True, verbose: int = 0,
-                 game: str | None = None) -> None:
+                 game: str | None = None, talk: TextIO | None = None) -> None:
         super().__init__(verbose)
+        self.talk = talk
+        self.total_timesteps: int | None = None  # the run's total, known once training starts
         self.game = games.get(game).name
         if isinstance(eval_freq, bool) or not isinstance(eval_freq, int) or eval_freq < 1:
             raise ValueError(f"eval_freq = {eval_freq!r} must be an integer >= 1 (callback calls between evaluations)")
@@ -246,6 +271,8 @@ class CompetitionEvalCallback(BaseCallback):
         self._started = time.perf_counter() - float(self.history[-1].get("wall_s", 0.0) if self.history else 0.0)
 
     def _on_training_start(self) -> None:
+        total = self.locals.get("total_timesteps")  # SB3's learn(): the total the model's timesteps will reach
+        self.total_timesteps = int(total) if isinstance(total, int | np.integer) else None
         self._forget_lost_evaluations()
         if self.evaluate_at_start and not self.history:
             self.evaluate_now()
@@ -322,10 +349,9 @@ class CompetitionEvalCallback(BaseCallback):
             self.logger.record("eval/route", Image(self.route_image(policy), "HWC"),
                                exclude=("stdout", "log", "json", "csv"))
         if self.verbose:
-            rate = (f" win {summary['win_rate']:.2f}" if "win_rate" in summary else
-                    f" survived {summary['survival_share']:.2f}" if "survival_share" in summary else "")
-            print(f"eval {self.n_evals} at {self.num_timesteps} steps: score {summary['mean_score']:.2f}{rate}"
-                  f"{' (new best)' if improved else ''}")
+            print(eval_line(entry, self.total_timesteps))
+        if self.talk is not None:
+            print(eval_line(entry, self.total_timesteps), file=self.talk, flush=True)
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
         return entry

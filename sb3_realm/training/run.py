@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import gymnasium as gym
 import torch
@@ -113,7 +113,7 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
     return load_config(path, overrides)
 
 
-def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
+def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int, talk: TextIO | None = None):
     curriculum = CurriculumCallback(config.curriculum, game=config.game) if config.curriculum else None
     callbacks = [RealmMetricsCallback(window=config.log_window, game=config.game),
                  ConfigLogCallback(config_to_dict(config))]
@@ -127,7 +127,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int):
             max(1, config.eval_freq // n_envs), configs, best_model_path=run_dir / "best_model.zip",
             map_path=config.env.map_path, env_kwargs=env_kwargs, json_path=run_dir / "eval.json",
             replay_every=config.eval_route_every, seed=config.eval_seed,
-            evaluate_at_start=bool(config.finetune.init_from), game=config.game))
+            evaluate_at_start=bool(config.finetune.init_from), game=config.game, talk=talk))
     checkpoint = RunCheckpointCallback(max(1, config.checkpoint_freq), run_dir / "checkpoints",
                                     keep_last=config.keep_checkpoints, curriculum=curriculum, algo=config.algo.name)
     callbacks.append(checkpoint)
@@ -212,8 +212,13 @@ def resume_changes(run_dir: Path, config: TrainConfig) -> dict:
 
 
 def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list | None = None,
-          trust_pickle: bool | None = None):
+          trust_pickle: bool | None = None, progress: bool = True, talk: TextIO | None = None):
     """Train (or resume) a run; returns ``(model, run_dir)``.
+
+    SB3's progress bar shows when ``config.progress_bar`` and ``progress`` are both true (the command line passes
+    ``progress`` false for ``--no-progress`` and when stderr is not a terminal, which the bar needs). While no bar
+    shows, ``talk`` (a text stream; the command line passes ``sys.stderr``) gets one line per held-out evaluation as
+    it ends (:func:`~sb3_realm.training.callbacks.eval_line`), so that a run without a bar says how it is doing.
 
     With ``resume``, the run continues from its newest intact checkpoint (timesteps, optimizer, VecNormalize,
     curriculum phase) in ``resume``'s directory, until ``config.total_timesteps``; changed algorithm hyperparameters
@@ -231,11 +236,11 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
     with hold_folder(run_dir, "run directory"):  # one command at a time in a run
         if resume is not None:
-            return _train(config, run_dir, resume, callbacks, trust_pickle)
+            return _train(config, run_dir, resume, callbacks, trust_pickle, progress, talk)
         existed = run_dir.is_dir()
         before = _entries(run_dir) if existed else set()
         try:
-            return _train(config, run_dir, resume, callbacks, trust_pickle)
+            return _train(config, run_dir, resume, callbacks, trust_pickle, progress, talk)
         except BaseException:
             _remove_unfinished_run(run_dir, existed, before)
             raise
@@ -279,8 +284,10 @@ def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str]) -> No
 
 
 # C901 exempt: the run in order (new, resumed or fine-tuned model; envs; callbacks; learn; final save), read top down
-def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):  # noqa: C901
+def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle, progress=True,  # noqa: C901
+           talk=None):
     found, changes = None, {}
+    bar = config.progress_bar and progress
     fine = config.finetune
     if resume is None:
         start_new_run(config, run_dir)
@@ -312,7 +319,7 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed, game=config.game)
     try:
-        own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs)
+        own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs, talk=None if bar else talk)
         callbacks = own + list(callbacks or [])
         if found is not None:
             ckpt, state = found
@@ -358,7 +365,7 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle):
             callbacks.append(StopAtTimesteps(-(-config.total_timesteps // rollout) * rollout))
         if remaining > 0:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
-                        progress_bar=config.progress_bar)
+                        progress_bar=bar)
         checkpoint.model = model
         checkpoint.save()
         if found is not None:
