@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +11,14 @@ import torch
 import yaml
 
 from sb3_realm.imitation.config import SelectionConfig, load_imitate_config
-from sb3_realm.training.config import RENAMED_CONFIGS, apply_overrides, load_config, save_config
+from sb3_realm.training.config import (
+    RENAMED_CONFIGS,
+    TrainConfig,
+    apply_overrides,
+    config_to_dict,
+    load_config,
+    save_config,
+)
 
 
 def write(tmp_path, data) -> str:
@@ -23,6 +31,104 @@ def write(tmp_path, data) -> str:
 def test_shipped_configs_load(name):
     config = load_config(f"configs/realm/{name}.yaml")
     assert config.algo.name in ("ppo", "maskable_ppo", "recurrent_ppo")
+
+
+# What each RL recipe resolves to (its base: chain merged): every value that differs from the dataclasses' defaults,
+# as it was when the recipes were full files. An overlay that loses a key its recipe needs, or a base that gains one
+# that reaches an overlay unasked, changes this.
+PPO_HYPERPARAMS = {"learning_rate": 0.0003, "n_steps": 256, "batch_size": 1024, "n_epochs": 3, "gamma": 0.995,
+                   "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.01}
+REALM_ENV = {"usr_conf": {"treasure_num": 9, "max_step": 2000}}
+REALM_PPO = {"total_timesteps": 2_000_000, "env": REALM_ENV,
+             "algo": {"hyperparams": PPO_HYPERPARAMS, "extractor": "fovea", "extractor_kwargs": {"features_dim": 128},
+                      "net_arch": {"pi": [64], "vf": [64]}, "policy_kwargs": {"normalize_images": False}}}
+GORGE_ENV = {"map_names": ["own_1", "own_2", "own_3", "own_4"], "usr_conf": {"max_step": 1000}}
+RESOLVED_RL_RECIPES = {
+    "realm/ppo": REALM_PPO,
+    "realm/maskable_ppo": {**REALM_PPO, "out": "runs/maskable_ppo", "algo": {**REALM_PPO["algo"],
+                                                                            "name": "maskable_ppo"}},
+    "realm/recurrent_ppo": {**REALM_PPO, "out": "runs/recurrent_ppo", "algo": {
+        **REALM_PPO["algo"], "name": "recurrent_ppo",
+        "policy_kwargs": {"lstm_hidden_size": 128, "n_lstm_layers": 1, "normalize_images": False}}},
+    "realm/tiny": {
+        "total_timesteps": 4096, "out": "runs/tiny", "checkpoint_freq": 1024, "keep_checkpoints": 2,
+        "eval_freq": 2048, "eval_games": 3, "progress_bar": False,
+        "env": {"map_name": "small", "usr_conf": {"treasure_num": 3, "max_step": 300}, "n_envs": 4},
+        "algo": {"hyperparams": {"n_steps": 128, "batch_size": 256, "n_epochs": 2}, "extractor_kwargs": {
+            "features_dim": 64}, "net_arch": {"pi": [32], "vf": [32]}}},
+    "realm/finetune": {
+        "total_timesteps": 400_000, "torch_threads": 2, "out": "runs/finetune", "keep_checkpoints": 2,
+        "eval_games": 1000, "eval_route_every": 0,
+        "env": {**REALM_ENV, "reward_weights": {
+            "treasure": 1.0, "end": 5.5, "step": -0.002, "bump": 0.0, "flash": 0.0, "flash_fail": 0.0, "buff": 0.0,
+            "progress": 0.0, "revisit": 0.0, "missed_treasure": 0.0, "timeout": -9.0}},
+        "algo": {"hyperparams": {**PPO_HYPERPARAMS, "learning_rate": 0.00001, "n_steps": 512, "n_epochs": 4,
+                                 "gamma": 0.999, "clip_range": 0.1, "ent_coef": 0.0},
+                 "extractor": "fovea", "extractor_kwargs": {"features_dim": 256, "cell_offset": True},
+                 "net_arch": {"pi": [256, 256], "vf": [64]}, "policy_kwargs": {"normalize_images": False}},
+        "finetune": {"init_from": "model.zip", "warm_start_games": 32, "anchor_coef": 1.0}},
+    "gorge/maskable_ppo": {
+        "game": "gorge", "total_timesteps": 2_000_000, "out": "runs/gorge", "checkpoint_freq": 100_000,
+        "keep_checkpoints": 2, "eval_maps": ["own_5"], "env": GORGE_ENV,
+        "algo": {"name": "maskable_ppo", "hyperparams": {**PPO_HYPERPARAMS, "batch_size": 512, "n_epochs": 4},
+                 "extractor": "gorge", "extractor_kwargs": {"features_dim": 256},
+                 "net_arch": {"pi": [128], "vf": [128]}}},
+    "gorge/finetune": {
+        "game": "gorge", "out": "runs/gorge-finetune", "keep_checkpoints": 2, "eval_freq": 50_000, "eval_games": 20,
+        "eval_maps": ["own_5"], "eval_route_every": 0,
+        "env": {**GORGE_ENV, "reward_weights": {"survive": 0.015, "treasure": 1.0, "monster_distance": 0.0,
+                                                "buff": 0.0, "flash": 0.0, "flash_waste": 0.0, "caught": 0.0}},
+        "algo": {"name": "maskable_ppo", "hyperparams": {**PPO_HYPERPARAMS, "learning_rate": 0.00002, "n_steps": 512,
+                                                         "n_epochs": 4, "clip_range": 0.1, "ent_coef": 0.0},
+                 "extractor": "gorge", "extractor_kwargs": {"features_dim": 256},
+                 "net_arch": {"pi": [256, 256], "vf": [128]}},
+        "finetune": {"init_from": "model.zip", "warm_start_games": 16, "anchor_coef": 1.0}},
+}
+#: the base each recipe names (None: it names none and lists what differs from the defaults)
+RL_RECIPE_BASES = {"realm/ppo": None, "realm/maskable_ppo": "ppo.yaml", "realm/recurrent_ppo": "ppo.yaml",
+                   "realm/tiny": None, "realm/finetune": "ppo.yaml", "gorge/maskable_ppo": None,
+                   "gorge/finetune": "maskable_ppo.yaml"}
+
+
+def leaves(data: dict, prefix: str = "") -> dict:
+    """``data`` as ``{"a.b.c": value}``: one entry per value that is not a non-empty mapping."""
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def differs_from_defaults(config: TrainConfig) -> dict:
+    """The leaves of ``config`` whose value is not the dataclasses' default at the same place."""
+    default, mine = leaves(config_to_dict(TrainConfig())), leaves(config_to_dict(config))
+    missing = object()
+    return {key: value for key, value in mine.items() if default.get(key, missing) != value}
+
+
+@pytest.mark.parametrize("name", sorted(RESOLVED_RL_RECIPES))
+def test_an_rl_recipe_resolves_to_the_config_it_always_was(name):
+    path = Path(f"configs/{name}.yaml")
+    # a finetune recipe refuses to load without the model it starts from (--init-from); the file is never read
+    config = load_config(path, ["finetune.init_from=model.zip"] if path.stem == "finetune" else [])
+    assert differs_from_defaults(config) == leaves(RESOLVED_RL_RECIPES[name])
+    assert yaml.safe_load(path.read_text(encoding="utf-8")).get("base") == RL_RECIPE_BASES[name]
+    assert config.game == path.parent.name
+
+
+def test_dropping_a_key_of_an_overlay_changes_what_it_resolves_to(tmp_path):
+    # the comparison above catches an overlay that loses a key: maskable_ppo.yaml without its algo.name is PPO
+    for name in ("ppo", "maskable_ppo"):
+        (tmp_path / f"{name}.yaml").write_text(Path(f"configs/realm/{name}.yaml").read_text(encoding="utf-8"),
+                                               encoding="utf-8")
+    overlay = yaml.safe_load((tmp_path / "maskable_ppo.yaml").read_text(encoding="utf-8"))
+    del overlay["algo"]["name"]
+    (tmp_path / "maskable_ppo.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    resolved = differs_from_defaults(load_config(tmp_path / "maskable_ppo.yaml"))
+    assert resolved != leaves(RESOLVED_RL_RECIPES["realm/maskable_ppo"])
+    assert "algo.name" not in resolved and resolved["out"] == "runs/maskable_ppo"
 
 
 MAP = ["env.map_path=../shared/data/realm_map_1.json"]  # never read here: the competition recipes only need a path
@@ -113,10 +219,12 @@ def test_a_config_lists_only_what_differs_from_its_base(tmp_path):
 
 
 @pytest.mark.parametrize("base, match", [
-    ("missing.yaml", r"base = 'missing.yaml' is not a file"),
+    ("missing.yaml", r"c.yaml': base = 'missing.yaml' is not a file \(.*missing.yaml\); name the config it extends "
+                     r"by its path relative to this file's folder"),
     ("", r"base = ''; it must name the config file this one extends"),
     (3, r"base = 3; it must name"),
-    ("c.yaml", r"makes a loop \(c.yaml -> c.yaml\)"),
+    ("c.yaml", r"makes a loop \(c.yaml -> c.yaml\); a base must not extend the file that names it: point one of "
+               r"these base: lines at a config that does not lead back to this file, or delete that line"),
 ])
 def test_a_bad_base_is_one_line(tmp_path, base, match):
     path = write(tmp_path, {"base": base, "seed": 1})
@@ -125,10 +233,31 @@ def test_a_bad_base_is_one_line(tmp_path, base, match):
 
 
 def test_a_base_loop_through_two_files_is_refused(tmp_path):
-    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
-    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
-    with pytest.raises(ValueError, match=r"makes a loop \(a.yaml -> b.yaml -> a.yaml\)"):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n", encoding="utf-8")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"b.yaml': base = 'a.yaml' makes a loop \(a.yaml -> b.yaml -> a.yaml\)"):
         load_config(tmp_path / "a.yaml")
+
+
+def test_a_base_that_names_a_moved_recipe_names_its_new_path(tmp_path):
+    # an overlay written against the recipes' old place, configs/ppo.yaml
+    (tmp_path / "configs" / "mine").mkdir(parents=True)
+    (tmp_path / "configs" / "mine" / "long.yaml").write_text("base: ../ppo.yaml\ntotal_timesteps: 5000000\n",
+                                                             encoding="utf-8")
+    with pytest.raises(ValueError, match=r"base = '../ppo.yaml' is not a file \(.*\) \(that recipe is now "
+                                         r"configs/realm/ppo.yaml\); name the config it extends"):
+        load_config(tmp_path / "configs" / "mine" / "long.yaml")
+
+
+def test_an_overlay_of_a_shipped_recipe_outside_configs_resolves(tmp_path):
+    # a competitor's own recipe in a folder of theirs: the base path is relative to the overlay's folder
+    overlay = tmp_path / "long.yaml"
+    base = os.path.relpath(Path("configs/realm/ppo.yaml").resolve(), tmp_path)
+    overlay.write_text(f"base: {base}\ntotal_timesteps: 5000000\nalgo:\n"
+                       "  hyperparams: {n_steps: 512}\n", encoding="utf-8")
+    config, ppo = load_config(overlay), load_config("configs/realm/ppo.yaml")
+    assert (config.total_timesteps, config.algo.hyperparams["n_steps"]) == (5_000_000, 512)
+    assert {**config.algo.hyperparams, "n_steps": 256} == ppo.algo.hyperparams and config.env == ppo.env
 
 
 @pytest.mark.parametrize("old, new", sorted(RENAMED_CONFIGS.items()))

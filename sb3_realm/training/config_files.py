@@ -126,10 +126,14 @@ def read_config_file(path: str | os.PathLike, _chain: tuple[Path, ...] = ()) -> 
     if target in chain:
         loop = " -> ".join(str(p.name) for p in (*chain, target))
         raise ValueError(f"config file {str(path)!r}: base = {base!r} makes a loop ({loop}); a base must not extend "
-                         "the file that names it")
+                         "the file that names it: point one of these base: lines at a config that does not lead back "
+                         "to this file, or delete that line and copy into its file the keys its base gave it")
     if not target.is_file():
-        raise ValueError(f"config file {str(path)!r}: base = {base!r} is not a file ({target}); name the config it "
-                         "extends, relative to its folder")
+        renamed = _renamed(target) if not target.exists() else None
+        moved = f" (that recipe is now configs/{renamed})" if renamed else ""
+        raise ValueError(f"config file {str(path)!r}: base = {base!r} is not a file ({target}){moved}; name the "
+                         "config it extends by its path relative to this file's folder (e.g. base: ppo.yaml in a "
+                         "file beside configs/realm/ppo.yaml)")
     return merge_config(read_config_file(target, chain), data)
 
 
