@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import importlib
 import inspect
+import io
 import json
 import os
 import pwd
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import optuna
@@ -39,8 +41,10 @@ from sb3_realm.tuning import (
     storage_kind,
     trial_config,
 )
+from sb3_realm.tuning import script as script_module
 from sb3_realm.tuning.objective import objective
 from sb3_realm.tuning.study import StudyConfig, _check_budget, _optimize, _Surplus, open_study, study_counts
+from sb3_realm.tuning.trials import SURPLUS_KEY, TrialLines, trial_line
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sb3_realm.cli"]
@@ -171,6 +175,65 @@ def test_a_trial_whose_training_ends_in_nan_is_pruned_with_its_reason(tmp_path, 
     assert trial.state.name == "PRUNED" and "nan" in trial.user_attrs["diverged"].lower()
 
 
+# ---------------------------------------------------------------------------------------------- trial lines
+TRIAL_LINE = re.compile(r"trial (\d+) (complete|pruned|diverged|failed) \((\d+)/(\d+) finished\): (?:(?:last )?score "
+                        r"(-?[\d.]+), )?(?:best (-?[\d.]+) \(trial (\d+)\)|no complete trial yet), took \d+(?:\.\d)? "
+                        r"(?:s|min), \d+(?:\.\d)? (?:s|min) in all")
+
+
+def _trial_lines(text: str) -> list[re.Match]:
+    found = [TRIAL_LINE.fullmatch(line) for line in text.splitlines() if line.startswith("trial ")]
+    assert all(found), text
+    return found
+
+
+def _ended(number: int, state, value=None, minutes: float = 1.0, **kwargs) -> optuna.trial.FrozenTrial:
+    start = datetime(2000, 1, 1) + timedelta(hours=number)
+    trial = optuna.trial.create_trial(state=state, value=value, **kwargs)
+    trial.number, trial.datetime_start, trial.datetime_complete = number, start, start + timedelta(minutes=minutes)
+    return trial
+
+
+def test_trial_lines_report_each_trial_the_budget_counts_once_with_the_best_so_far():
+    state = optuna.trial.TrialState
+    before = [_ended(0, state.COMPLETE, 50.0)]
+    talk = io.StringIO()
+    lines = TrialLines(talk, 6, before)
+    lines.update(before)
+    assert talk.getvalue() == ""  # finished before the command started: counted, not reported again
+    later = [*before,
+             _ended(1, state.PRUNED, intermediate_values={256: 12.0, 512: 20.04}, minutes=0.5),
+             _ended(2, state.COMPLETE, 80.0, minutes=2.5),
+             _ended(3, state.FAIL, user_attrs={SURPLUS_KEY: "budget filled"}),  # counts for nothing
+             _ended(4, state.FAIL),  # a dead worker's (no fail_reason): retried, counts for nothing
+             _ended(5, state.FAIL, user_attrs={"fail_reason": "ValueError: bad"}),
+             _ended(6, state.PRUNED, user_attrs={"diverged": "seed 0: NaN"})]
+    lines.update(later)
+    lines.update(later)  # each trial once
+    assert [re.sub(r", [\d.]+ (s|min) in all$", "", line) for line in talk.getvalue().splitlines()] == [
+        "trial 1 pruned (2/6 finished): last score 20.0, best 50.0 (trial 0), took 30 s",
+        "trial 2 complete (3/6 finished): score 80.0, best 80.0 (trial 2), took 2.5 min",
+        "trial 5 failed (4/6 finished): best 80.0 (trial 2), took 1.0 min",
+        "trial 6 diverged (5/6 finished): best 80.0 (trial 2), took 1.0 min"]
+    first = _ended(7, state.PRUNED, intermediate_values={512: 3.0})
+    assert trial_line(first, 1, 20, None, 754.0) == ("trial 7 pruned (1/20 finished): last score 3.0, no complete "
+                                                    "trial yet, took 1.0 min, 12.6 min in all")
+
+
+def test_the_script_prints_a_line_per_finished_trial(tmp_path, capsys):
+    out = tmp_path / "study"
+    assert script_module.main("rewards", [*TINY, "--n-trials", "2", "--out", str(out)]) == 0
+    printed, err = capsys.readouterr()
+    assert json.loads(printed)["trials"]["finished"] == 2  # stdout keeps the summary alone
+    trials = _trials(f"sqlite:///{out}/study.db", "rewards")
+    lines = _trial_lines(err)
+    assert [(int(m[1]), m[2], int(m[3]), int(m[4])) for m in lines] == [(0, "complete", 1, 2), (1, "complete", 2, 2)]
+    for match, trial in zip(lines, trials, strict=True):
+        assert float(match[5]) == round(trial.value, 1)
+    best = max(trials, key=lambda t: t.value)
+    assert (float(lines[-1][6]), int(lines[-1][7])) == (round(best.value, 1), best.number)
+
+
 # ---------------------------------------------------------------------------------------------- studies
 def test_sqlite_study_with_an_enqueued_trial_and_replay(tmp_path):
     """3 trials on SQLite: the defaults (trial 0), an enqueued reward weight (trial 1) and a sampled one; then the best
@@ -239,6 +302,9 @@ def test_journal_study_with_two_worker_processes(tmp_path, monkeypatch, method):
     trials = [t for t in _trials(storage, "rewards") if "surplus" not in t.user_attrs]
     assert summary["trials"]["finished"] == 4 and [t.state.name for t in trials] == ["COMPLETE"] * 4
     assert len({t.user_attrs["worker"] for t in trials}) == 2, "both worker processes ran trials"
+    # the command reports every trial as it finishes, whichever worker ran it
+    assert sorted(int(m[1]) for m in _trial_lines(res.stderr)) == sorted(t.number for t in trials)
+    assert sorted(int(m[3]) for m in _trial_lines(res.stderr)) == [1, 2, 3, 4]
     # joining the finished study without --config uses the stored base config and runs nothing more
     res = _script("rewards", "--storage", storage, "--out", str(out), "--n-trials", "4", "--no-progress")
     assert json.loads(res.stdout)["trials"]["finished"] == 4

@@ -64,7 +64,8 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
                    help="seconds without a heartbeat after which a trial is failed as its worker's death")
     p.add_argument("--max-retry", type=int, default=1, help="re-runs of a killed worker's trial")
     p.add_argument("--sampler-seed", type=int, default=None, help="TPE sampler seed (worker i: seed + i)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (each finished trial still gets its line on stderr)")
     return p
 
 
@@ -124,7 +125,8 @@ def main(kind: str, argv: list[str] | None = None) -> int:
     args = build_parser(kind).parse_args(argv)
     try:
         config = study_config_from_args(kind, args)
-        summary = run_study(config, workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
+        summary = run_study(config, workers=args.workers, progress=not args.no_progress and sys.stderr.isatty(),
+                            talk=sys.stderr)
     except ValueError as exc:
         print(f"tune_{kind}.py: error: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import optuna
 from optuna.trial import TrialState
@@ -30,7 +31,7 @@ from .objective import objective
 from .outputs import STORAGE_COMPANIONS, STUDY_FILES, check_output_folder, write_outputs
 from .space import KINDS, baseline_params, convert_params, param_distributions
 from .storage import make_storage, storage_kind, storage_path
-from .trials import SURPLUS_KEY, is_killed, is_surplus, study_counts
+from .trials import SURPLUS_KEY, TrialLines, is_killed, is_surplus, study_counts
 
 __all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", "study_counts", "run_worker",
            "run_study", "trial_config"]
@@ -321,11 +322,15 @@ def _optimize(study: optuna.Study, config: StudyConfig, n_trials: int = 1) -> No
         study.optimize(lambda t: _objective(t, config), n_trials=n_trials, catch=(Exception,), gc_after_trial=True)
 
 
-def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False) -> dict[str, int]:
+def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False,
+               talk: TextIO | None = None) -> dict[str, int]:
     """Run trials until the study has ``n_trials`` finished ones; returns the final counts. A worker waits while the
-    remaining budget is taken by running trials: if one of them turns out stale, it is failed and its retry run."""
+    remaining budget is taken by running trials: if one of them turns out stale, it is failed and its retry run.
+    ``talk``, a text stream, gets one line per trial of the study that finishes meanwhile
+    (:func:`~sb3_realm.tuning.trials.trial_line`), with or without the bar."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(config, worker, enqueue=False)
+    lines = None if talk is None else TrialLines(talk, config.n_trials, study.get_trials(deepcopy=False))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -337,6 +342,8 @@ def run_worker(config: StudyConfig, worker: int = 0, progress: bool = False) -> 
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 optuna.storages.fail_stale_trials(study)
             counts = study_counts(study)
+            if lines is not None:
+                lines.update(study.get_trials(deepcopy=False), bar)
             if bar is not None:
                 _update_bar(bar, study, counts)
             if counts["finished"] >= config.n_trials:
@@ -366,9 +373,11 @@ def _worker_entry(config: StudyConfig, worker: int) -> None:
     run_worker(config, worker, progress=False)
 
 
-def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> dict:
+def run_study(config: StudyConfig, workers: int = 1, progress: bool = True, talk: TextIO | None = None) -> dict:
     """Create or join the study, run ``workers`` worker processes on this host (1 = in this process), then write the
-    study folder's outputs (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary."""
+    study folder's outputs (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary. ``talk``, a text
+    stream (the scripts pass ``sys.stderr``), gets one line per trial as it finishes
+    (:func:`~sb3_realm.tuning.trials.trial_line`), whichever worker ran it, with or without the progress bar."""
     config.validate()
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
@@ -386,19 +395,21 @@ def run_study(config: StudyConfig, workers: int = 1, progress: bool = True) -> d
                              "trials yet; use another --out (or delete that folder)")
     exit_codes: list[int | None] = []
     if workers == 1:
-        run_worker(config, 0, progress)
+        run_worker(config, 0, progress, talk)
     else:
-        exit_codes = _run_processes(config, workers, study, progress)
+        exit_codes = _run_processes(config, workers, study, progress, talk)
     summary = write_outputs(optuna.load_study(study_name=config.name, storage=config.make_storage()), config)
     if exit_codes:
         summary["worker_exit_codes"] = exit_codes
     return summary
 
 
-def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool) -> list[int | None]:
+def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool,
+                   talk: TextIO | None = None) -> list[int | None]:
     ctx = mp_context(preload=[__name__])  # torch, SB3 and the package imported once, in a fork server
     procs = [ctx.Process(target=_worker_entry, args=(config, i), name=f"sb3-realm-worker-{i}")
              for i in range(workers)]
+    lines = None if talk is None else TrialLines(talk, config.n_trials, study.get_trials(deepcopy=False))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -408,11 +419,15 @@ def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progr
         for p in procs:
             p.start()
         while any(p.is_alive() for p in procs):
+            if lines is not None:
+                lines.update(study.get_trials(deepcopy=False), bar)
             if bar is not None:
                 _update_bar(bar, study, study_counts(study))
             time.sleep(config.poll_interval)
             for p in procs:
                 p.join(timeout=0)
+        if lines is not None:  # the trials that finished since the last look
+            lines.update(study.get_trials(deepcopy=False), bar)
     finally:
         for p in procs:
             if p.is_alive():
