@@ -39,7 +39,10 @@ def check_checkpoint_file(path: str | os.PathLike, members: bool = False) -> Pat
     use = "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)"
     if not path.exists():
         what = "a link to a file that does not exist" if path.is_symlink() else "does not exist"
-        raise ValueError(f"{str(path)!r} {'is ' if path.is_symlink() else ''}{what}; check the path, or {use}")
+        raise ValueError(f"{str(path)!r} {'is ' if path.is_symlink() else ''}{what}; check the path, or pass the "
+                         ".zip a run saved (e.g. runs/NAME/final_model.zip, which sb3-realm imitate --config "
+                         "configs/realm/imitate/quick.yaml --out runs/NAME makes; for Gorge Chase use "
+                         "configs/gorge/imitate.yaml, for RL sb3-realm train --config CONFIG)")
     if path.is_dir():
         saved = [str(path / name) for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()]
         if saved:
