@@ -153,3 +153,44 @@ def test_the_glossary_terms_are_whole_search_words() -> None:
     tokenizer.load_userdict(str(words_file))
     assert "代码包" in tokenizer.lcut("把模型写进你自己的代码包")
     assert "代码包" not in jieba.Tokenizer().lcut("把模型写进你自己的代码包")  # without the words: 代码, 包
+
+
+# --------------------------------------------------------------------------------------- the same commands in both
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+COMMENT = re.compile(r"\s+#\s.*$", re.M)  # a code comment after the code: translated on the Chinese pages
+
+
+def code_blocks(text: str) -> list[str]:
+    """The fenced code blocks of a Markdown page, in order, with end-of-line comments (`` # ...``) dropped."""
+    return [COMMENT.sub("", block).rstrip() for block in FENCE.findall(text)]
+
+
+def block_problems(english: str, chinese: str) -> list[str]:
+    """Where a Chinese page's code blocks (commands, configs, printed output) differ from its English twin's."""
+    en, zh = code_blocks(english), code_blocks(chinese)
+    problems = [f"{len(en)} code blocks in English, {len(zh)} in Chinese"] if len(en) != len(zh) else []
+    for k, (a, b) in enumerate(zip(en, zh, strict=False)):
+        if a != b:
+            problems.append(f"block {k + 1} differs: English {a[:80]!r}, Chinese {b[:80]!r}")
+    return problems
+
+
+def twins() -> list[tuple[Path, Path]]:
+    english, _ = split_nav(load_config())
+    return [(DOCS / page, DOCS / "zh" / page) for page in english if page not in NO_TWIN_YET]
+
+
+@pytest.mark.parametrize("english,chinese", twins(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_the_chinese_twin_gives_the_same_commands(english: Path, chinese: Path) -> None:
+    """A reader of either language runs the same commands and sees the same output: every code block of an English
+    page is on its Chinese twin, in the same order (comments may be translated)."""
+    problems = block_problems(english.read_text(encoding="utf-8"), chinese.read_text(encoding="utf-8"))
+    assert not problems, f"{chinese.relative_to(ROOT)}: " + "; ".join(problems)
+
+
+def test_a_command_changed_on_one_side_is_found() -> None:
+    english = "Run:\n\n```bash\nsb3-realm imitate --out runs/a  # the clone\n```\n"
+    same = "运行：\n\n```bash\nsb3-realm imitate --out runs/a  # 克隆\n```\n"
+    assert block_problems(english, same) == []
+    assert block_problems(english, same.replace("runs/a", "runs/b"))
+    assert block_problems(english, "运行：\n")
