@@ -194,3 +194,42 @@ def test_a_command_changed_on_one_side_is_found() -> None:
     assert block_problems(english, same) == []
     assert block_problems(english, same.replace("runs/a", "runs/b"))
     assert block_problems(english, "运行：\n")
+
+
+# ------------------------------------------------------------------------------ Chinese pages link Chinese pages
+LINK = re.compile(r"\[([^\]]*)\]\(([^)#\s]+\.md)(#[^)\s]*)?\)(（英文）)?")
+
+
+def english_links(page: Path, text: str) -> list[str]:
+    """The links of a Chinese page (after its first line, the language switcher) that open an English page which has
+    a Chinese twin, without saying so (英文 in the link's text, or （英文） after it)."""
+    found = []
+    for line in text.splitlines()[1:]:
+        for label, target, _, marked in LINK.findall(line):
+            if "://" in target or marked or "英文" in label:
+                continue
+            opened = (page.parent / target).resolve()
+            if DOCS / "zh" in opened.parents:
+                continue
+            twin = DOCS / "zh" / opened.relative_to(DOCS) if DOCS in opened.parents else None
+            if twin is not None and twin.exists():
+                found.append(target)
+    return found
+
+
+def test_chinese_pages_link_the_chinese_twins() -> None:
+    """A reader of a Chinese page stays in Chinese: a link to a page that has a Chinese twin opens the twin (a link
+    that must open the English page says （英文） after it)."""
+    problems = {}
+    for page in sorted((DOCS / "zh").rglob("*.md")):
+        links = english_links(page, page.read_text(encoding="utf-8"))
+        if links:
+            problems[str(page.relative_to(ROOT))] = links
+    assert not problems, f"Chinese pages link English pages that have a Chinese twin: {problems}"
+
+
+def test_a_link_to_the_english_twin_is_found() -> None:
+    page = DOCS / "zh" / "gorge" / "getting-started.md"
+    text = ("header\n见[基准测试](../../benchmarks.md)；[规则](rules.md)；[API](../../api.md#x)（英文）；"
+            "[英文页面](../../index.md)\n")
+    assert english_links(page, text) == ["../../benchmarks.md"]
