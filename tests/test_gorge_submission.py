@@ -24,7 +24,7 @@ from sb3_realm.cli import main
 from sb3_realm.evaluation import evaluate
 from sb3_realm.export import ExportError, build_submission, check_submission, same_weights
 from sb3_realm.export.build import next_steps
-from sb3_realm.export.check import check_submission15, run_platform_task15
+from sb3_realm.export.check import check_on_own_stand_in, run_own_platform_task
 from sb3_realm.export.code_package import edit_settings, ensure_table
 from sb3_realm.games.gorge import features
 from sb3_realm.games.gorge.env import GorgeEnv
@@ -204,7 +204,7 @@ def test_toml_tables_are_edited_line_by_line():
 
 # ------------------------------------------------------------------------------------------ the stand-in's contracts
 def _task(folder: Path, tmp_path: Path, **kwargs) -> dict:
-    return run_platform_task15(folder, tmp_path / "task", **kwargs)
+    return run_own_platform_task(folder, tmp_path / "task", **kwargs)
 
 
 @pytest.mark.parametrize(("edits", "message"), [
@@ -394,7 +394,7 @@ def test_check_plays_the_models_actions_on_10k_states(setup):
 
 def test_check_fails_for_another_model(setup, tmp_path):
     other = _model(tmp_path / "other.zip", seed=3)
-    report = check_submission15(setup["out"], other, games=3, min_states=200, trust_pickle=True)
+    report = check_on_own_stand_in(setup["out"], other, games=3, min_states=200, trust_pickle=True)
     assert not report["ok"] and not report["identical_actions"] and report["first_mismatches"]
 
 
@@ -402,7 +402,7 @@ def test_check_of_a_recurrent_policy(setup, tmp_path):
     model = _model(tmp_path / "recurrent.zip", algo="recurrent")
     out = tmp_path / "upload"
     build_submission(model, out, code_package=setup["package"], game="gorge", trust_pickle=True)
-    report = check_submission15(out, model, games=3, min_states=600, trust_pickle=True)
+    report = check_on_own_stand_in(out, model, games=3, min_states=600, trust_pickle=True)
     assert report["ok"] and report["algo"] == "recurrent_ppo" and report["states"] >= 600
 
 

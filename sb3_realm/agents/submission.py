@@ -49,7 +49,7 @@ from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB, layou
 __all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "PlatformProcess", "platform_obs",
            "read_manifest",
            "env_kwargs_of", "manifest_game", "folder_game", "MAP_KEYS", "package_differences", "verify_package",
-           "platform_framework"]
+           "platform_framework", "own_stand_in"]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 _FORMAT = "sb3-realm submission"
@@ -110,8 +110,8 @@ def _check_manifest(folder: Path, manifest: dict, path: Path) -> None:
 
 def _selected_folders(folder: Path) -> list[tuple[str, Path]] | None:
     """The algorithm folders a code package's conf selects for training, each with the conf that names it (one per
-    layout whose conf is there: ``[app] algo`` of the 2024 package, ``agent_<algo>`` of a 15.0.1 one's policy
-    table); None when no conf selects one. A ValueError when a conf does not parse."""
+    layout whose conf is there: ``algo`` of the layout's ``policy_table``, else of its ``app_table``, with the
+    layout's ``folder_prefix`` before it); None when no conf selects one. A ValueError when a conf does not parse."""
     selected = []
     for name in LAYOUTS:
         layout = layout_spec(name)
@@ -401,10 +401,11 @@ def _plain_json(value):
 
 
 class PlatformProcess(_HarnessProcess):
-    """A built 15.0.1 code package on its layout's stand-in (``submission/gorge15/harness.py``) in a guarded process:
-    ``mode`` ``"train"`` runs a training task of the package ``folder`` (``args``: the task's folder and options),
-    ``"eval-model"`` the platform's evaluation loop on ``folder``, a model the task saved. The environment is this
-    process's: :meth:`serve` answers the process's ``reset`` and ``step`` requests until it is done."""
+    """A built code package on its layout's own stand-in of the platform's framework (:func:`own_stand_in`, run by
+    the ``harness.py`` of the layout's folder) in a guarded process: ``mode`` ``"train"`` runs a training task of the
+    package ``folder`` (``args``: the task's folder and options), ``"eval-model"`` the platform's evaluation loop on
+    ``folder``, a model the task saved. The environment is this process's: :meth:`serve` answers the process's
+    ``reset`` and ``step`` requests until it is done."""
 
     def __init__(self, layout: str, mode: str, folder: str | os.PathLike, *args: str) -> None:
         folder = Path(folder).resolve()
@@ -500,11 +501,19 @@ def platform_framework():
     return sys.modules.get(name) or _load_by_path(name, PLATFORM_STUB / "framework.py", package=False)
 
 
-def _stand_in_modules(layout: str) -> None:
-    """The 15.0.1 stand-in's top-level packages (``kaiwudrl``, ``common_python``, ``tools``) in ``sys.modules``,
-    loaded by file location, so the caller's ``sys.path`` is never edited."""
-    root = LAYOUTS[layout] / layout_spec(layout)["stand_in"]
-    for name in ("kaiwudrl", "common_python", "tools"):
+def own_stand_in(layout: str) -> Path | None:
+    """The folder of the layout ``layout``'s own stand-in of its platform's framework (``stand_in`` of its
+    ``layout.toml``; the layout's folder holds its ``harness.py``), where the platform hands the Agent ``env_obs``;
+    None for a layout whose packages run on the shared stand-in of the ``kaiwu_agent`` framework
+    (``platform_stub/``), where the Agent answers ``observation_process`` and ``action_process``."""
+    name = layout_spec(layout).get("stand_in")
+    return None if name is None else LAYOUTS[layout] / name
+
+
+def _stand_in_modules(root: Path) -> None:
+    """The top-level packages of the stand-in folder ``root`` (the platform's modules it stands in for) in
+    ``sys.modules``, loaded by file location, so the caller's ``sys.path`` is never edited."""
+    for name in sorted(path.parent.name for path in root.glob("*/__init__.py")):
         loaded = sys.modules.get(name)
         if loaded is None:
             _load_by_path(name, root / name / "__init__.py", package=True)
@@ -515,8 +524,9 @@ def _stand_in_modules(layout: str) -> None:
 
 class SubmissionPolicy:
     """A built submission folder playing in this process, on the stand-in of the platform's modules: its Agent, with
-    the exported weights. A 2024 package plays observation_process -> exploit -> action_process on the env's
-    competition observation; a 15.0.1 package plays ``exploit(env_obs)`` once per step, ``reset(env_obs)`` at each
+    the exported weights. On the shared ``kaiwu_agent`` stand-in, a package plays observation_process -> exploit ->
+    action_process on the env's competition observation; on its layout's own stand-in (:func:`own_stand_in`), where
+    the platform hands the Agent ``env_obs``, it plays ``exploit(env_obs)`` once per step, ``reset(env_obs)`` at each
     game's start. The folder is first verified against its manifest."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
@@ -524,9 +534,10 @@ class SubmissionPolicy:
         self.manifest = read_manifest(self.folder)
         verify_package(self.folder, self.manifest)
         algo = self.manifest["algo_dir"]
-        self.gorge15 = layout_spec(self.manifest["layout"]).get("kind") == "gorge15"
-        if self.gorge15:
-            _stand_in_modules(self.manifest["layout"])
+        stand_in = own_stand_in(self.manifest["layout"])
+        self.env_obs = stand_in is not None  # the Agent takes the platform's env_obs
+        if stand_in is not None:
+            _stand_in_modules(stand_in)
             saved_path = list(sys.path)
             sys.path.insert(0, str(self.folder))
             try:
@@ -551,12 +562,12 @@ class SubmissionPolicy:
         self.env_kwargs = env_kwargs_of(self.manifest, None)
 
     def reset(self, env: GameEnv) -> None:
-        if self.gorge15:
+        if self.env_obs:
             self.agent.reset(cast(Any, env).platform_obs())
-        # a 2024 agent restarts its state from the observation (episode start)
+        # an Agent on the kaiwu_agent stand-in restarts its state from the observation (episode start)
 
     def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
-        if self.gorge15:
+        if self.env_obs:
             return int(self.agent.exploit(cast(Any, env).platform_obs()))
         obs_data = self.definition.observation_process(*platform_obs(env))
         return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))

@@ -1,13 +1,16 @@
 """``sb3-realm build-submission``: a trained SB3 checkpoint -> an upload folder for the competition platform.
 
-The algorithm folder (``diy/`` by default) holds the layout's templates (agent, feature processing, model, config,
-training workflow; their ``from diy.`` imports renamed after the folder), the model's game's features module (the
-Realm's :mod:`sb3_realm.games.realm.features`) and :mod:`sb3_realm.models.nets` copied verbatim, ``model/spec.json`` and
-a manifest (source model, training config, feature version, sha256 of every file). The weights go to
-``ckpt/model.ckpt-<id>.pkl`` as a plain CPU ``state_dict``. With ``code_package`` the folder is a copy of the user's own
-official code package with only the needed lines of its ``conf/`` edited (:mod:`.code_package`); without one, the lines
-to merge are written beside the algorithm folder instead of a ``conf/`` that would replace the user's. The folder is
-built aside and renamed into place, so a crash never leaves half of one; the original code package is only read.
+The layout (:mod:`.layouts`, read once per build: the model's game's first unless ``--layout`` names another) decides
+what is the platform's; everything else is built here the same way for all of them. The algorithm folder holds the
+layout's templates (agent, feature processing, model, config, training workflow; their imports of the template
+package renamed after the folder), the model's game's features module (the Realm's
+:mod:`sb3_realm.games.realm.features`) and :mod:`sb3_realm.models.nets` copied verbatim, ``model/spec.json`` and a
+manifest (source model, training config, feature version, sha256 of every file). The weights go to
+``model.ckpt-<id>.pkl`` in the layout's weights folder as a plain CPU ``state_dict``, with a copy in the algorithm
+folder's ``ckpt/`` for the preload. With ``code_package`` the folder is a copy of the user's own official code package
+with only the needed lines of its ``conf/`` edited (:mod:`.code_package`, by the layout); without one, the layout
+writes the lines to merge beside the algorithm folder instead of a ``conf/`` that would replace the user's. The folder
+is built aside and renamed into place, so a crash never leaves half of one; the original code package is only read.
 
 Supported: PPO, MaskablePPO and RecurrentPPO (its actor LSTM) with the extractors whose class says ``exportable``
 (``realm`` and ``fovea``: their network is the torch-only :mod:`sb3_realm.models.nets` module). Not supported (a
@@ -25,7 +28,6 @@ import platform
 import re
 import shutil
 import tempfile
-import tomllib
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -50,22 +52,12 @@ from ..atomic import (
 from ..models import nets
 from ..models.algorithms import algorithm, detect_algorithm
 from ..models.saved import check_checkpoint_file, feature_version_mismatch, run_config, run_game
-from ..submission import COMMON, LAYOUTS, layout_spec
+from ..submission import COMMON
 from ..version import __version__
-from .code_package import (
-    MERGE_FILE,
-    CodePackageError,
-    copy_package,
-    edit_settings,
-    ensure_registration,
-    ensure_table,
-    merge_text,
-    package_settings,
-    read_code_package,
-    set_yaml_value,
-)
+from . import layouts
+from .code_package import CodePackageError, copy_package, read_code_package
 
-__all__ = ["LAYOUTS", "WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "read_model",
+__all__ = ["WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "check_submission", "read_model",
            "state_dict_bytes", "next_steps"]
 
 WORKFLOWS = ("keep", "finetune")
@@ -189,15 +181,15 @@ def _rename_imports(path: Path, package: str, algo_dir: str) -> None:
     path.write_text(pattern.sub(rf"\1\2\3{algo_dir}.", text), encoding="utf-8")
 
 
-def _copy_template(layout: dict, layout_dir: Path, algo_root: Path, algo_dir: str) -> None:
+def _copy_template(layout: layouts.Layout, algo_root: Path, algo_dir: str) -> None:
     """The layout's templates into ``algo_root``, then the files all layouts share (``common`` of its
     ``layout.toml``, from ``submission/common/``, written for the package ``diy``), their absolute imports of the
     template package renamed."""
-    shutil.copytree(layout_dir / layout["template"], algo_root,
+    shutil.copytree(layout.folder / layout.spec["template"], algo_root,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in algo_root.rglob("*.py"):
-        _rename_imports(path, layout["template_package"], algo_dir)
-    for rel in layout.get("common", []):
+        _rename_imports(path, layout.spec["template_package"], algo_dir)
+    for rel in layout.spec.get("common", []):
         target = algo_root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(COMMON / rel, target)
@@ -210,80 +202,33 @@ def _game_of(exported: ExportedPolicy) -> games.GameSpec:
     return games.get(exported.game or (exported.run_config or {}).get("game"))
 
 
-def _write_file(path: Path, text: str) -> None:
-    """A conf file of the package, with its line endings as given (the user's own are kept)."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-
-
-def _conf_edits_2024(root: Path, layout: dict, algo_dir: str, ckpt_id: int, sample_dim: int, package) -> dict | None:
-    """The 2024 package's conf: the [app] settings (the workflow's algorithm among them), the registry entry and
-    the algorithm whose Agent the servers build (the app conf's ``policies.train_one.algo``), or, without a code
-    package, the lines to merge; returns the edits made."""
-    settings, last = package_settings(layout, algo_dir, ckpt_id, sample_dim)
-    if package is None:
-        (root / MERGE_FILE).write_text(merge_text(layout, algo_dir, ckpt_id, sample_dim), encoding="utf-8")
-        return None
-    copy_dir = [part.strip() for part in str(package.app.get("copy_dir", "")).split(",") if part.strip()]
-    if algo_dir not in copy_dir:
-        settings["copy_dir"] = ",".join([*copy_dir, algo_dir])
-    _write_file(root / layout["app_conf"], edit_settings(package.app_conf, layout["app_table"], settings, last))
-    entry = {key: value.format(algo=algo_dir) for key, value in layout["registration"].items()}
-    _write_file(root / layout["algo_conf"], ensure_registration(package.registry, algo_dir, entry))
-    edits = {"settings": {**settings, **last}, "registration": algo_dir}
-    if package.servers is not None:  # the servers build the Agent of this conf's algo: the same folder
-        rel, text = package.servers
-        keys = [layout["project_code"], *layout["servers_key"]]
-        _write_file(root / rel, set_yaml_value(text, keys, algo_dir))
-        edits["servers_conf"] = {"file": rel, "key": ".".join(keys), "value": algo_dir}
-    return edits
-
-
-def _conf_edits_gorge15(root: Path, layout: dict, algo_dir: str, ckpt_id: int, package) -> dict:
-    """The 15.0.1 package's conf, key for key as the user's with only these edited: the algorithm that trains
-    (``app_conf_gorge_chase.toml``), the preload keys (``configure_app.toml``) and, when it is missing or differs, the
-    algorithm's table of ``algo_conf_gorge_chase.toml``."""
-    algo = algo_dir[len(layout["folder_prefix"]):]
-    policy = {"algo": algo}
-    _write_file(root / layout["policy_conf"], edit_settings(package.policy, layout["policy_table"], policy, {}))
-    preload = {"preload_model": True, "preload_model_dir": layout["preload_model_dir"], "preload_model_id": ckpt_id}
-    _write_file(root / layout["app_conf"], edit_settings(package.app_conf, layout["app_table"], preload, {}))
-    entry = {key: value.format(folder=algo_dir, algo=algo) for key, value in layout["registration"].items()}
-    registry = package.registry or ""
-    if tomllib.loads(registry).get(algo) != entry:
-        _write_file(root / layout["algo_conf"], ensure_table(registry, algo, entry))
-    return {"settings": {**policy, **preload}, "registration": algo}
-
-
-def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir: str, ckpt_id: int,
+def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, algo_dir: str, ckpt_id: int,
                 model_path: Path, workflow: str, package) -> dict:
-    layout, layout_dir = layout_spec(layout_name), LAYOUTS[layout_name]
-    gorge15 = layout.get("kind") == "gorge15"
     kept: dict[str, bytes] = {}
     if package is not None:
         copy_package(package, root)  # never through a link out of the package (checked when it was read)
-        for rel in layout.get("keep_user_files", []):  # the user's own settings in the folder we replace
+        for rel in layout.spec.get("keep_user_files", []):  # the user's own settings in the folder we replace
             if (root / algo_dir / rel).is_file():
                 kept[rel] = (root / algo_dir / rel).read_bytes()
         remove_made(root / algo_dir, root)  # the user's folder of that name, in the copy: ours replaces it
     algo_root = root / algo_dir
-    _copy_template(layout, layout_dir, algo_root, algo_dir)
+    _copy_template(layout, algo_root, algo_dir)
     for rel, data in kept.items():
         (algo_root / rel).parent.mkdir(parents=True, exist_ok=True)
         (algo_root / rel).write_bytes(data)
     features = _game_of(exported).features
-    features_file = algo_root / layout.get("features_file", "feature/features.py")
+    features_file = algo_root / layout.spec.get("features_file", "feature/features.py")
     source = Path(str(features.__file__))
     shutil.copyfile(source, features_file)
     for name in getattr(features, "COMPANION_FILES", ()):  # the modules it imports, beside it
         shutil.copyfile(source.parent / name, features_file.parent / name)
-    shutil.copyfile(nets.__file__, algo_root / layout.get("nets_file", "model/nets.py"))
-    spec_path = algo_root / layout.get("spec_file", "model/spec.json")
+    shutil.copyfile(nets.__file__, algo_root / layout.spec.get("nets_file", "model/nets.py"))
+    spec_path = algo_root / layout.spec.get("spec_file", "model/spec.json")
     spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
     with writing(spec_path):
         spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
-    weights = (algo_root if gorge15 else root) / "ckpt" / f"model.ckpt-{ckpt_id}.pkl"
-    weights.parent.mkdir(exist_ok=True)
+    weights = layout.weights_folder(root, algo_root) / f"model.ckpt-{ckpt_id}.pkl"
+    weights.parent.mkdir(parents=True, exist_ok=True)
     with writing(weights):
         weights.write_bytes(state_dict_bytes(exported.state_dict))
     preload = algo_root / "ckpt" / weights.name  # the preload's copy: inside the algorithm folder, so that it
@@ -292,14 +237,10 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout_name: str, algo_dir
         with writing(preload):
             shutil.copyfile(weights, preload)
     sample_dim = sample_size(exported.spec)
-    edits: dict | None
-    if gorge15:
-        edits = _conf_edits_gorge15(root, layout, algo_dir, ckpt_id, package)
-    else:
-        edits = _conf_edits_2024(root, layout, algo_dir, ckpt_id, sample_dim, package)
+    edits = layout.conf_edits(root, algo_dir, ckpt_id, sample_dim, package)
     files = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
     manifest = {
-        "format": "sb3-realm submission", "layout": layout_name, "algo_dir": algo_dir,
+        "format": "sb3-realm submission", "layout": layout.name, "algo_dir": algo_dir,
         "game": _game_of(exported).name,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
@@ -440,7 +381,7 @@ def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
 
 
 def _target(model_path, game: str | None, layout: str | None, algo_dir: str | None,
-            code_package) -> tuple[games.GameSpec, str, str]:
+            code_package) -> tuple[games.GameSpec, layouts.Layout, str]:
     """The game, layout and algorithm folder of a build (the defaults filled in), or an :class:`ExportError` saying
     which of them cannot be."""
     recorded = _model_game(model_path)
@@ -458,24 +399,22 @@ def _target(model_path, game: str | None, layout: str | None, algo_dir: str | No
                           f"{game_spec.title} code package yet: it builds {buildable} models")
     if layout is None:
         layout = game_spec.layouts[0]
-    if layout not in LAYOUTS:
-        raise ExportError(f"--layout {layout!r} is unknown; choose one of {sorted(LAYOUTS)}")
+    if layout not in layouts.names():
+        raise ExportError(f"--layout {layout!r} is unknown; choose one of {layouts.names()}")
     if layout not in game_spec.layouts:
         raise ExportError(f"--layout {layout!r} is a layout of another game; a {game_spec.title} model goes into "
                           f"{', '.join(game_spec.layouts)}: leave out --layout, or give one of them (or --game if the "
                           "model is of another game than its run config says)")
-    spec = layout_spec(layout)
+    chosen = layouts.get(layout)
     if algo_dir is None:
-        algo_dir = spec.get("default_algo_dir", "diy")
-    if algo_dir not in spec["algo_dirs"]:
+        algo_dir = chosen.default_algo_dir
+    if algo_dir not in chosen.algo_dirs:
         raise ExportError(f"--algo-dir {algo_dir!r}: the platform registers the algorithm folders "
-                          f"{', '.join(spec['algo_dirs'])} only (its evaluation workflows exist for those); use "
-                          f"{spec.get('default_algo_dir', 'diy')}")
-    if spec.get("kind") == "gorge15" and code_package is None:
-        raise ExportError(f"--layout {layout} needs --code-package: the package is built into a copy of your own "
-                          "15.0.1 code package (the folder your Kaiwu client gives you, with kaiwu.json, conf/ and "
-                          "agent_diy/), never one written from nothing")
-    return game_spec, layout, algo_dir
+                          f"{', '.join(chosen.algo_dirs)} only (its evaluation workflows exist for those); use "
+                          f"{chosen.default_algo_dir}")
+    if chosen.code_package_required and code_package is None:
+        raise ExportError(f"--layout {layout} needs --code-package: {chosen.code_package_required}")
+    return game_spec, chosen, algo_dir
 
 
 def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
@@ -484,18 +423,19 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                      force: bool = False, trust_pickle: bool | None = None, game: str | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
-    :param layout: the platform layout (a folder of :mod:`sb3_realm.submission`: ``kaiwu2024`` for the Realm,
-        ``gorge15`` for Gorge Chase); None: the first of the model's game's :attr:`~sb3_realm.games.GameSpec.layouts`.
-    :param algo_dir: the algorithm folder, one the layout's platform registers (``diy``, ``dqn``, ``target_dqn``;
-        ``agent_diy``, ``agent_ppo``); None: the layout's default (``diy``, ``agent_diy``).
+    :param layout: the platform layout, one of :func:`sb3_realm.export.layouts.names`; None: the first of the model's
+        game's :attr:`~sb3_realm.games.GameSpec.layouts`.
+    :param algo_dir: the algorithm folder, one the layout's platform registers (its ``algo_dirs``); None: the
+        layout's default.
     :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's
         timestep count (at least 1).
     :param code_package: the user's official code package; ``out`` becomes a complete copy of it, ready to upload.
         Without it, ``out`` holds the algorithm folder, ``ckpt/`` and the lines to merge into the user's conf.
     :param workflow: ``keep`` (a platform training task keeps the exported weights) or ``finetune`` (it takes
         REINFORCE steps on them; not for recurrent policies).
-    :param make_zip: also write ``<out>.zip`` holding ``ckpt/``, ``conf/`` and the algorithm folder (the 2024
-        recipe's upload; for ``gorge15`` the whole code package); needs ``code_package``.
+    :param make_zip: also write ``<out>.zip`` holding what the layout uploads (its
+        :meth:`~sb3_realm.export.layouts.Layout.zip_names`: ``ckpt/``, ``conf/`` and the algorithm folder, or the
+        whole code package); needs ``code_package``.
     :param force: replace an existing ``out`` that build-submission wrote.
     :param trust_pickle: let the checkpoint's pickles run (only for a file you made yourself; default: its entries
         are rebuilt from plain data).
@@ -507,8 +447,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                           "runs/NAME/upload")
     out = Path(out)
     _check_model_file(model_path)  # a damaged model is named as such, before the code package is read
-    game_spec, layout, algo_dir = _target(model_path, game, layout, algo_dir, code_package)
-    spec = layout_spec(layout)
+    game_spec, chosen, algo_dir = _target(model_path, game, layout, algo_dir, code_package)  # passed on from here
     if workflow not in WORKFLOWS:
         raise ExportError(f"--workflow {workflow!r} is unknown; choose keep (the platform's training keeps the "
                           "exported weights) or finetune")
@@ -526,7 +465,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     package = None
     if package_path is not None:
         try:
-            package = read_code_package(package_path, spec, layout)
+            package = read_code_package(package_path, chosen.spec, chosen.name)
         except CodePackageError as exc:
             raise ExportError(str(exc)) from None
         if out.resolve().is_relative_to(package_path.resolve()):
@@ -534,7 +473,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                               "is never changed: choose an --out outside it")
     try:
         with hold_folder(out, "--out"):  # one command at a time on an upload folder (its lock is beside it)
-            return _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip,
+            return _build_held(out, model_path, chosen, algo_dir, ckpt_id, package, package_path, workflow, make_zip,
                                force, trust_pickle, None if game is None else game_spec)
     except FolderInUse as exc:
         raise ExportError(str(exc)) from None
@@ -575,8 +514,8 @@ def recover_interrupted_build(out: str | os.PathLike) -> str | None:
     return "; ".join(done) or None
 
 
-def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_path, workflow, make_zip, force,
-                trust_pickle, game=None) -> dict:
+def _build_held(out, model_path, layout: layouts.Layout, algo_dir, ckpt_id, package, package_path, workflow,
+                make_zip, force, trust_pickle, game=None) -> dict:
     recovered = recover_interrupted_build(out)
     if recovered:
         warnings.warn(f"--out {str(out)!r}: {recovered}", RecoveredBuildWarning, stacklevel=3)
@@ -611,9 +550,8 @@ def _build_held(out, model_path, layout, algo_dir, ckpt_id, package, package_pat
         for made in (tmp, old):  # what this build made beside out, and nothing else
             with contextlib.suppress(OSError):
                 remove_made(made, out.parent)
-    if make_zip:  # the three folders of the 2024 recipe's upload; the whole code package of a 15.0.1 one
-        names = sorted(p.name for p in out.iterdir()) if layout_spec(layout).get("kind") == "gorge15" else \
-            ["ckpt", "conf", algo_dir]
+    if make_zip:  # what the layout uploads: some of the folder's top-level entries, or all of them
+        names = layout.zip_names(out, algo_dir)
         weights = manifest["weights"]
         keep = {weights[key] + end for key in ("file", "preload_file") if weights.get(key) for end in ("", ".sha256")}
         left_out = _zip_folder(out, zip_path, names, keep)
@@ -625,97 +563,26 @@ class RecoveredBuildWarning(UserWarning):
     """build-submission found what an interrupted build left and restored or finished it."""
 
 
-def _smoke_test(out: Path, algo: str) -> str:
-    """The optional smoke test of a code package: its own ``train_test.py``, where it has one."""
-    if (out / "train_test.py").is_file():
-        return (f"Optional smoke test in the Kaiwu client's container: set algorithm_name = \"{algo}\" in "
-                f"{out / 'train_test.py'} and run python train_test.py (it stops on any ERROR line).")
-    return ("Optional smoke test: this code package has no train_test.py (a copy from a repository may lack it); the "
-            "code package your Kaiwu client gives has one, to run in the client's container with algorithm_name = "
-            f"\"{algo}\".")
-
-
-def _zip_note(manifest: dict) -> str:
-    """What ``--zip`` wrote and what it left out (empty without ``--zip``)."""
-    zipped = manifest.get("zip")
-    if not zipped:
-        return ""
-    note = f"\n{zipped['file']} holds the upload."
-    if zipped["left_out"]:
-        shown = ", ".join(zipped["left_out"][:8]) + (", ..." if len(zipped["left_out"]) > 8 else "")
-        note += (f" Left out of it ({len(zipped['left_out'])} files): {shown}. Editors' folders (.idea, .vscode) and "
-                 "bytecode caches are never uploaded; other models' weights (model.ckpt-* files under a ckpt/ folder) "
-                 "are left out unless they are this build's: if your package needs one, add it to the archive by "
-                 "hand.")
-    return note
-
-
 def next_steps(manifest: dict, out: str | os.PathLike) -> str:
-    """What to do with the folder ``out`` that build-submission wrote, in the platform's own terms."""
-    out, algo, ckpt = Path(out), manifest["algo_dir"], manifest["weights"]["ckpt_id"]
-    layout = layout_spec(manifest["layout"])
-    if layout.get("kind") == "gorge15":
-        return _next_steps15(manifest, out, layout)
-    keep = manifest.get("platform_training", "keep") == "keep"
-    if manifest.get("code_package"):
-        steps = [f"{out} is a copy of your code package (代码包) with the policy in {algo}/ and ckpt/, ready to "
-                 "upload; your own folder is unchanged.",
-                 _smoke_test(out, algo),
-                 f"In the Kaiwu client (开悟客户端), upload {out} as your code package."]
-    else:
-        steps = [f"{out} holds the algorithm folder {algo}/, ckpt/ and {MERGE_FILE} (no conf/: yours stays).",
-                 f"Copy {out / algo} and {out / 'ckpt'} into your code package (代码包), the folder the Kaiwu client "
-                 f"(开悟客户端) gives you, replacing its {algo}/.",
-                 f"Merge these lines (also in {out / MERGE_FILE}) into its {layout['app_conf']}: they replace the "
-                 "lines with the same keys, and the eval lines go last. Or build again with --code-package "
-                 "YOUR_CODE_PACKAGE to get a complete copy with these edits made.\n" +
-                 "\n".join(f"       {line}" for line in (out / MERGE_FILE).read_text(encoding="utf-8").splitlines()
-                           if not line.startswith("#")),
-                 "Upload that code package in the Kaiwu client."]
-    steps += [f"Start a training task (训练任务) on it, and in the task's dialog pick the algorithm (算法) {algo}: the "
-              f"platform sets that algorithm in both {layout['app_conf']} (the workflow) and "
-              f"{layout['servers_conf']} (the Agent its servers build), which must agree. The conf preloads "
-              f"ckpt/model.ckpt-{ckpt}.pkl (preload_model = true). " +
-              ("Its training keeps these weights, so every model the task saves is your policy: the first save comes "
-               "after the first episode, then one every 2 minutes; stop the task once one is listed."
-               if keep else "Its training fine-tunes these weights (--workflow finetune); each save is a newer "
-                            "policy."),
-              "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) "
-              "with it, or submit it to the leaderboard. Only the platform can sign a model: the model to evaluate "
-              "is one its training task saved."]
-    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)
+    """What to do with the folder ``out`` that build-submission wrote, in the platform's own terms (its layout's
+    :meth:`~sb3_realm.export.layouts.Layout.next_steps`)."""
+    return layouts.get(manifest["layout"]).next_steps(manifest, Path(out))
 
 
-def _final_settings_step(manifest: dict, out: Path) -> list[str]:
-    """The step naming the game's final-round settings (none for a game without them)."""
-    final = games.get(manifest.get("game")).settings.get("final")
-    if not final:
-        return []
-    values = ", ".join(f"{k} = {v}" for k, v in final.items())
-    return [f"The final round's settings ({values}) are most likely the final evaluation's: the evaluation task's "
-            "dialog lets you set these keys to score your policy under them; --check plays them too, and "
-            f"sb3-realm eval {out} --settings final plays them on this machine."]
+def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
+                     games: int | None = None, seed: int = 0, treasures: int = 9, max_step: int | None = None,
+                     min_states: int = 10_000, task_episodes: int = 3, task_max_step: int = 300,
+                     progress: bool = False, trust_pickle: bool | None = None, maps_dir: str | None = None) -> dict:
+    """Prove that the upload ``folder`` survives a platform training task with the exported weights and that the
+    model it saves acts exactly like the SB3 model ``model_path`` (:mod:`.check`), as its layout runs the proof
+    (:meth:`~sb3_realm.export.layouts.Layout.check`: the stand-in it runs on, the options it reads, its defaults for
+    ``games`` and ``max_step``; ``map_path`` plays the games on one map, ``maps_dir`` gives a task the competition's
+    open maps, for the layouts that use them).
 
-
-def _next_steps15(manifest: dict, out: Path, layout: dict) -> str:
-    """:func:`next_steps` of a 15.0.1 code package."""
-    folder, ckpt = manifest["algo_dir"], manifest["weights"]["ckpt_id"]
-    algo = folder[len(layout["folder_prefix"]):]
-    keep = manifest.get("platform_training", "keep") == "keep"
-    steps = [
-        f"{out} is a copy of your code package (代码包) with the policy in {folder}/ (weights "
-        f"{manifest['weights']['file']}); your own folder is unchanged. Its conf selects algo = \"{algo}\" "
-        f"({layout['policy_conf']}) and preloads the weights ({layout['app_conf']}: preload_model = true, "
-        f"preload_model_dir = \"{layout['preload_model_dir']}\", preload_model_id = {ckpt}).",
-        _smoke_test(out, algo),
-        f"In the Kaiwu client (开悟客户端), upload {out} as your code package.",
-        "Start a training task (训练任务) on it: it starts from the preloaded weights. " +
-        ("Its training keeps them, so every model the task saves is your policy: the first save comes after the "
-         "first game; stop the task once one is listed." if keep else
-         "Its training fine-tunes them (--workflow finetune); each save is a newer policy (one every 30 minutes)."),
-        "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) with it, "
-        "or submit it to the leaderboard. The platform's evaluation calls the Agent's exploit(env_obs) once per "
-        "step: the greedy action of your policy.",
-        *_final_settings_step(manifest, out),
-    ]
-    return "Next steps:\n" + "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1)) + _zip_note(manifest)
+    :return: a report; ``ok`` is True when the task passed, kept the weights, and every action and every
+        score is identical.
+    """
+    return layouts.get(read_manifest(folder)["layout"]).check(
+        folder, model_path, map_path=map_path, maps_dir=maps_dir, games=games, seed=seed, treasures=treasures,
+        max_step=max_step, min_states=min_states, task_episodes=task_episodes, task_max_step=task_max_step,
+        progress=progress, trust_pickle=trust_pickle)

@@ -1,6 +1,8 @@
-"""The proof behind ``build-submission --check``, through the stand-in of the platform's framework
-(``sb3_realm.submission``'s ``platform_stub/framework.py``), in guarded processes that cannot import sb3_realm, SB3
-or gymnasium:
+"""The proof behind ``build-submission --check``, in guarded processes that cannot import sb3_realm, SB3 or
+gymnasium, on a stand-in of the platform's framework: the shared one (``sb3_realm.submission``'s
+``platform_stub/framework.py``, :func:`check_on_shared_stand_in`) or a layout's own (its ``harness.py`` beside its
+stand-in, :func:`check_on_own_stand_in`). Each layout (:mod:`sb3_realm.export.layouts`) runs one of them with its own
+defaults. On the shared stand-in:
 
 1. the upload folder loads as the platform loads it (its conf, the algorithm registry, the registrations, the
    preload keys; a folder without ``conf/`` gets the stand-in's minimal conf with the folder's lines to merge);
@@ -39,9 +41,10 @@ from ..agents.submission import (
 )
 from ..atomic import inside
 from ..evaluation import game_seed, protocol_configs
-from ..submission import BLOCKED_MODULES, layout_spec
+from ..submission import BLOCKED_MODULES
 
-__all__ = ["check_submission", "check_submission15", "run_platform_task", "run_platform_task15", "same_weights"]
+__all__ = ["check_on_shared_stand_in", "check_on_own_stand_in", "run_platform_task", "run_own_platform_task",
+           "same_weights", "TASK_OVERRIDES"]
 
 # the stand-in's training task: small batches and frequent model dumps, as the official train_test.py sets them, so
 # that the learner trains and the actors sync to the model pool within a few games
@@ -89,27 +92,19 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
     return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir)
 
 
-def check_submission(folder: str | os.PathLike, model_path: str | os.PathLike, *, map_path: str | None = None,
-                     games: int | None = None, seed: int = 0, treasures: int = 9, max_step: int | None = None,
-                     min_states: int = 10_000, task_episodes: int = 3, task_max_step: int = 300,
-                     progress: bool = False, trust_pickle: bool | None = None, maps_dir: str | None = None) -> dict:
-    """Prove that the upload ``folder`` survives a platform training task with the exported weights and that the
-    model it saves acts exactly like the SB3 model ``model_path`` (module docstring).
-
-    A 15.0.1 code package (``--layout gorge15``) goes through :func:`check_submission15` (``maps_dir``: the open
-    maps for its training task; ``games`` and ``max_step`` None: 10 games and the game's own max_step; the games are
-    played under each of the game's named settings, the final round's among them).
+def check_on_shared_stand_in(folder: str | os.PathLike, model_path: str | os.PathLike, *, games: int, max_step: int,
+                             map_path: str | None = None, seed: int = 0, treasures: int = 9, min_states: int = 10_000,
+                             task_episodes: int = 3, task_max_step: int = 300, progress: bool = False,
+                             trust_pickle: bool | None = None) -> dict:
+    """Prove, on the shared stand-in of the platform's framework (``platform_stub/``), that the upload ``folder``
+    survives a platform training task with the exported weights and that the model it saves acts exactly like the SB3
+    model ``model_path`` (module docstring): ``games`` leaderboard games of at most ``max_step`` steps on the map
+    ``map_path`` (None: the training run's).
 
     :return: a report; ``ok`` is True when the task passed, kept the weights, and every action and every
         leaderboard score is identical.
     """
     manifest = read_manifest(folder)
-    if layout_spec(manifest["layout"]).get("kind") == "gorge15":
-        return check_submission15(folder, model_path, maps_dir=maps_dir, games=games or 10, seed=seed,
-                                  max_step=max_step, min_states=min_states, task_episodes=task_episodes,
-                                  task_max_step=task_max_step, progress=progress, trust_pickle=trust_pickle)
-    games = 30 if games is None else games
-    max_step = 2000 if max_step is None else max_step
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # batch-1 inference; more threads only wait on each other (and on the submission)
     try:
@@ -190,11 +185,11 @@ def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step
             "imported_top_level_modules": sub.hello["modules"], "map": env.game_map.name, "algo": reference.algo}
 
 
-# ------------------------------------------------------------------------------------------ the 15.0.1 package
+# --------------------------------------------------------------------------------------- a layout with its own stand-in
 class _TaskEnv:
-    """The platform's env of a training task on the 15.0.1 stand-in: the game's competition env over ``maps`` (id ->
-    map), each game at most ``max_step`` steps, with the platform's failures injected (``env.reset`` returning None,
-    ``env_reward`` None) at ``fault_rate``."""
+    """The platform's env of a training task on a layout's own stand-in (its platform serves ``env_obs``): the game's
+    competition env over ``maps`` (id -> map), each game at most ``max_step`` steps, with the platform's failures
+    injected (``env.reset`` returning None, ``env_reward`` None) at ``fault_rate``."""
 
     def __init__(self, game, maps, seed: int, max_step: int, fault_rate: float) -> None:
         self.env = game.competition_env(maps, seed=seed)
@@ -230,9 +225,9 @@ def _open_maps(game, maps_dir: str | None) -> dict:
     return {k: game.builtin_maps[f"own_{k}"]() for k in range(1, 11)}
 
 
-def run_platform_task15(folder: str | os.PathLike, task_dir: str | os.PathLike, *, maps_dir: str | None = None,
-                        seed: int = 0, episodes: int = 3, max_step: int = 300, fault_rate: float = 0.02) -> dict:
-    """A training task of the 15.0.1 code package ``folder`` on its stand-in (its preload keys, its workflow, its
+def run_own_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *, maps_dir: str | None = None,
+                          seed: int = 0, episodes: int = 3, max_step: int = 300, fault_rate: float = 0.02) -> dict:
+    """A training task of the code package ``folder`` on its layout's own stand-in (its preload keys, its workflow, its
     saves), in ``task_dir``; returns the task's report with ``exported_weights_kept`` (every save holds the exported
     weights, tensor for tensor) and ``ok``."""
     manifest = read_manifest(folder)
@@ -302,11 +297,12 @@ class _ParityServer:
         return {"env_id": env_obs["env_id"], "frame_no": env_obs["frame_no"], "reward": reward}, env_obs
 
 
-def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike, *, maps_dir: str | None = None,
-                       games: int = 10, seed: int = 0, max_step: int | None = None, min_states: int = 10_000,
-                       task_episodes: int = 3, task_max_step: int = 300, progress: bool = False,
-                       trust_pickle: bool | None = None, settings: tuple[str, ...] | None = None) -> dict:
-    """The proof for a 15.0.1 code package: its training task with the preload keys saves the exported weights
+def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLike, *, maps_dir: str | None = None,
+                          games: int = 10, seed: int = 0, max_step: int | None = None, min_states: int = 10_000,
+                          task_episodes: int = 3, task_max_step: int = 300, progress: bool = False,
+                          trust_pickle: bool | None = None, settings: tuple[str, ...] | None = None) -> dict:
+    """The proof for a code package on its layout's own stand-in of the platform's framework (its ``harness.py``,
+    where the platform hands the Agent ``env_obs``): its training task with the preload keys saves the exported weights
     unchanged, and the platform's evaluation loop on the first saved model plays the SB3 model's action on every
     state (``games`` games of the game's default protocol under each of ``settings``, then more until
     ``min_states`` states), with identical scores on those games (the SB3 model then plays them alone).
@@ -323,8 +319,8 @@ def check_submission15(folder: str | os.PathLike, model_path: str | os.PathLike,
     torch.set_num_threads(1)
     try:
         with tempfile.TemporaryDirectory(prefix="sb3-realm-platform-") as task_dir:
-            task = run_platform_task15(folder, task_dir, maps_dir=maps_dir, seed=seed, episodes=task_episodes,
-                                       max_step=task_max_step)
+            task = run_own_platform_task(folder, task_dir, maps_dir=maps_dir, seed=seed, episodes=task_episodes,
+                                         max_step=task_max_step)
             summary = {k: v for k, v in task.items() if k not in ("log", "modules")}
             summary["saves"] = [{"id": s["id"], "exported_weights": s["exported_weights"]} for s in task["saves"]]
             if not task["saves"]:

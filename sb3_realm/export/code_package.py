@@ -10,7 +10,8 @@ reads of it and the few lines it edits, keeping every other line of the file as 
   to the table's end (the eval lines, which the platform's recipe wants last); checked by parsing the result;
 - :func:`ensure_registration`: the algorithm folder's entry in the registry (``conf/nature_algo_<game>.yaml``);
 - :func:`package_settings` and :func:`merge_text`: the settings a package needs, and the text of the lines to merge
-  by hand when no code package is given.
+  by hand when no code package is given;
+- :func:`write_conf`: an edited conf file written with the line endings it was read with.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import yaml
 
 __all__ = ["CodePackage", "CodePackageError", "read_code_package", "package_entries", "copy_package", "edit_settings",
            "ensure_registration", "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE",
-           "EVAL_KEYS", "set_yaml_value", "servers_conf_path"]
+           "EVAL_KEYS", "set_yaml_value", "servers_conf_path", "write_conf"]
 
 MERGE_FILE = "merge_into_configure_app.toml"
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -161,6 +162,12 @@ def _read_conf(path: Path) -> str:
     """A conf file's text with its line endings as they are (no newline translation), so that an edit keeps them."""
     with open(path, encoding="utf-8", newline="") as fh:
         return fh.read()
+
+
+def write_conf(path: str | Path, text: str) -> None:
+    """A conf file of the package being built, with its line endings as given (the user's own are kept)."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
 
 
 def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodePackage:
