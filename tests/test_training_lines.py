@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
+from unittest import mock
 
+from sb3_realm import games
 from sb3_realm.cli import main
 from sb3_realm.training.callbacks import eval_line
 from sb3_realm.training.config import load_config
@@ -60,9 +63,22 @@ def test_the_python_api_talks_only_when_given_a_stream_and_no_bar_shows(tmp_path
 def test_eval_line_names_the_games_own_measure():
     gorge = {"evaluation": 4, "timesteps": 200_000, "games": 10, "mean_score": 812.345, "survived": 7,
              "survival_share": 0.7, "best_score": 900.0, "new_best": False, "wall_s": 754.0}
-    assert eval_line(gorge, 1_000_000) == ("eval 4 at 200,000/1,000,000 steps: held-out score 812.3, survived 7/10 "
-                                           "games, best 900.0, 12.6 min in all")
+    assert eval_line(gorge, 1_000_000, "gorge") == ("eval 4 at 200,000/1,000,000 steps: held-out score 812.3, "
+                                                    "survived 7/10 games, best 900.0, 12.6 min in all")
     realm = {"evaluation": 1, "timesteps": 2048, "games": 3, "mean_score": 150.0, "wins": 2, "win_rate": 2 / 3,
              "best_score": 150.0, "new_best": True, "wall_s": 9.4}
     assert eval_line(realm) == "eval 1 at 2,048 steps: held-out score 150.0, won 2/3 games, best 150.0 (new best), " \
                                "9 s in all"
+    assert eval_line(realm, game="realm") == eval_line(realm)  # the default game
+
+
+def test_eval_line_counts_what_the_games_spec_calls_a_success():
+    """The line reads the count the spec names and says it in the spec's words, whatever the game's name."""
+    entry = {"evaluation": 2, "timesteps": 4096, "games": 5, "mean_score": 10.0, "goals": 3, "wins": 1,
+             "best_score": 10.0, "new_best": False, "wall_s": 3.0}
+    realm = games.get("realm")
+    toy = dataclasses.replace(realm, name="toy", success=dataclasses.replace(realm.success, count="goals",
+                                                                             verb="scored"))
+    with mock.patch.dict(games.GAMES, {"toy": toy}):
+        assert ", scored 3/5 games," in eval_line(entry, game="toy")
+    assert ", won 1/5 games," in eval_line(entry, game="realm")

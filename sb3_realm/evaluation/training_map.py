@@ -12,7 +12,6 @@ file by its name without folder)."""
 
 from __future__ import annotations
 
-import inspect
 import os
 import warnings
 from collections.abc import Iterable
@@ -141,7 +140,7 @@ def named_map(spec: games.GameSpec, name: str, maps_dirs: Iterable[str | os.Path
             return spec.load_map(name)
         except (ValueError, OSError):
             return None
-    if "map_names" not in inspect.signature(spec.make_env).parameters:
+    if not {"map_names", "maps_dir"} <= spec.env_options:  # the env reads no map name from a maps folder
         return None
     for folder in dict.fromkeys(str(d) for d in maps_dirs if d):
         try:

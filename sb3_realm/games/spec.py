@@ -8,7 +8,7 @@ algorithm. Models, agents, evaluation, training, imitation, export, tuning and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
@@ -16,7 +16,7 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
-__all__ = ["GameSpec", "ExpertOptions", "GameEnv", "TermWeights"]
+__all__ = ["GameSpec", "ExpertOptions", "GameEnv", "Success", "TermWeights"]
 
 
 class GameEnv(Protocol):
@@ -107,6 +107,33 @@ class ExpertOptions:
 
 
 @dataclass(frozen=True)
+class Success:
+    """What a game counts as a successful game, and how the shared layers name it in summaries, logs and lines.
+
+    :param rate: the key of the share of successful games in an evaluation's summary (``eval.json``); a training run
+        logs it as ``eval/<rate>``, a tuning trial records it as its ``win_rate``.
+    :param count: the key of the number of successful games in that summary.
+    :param reached: the key of the number of games that reached the game's end, successful or not (a game whose end
+        is its success names :attr:`count` again).
+    :param verb: the word a line writes before that number, as in ``won 2/3 games``.
+    :param of_game: ``(GameResult) -> bool``: one played game (of a report, or an imitation rollout, which may be cut
+        short) was a success.
+    """
+
+    rate: str
+    count: str
+    reached: str
+    verb: str
+    of_game: Callable[[Any], bool]
+
+
+def no_maps_folder(name: str) -> bool:
+    """The :attr:`GameSpec.needs_maps_dir` of a game that reads no map from a maps folder."""
+    del name
+    return False
+
+
+@dataclass(frozen=True)
 class GameSpec:
     """One game as the shared layers see it.
 
@@ -167,11 +194,31 @@ class GameSpec:
         default.
     :param held_out_configs: ``(usr_conf, games, seed, maps) -> [usr_conf]``: a training run's (and a study's)
         held-out games from its episode configuration, ``eval_games``, ``eval_seed`` and ``eval_maps``.
+    :param held_out_protocol: the protocol whose games :attr:`held_out_configs` draws (the Realm's ``leaderboard``,
+        Gorge Chase's ``maps``), named in the reports of a run's held-out games.
+    :param evaluate_args: ``(usr_confs) -> {name: value}``: the arguments of
+        :func:`~sb3_realm.evaluation.evaluate` (``protocol`` and that protocol's own, e.g. ``custom``, ``maps``,
+        ``games``, ``max_step``) that play exactly these games (held-out games from :attr:`held_out_configs`), in
+        order.
+    :param success: what counts as a successful game (the Realm's win, Gorge Chase's survival to ``max_step``).
     :param config_runs: ``sb3-realm train`` runs this game from a config.
     :param settings: named episode settings: name -> the ``usr_conf`` keys it sets, played over a game's own
         ``usr_conf`` (``sb3-realm eval --settings``, a config's ``env.settings``); ``default`` (the game as shipped,
         setting nothing) is always one. A game with more takes ``make_env(settings=[names])``: each episode plays
         one of them (drawn from the env's seed when there are several) under the keys its ``usr_conf`` gives.
+    :param env_options: the optional arguments the game's env takes beyond the map, ``rules``, ``reward_weights``,
+        ``render_mode`` and the ``usr_conf`` keys, among those the shared layers pass: ``mask_wall_moves`` (the
+        action mask also forbids moves into an adjacent wall), ``map_names`` (each episode plays one of several
+        maps) and ``maps_dir`` (the folder a map name is read from). A shared layer passes an option only to a game
+        that lists it and refuses the user's option for one that does not.
+    :param needs_maps_dir: ``(map name) -> bool``: the env reads the map of this name from the maps folder
+        (``maps_dir``), as Gorge Chase reads its open maps ``open_<k>``; never for a game without ``maps_dir`` in
+        :attr:`env_options`.
+    :param treasure_sets: a game is its treasure set: a ``usr_conf``'s ``treasure_id`` (with its start, end and
+        ``max_step``) fixes the game whatever the env seed, and ``treasure_num`` sets how many treasures it holds,
+        the fewer the easier. Only then can a study replay the held-out games one by one (``--pruner wilcoxon``)
+        and sample an easier first phase by treasure count (``--curriculum``), and imitation sweep every treasure
+        set (``imitation.selection.games``).
     """
 
     name: str
@@ -216,8 +263,14 @@ class GameSpec:
     episode_metrics: Callable[[dict], dict[str, float]]
     success_metrics: Mapping[str, Callable[[dict], float]]
     held_out_configs: Callable[..., list[dict]]
+    held_out_protocol: str
+    evaluate_args: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
+    success: Success
     config_runs: bool = True
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
+    env_options: frozenset[str] = frozenset()
+    needs_maps_dir: Callable[[str], bool] = no_maps_folder
+    treasure_sets: bool = False
 
     def check_settings(self, value: Any, label: str, others: Iterable[GameSpec] = ()) -> tuple[str, ...]:
         """The names of ``value``: one name of :attr:`settings`, or a non-empty list of them (a run that mixes

@@ -220,7 +220,7 @@ class ImitationConfig:
                                  f"0..{most}")
         self._check_expert(game)
         self.selection.validate()
-        if self.selection.swept and "custom" not in game.protocols:
+        if self.selection.swept and not game.treasure_sets:
             raise ValueError(f"imitation.selection.games = {self.selection.games!r} sweeps treasure sets, which "
                              f"{game.title} has not (its games differ by map and env seed); use games: held_out")
 

@@ -85,11 +85,10 @@ def expert_spec(config: ImitateConfig) -> ExpertSpec:
 # ---------------------------------------------------------------------------------------------------- evaluation
 def _held_out(config: ImitateConfig) -> tuple[str, list[tuple[int, dict]]]:
     """The held-out games (the game's held-out configs of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
-    ``eval_maps``) with their env seeds, and the protocol they are reported as: the Realm's ``leaderboard``, or
-    ``maps`` for games that name their map (Gorge Chase's validation maps)."""
+    ``eval_maps``) with their env seeds, and the protocol they are reported as (the game's
+    :attr:`~sb3_realm.games.GameSpec.held_out_protocol`: the Realm's ``leaderboard``, Gorge Chase's ``maps``)."""
     confs = config.held_out_configs()
-    protocol = "maps" if any("map_name" in conf for conf in confs) else "leaderboard"
-    return protocol, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
+    return config.spec.held_out_protocol, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
 
 
 def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name: str) -> dict:
@@ -97,7 +96,7 @@ def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name:
     workers: for the Realm the same games and figures as ``sb3-realm eval --protocol leaderboard --seed EVAL_SEED``,
     for Gorge Chase those of ``--protocol maps --maps EVAL_MAPS``."""
     protocol, games = _held_out(config)
-    env_kwargs = config.env.env_kwargs(usr_conf=False)
+    env_kwargs = config.env.env_kwargs(usr_conf=False, game=config.spec)
     played = collector.play(model, config.algo.name, env_kwargs, games, masked=algorithm(config.algo.name).maskable,
                             game=config.game)
     return played_report(played, seed=config.eval_seed, name="model", protocol=protocol, map_name=map_name,
@@ -107,14 +106,10 @@ def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name:
 def evaluate_expert(config: ImitateConfig, collector: Collector, map_name: str) -> dict:
     """The summary of the same held-out games played by the expert (the reference beside the model's)."""
     protocol, games = _held_out(config)
-    played = collector.play_expert(config.env.env_kwargs(usr_conf=False), games, expert_spec(config))
+    played = collector.play_expert(config.env.env_kwargs(usr_conf=False, game=config.spec), games,
+                                   expert_spec(config))
     return played_report(played, seed=config.eval_seed, name=config.imitation.expert, protocol=protocol,
                          map_name=map_name, game=config.game).summary()
-
-
-def _won(game: GameResult) -> bool:
-    """A game the policy won: the Realm's clean win, or Gorge Chase's survival to max_step (not a cut game)."""
-    return game.won or (bool(game.details.get("survived")) and not game.cut)
 
 
 # ---------------------------------------------------------------------------------------------------- the run
@@ -123,7 +118,7 @@ class Imitation:
 
     def __init__(self, config: ImitateConfig, run_dir: Path, collector: Collector | None = None) -> None:
         self.config, self.im, self.run_dir = config, config.imitation, run_dir
-        self.env_kwargs = config.env.env_kwargs(usr_conf=False)
+        self.env_kwargs = config.env.env_kwargs(usr_conf=False, game=config.spec)
         #: the leaderboard's episode config (``env.usr_conf``): its treasure count is the sweep's main count
         self.usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
         self.algo = algorithm(config.algo.name)
@@ -269,19 +264,18 @@ class Imitation:
 
     def _record(self, round_no: int, source: str, rollouts: Rollouts, dataset: ExpertDataset, bc: BCStats,
                 summary: dict, key: tuple, seconds: tuple[float, float, float]) -> RoundRecord:
-        played = rollouts.games
+        played, success = rollouts.games, self.config.spec.success
         sweep = {} if self.swept is None else {"sweep_games": len(self.swept),
                                                "sweep_lost": sum(not r.won for r in self.swept),
                                                "sweep_mean_score": key[1]}
         return RoundRecord(
             round=round_no, source=source, games_played=len(played), states=dataset.states,
-            new_states=len(rollouts.block), learner_wins=int(sum(_won(g) and not g.taken_over for g in played)),
+            new_states=len(rollouts.block), learner_wins=int(sum(success.of_game(g) and not g.taken_over for g in played)),
             games_cut=int(sum(g.cut for g in played)), games_taken_over=int(sum(bool(g.taken_over) for g in played)),
             learner_mean_score=float(np.mean([0.0 if g.taken_over else g.score for g in played])),
             bc_loss=bc.loss, bc_accuracy=bc.accuracy, bc_entropy=bc.entropy, updates=self.state.updates,
             eval_mean_score=summary["mean_score"],
-            eval_reached_end=summary.get("reached_end", summary.get("survived", 0)),
-            eval_wins=summary.get("wins", summary.get("survived", 0)), eval_games=summary["games"],
+            eval_reached_end=summary[success.reached], eval_wins=summary[success.count], eval_games=summary["games"],
             eval_mean_steps=summary["mean_steps"],
             eval_missed_treasure_games=summary.get("games_with_missed_treasure"),
             oracle_mean_score=self.state.oracle_score, best_round=self.state.best_round,

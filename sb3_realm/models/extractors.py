@@ -38,7 +38,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from .nets import ACTIVATIONS, NETS, activation_name
-from .observation_space import realm_spaces, split_frames
+from .observation_space import game_spaces, split_frames
 from .temporal import Conv3dExtractor, TransformerCache, TransformerExtractor
 
 __all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "GorgeExtractor", "Conv3dExtractor",
@@ -62,7 +62,7 @@ class NetExtractor(BaseFeaturesExtractor):
     def __init__(self, observation_space: gym.Space, features_dim: int, activation_fn: type[nn.Module],
                  **net_kwargs) -> None:
         who = type(self).__name__
-        maps, vector = realm_spaces(observation_space, who)
+        maps, vector = game_spaces(observation_space, who)
         try:
             net = NETS[self.net_name](maps.shape, vector.shape[0], features_dim=features_dim,
                                       activation=activation_fn, **net_kwargs)

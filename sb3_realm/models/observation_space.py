@@ -9,13 +9,13 @@ from gymnasium import spaces
 
 from .. import games
 
-__all__ = ["realm_spaces", "check_stacked", "split_frames"]
+__all__ = ["game_spaces", "realm_spaces", "check_stacked", "split_frames"]
 
 _EXPECTED = ("Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as the games' envs (RealmEnv, "
              "GorgeEnv) give")
 
 
-def realm_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spaces.Box]:
+def game_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spaces.Box]:
     """The ``maps`` and ``vector`` Boxes of a game's observation space, or a ValueError that shows the space."""
     if isinstance(observation_space, spaces.Dict) and set(observation_space.spaces) == {"maps", "vector"}:
         maps, vector = observation_space["maps"], observation_space["vector"]
@@ -26,9 +26,13 @@ def realm_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, sp
                      "a game's env (RealmEnv, GorgeEnv; optionally under VecFrameStack) and the 'MultiInputPolicy'.")
 
 
+#: the old name of :func:`game_spaces`, from when the package played only Back to the Realm; it checks any game's space
+realm_spaces = game_spaces
+
+
 def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tuple[spaces.Box, spaces.Box]:
-    """Like :func:`realm_spaces`, and the sizes must be ``n_frames`` Realm frames stacked by ``VecFrameStack``."""
-    maps, vector = realm_spaces(observation_space, who)
+    """Like :func:`game_spaces`, and the sizes must be ``n_frames`` frames of a game stacked by ``VecFrameStack``."""
+    maps, vector = game_spaces(observation_space, who)
     if not isinstance(n_frames, int) or n_frames < 1:
         raise ValueError(f"{who}: n_frames = {n_frames!r} must be an int >= 1 (the VecFrameStack n_stack)")
     frames = {(spec.features.MAP_SHAPE[0], spec.features.VECTOR_SIZE) for spec in games.GAMES.values()}

@@ -1,12 +1,19 @@
 """Training: the run's config (:mod:`.config`), the run itself (:mod:`.run`: train, resume, init-from), resumable
 checkpoints (:mod:`.checkpoints`) and the SB3 callbacks (:mod:`.callbacks`)."""
 
-from .callbacks import CompetitionEvalCallback, ConfigLogCallback, CurriculumCallback, RealmMetricsCallback
+from .callbacks import (
+    CompetitionEvalCallback,
+    ConfigLogCallback,
+    CurriculumCallback,
+    MetricsCallback,
+    RealmMetricsCallback,
+)
 from .checkpoints import CheckpointError, RunCheckpointCallback, latest_checkpoint, list_checkpoints, save_checkpoint
 from .config import TrainConfig, config_from_dict, config_to_dict, load_config, save_config
 from .run import build_model, make_vec_env, resume_config, train
 
-__all__ = ["CompetitionEvalCallback", "ConfigLogCallback", "CurriculumCallback", "RealmMetricsCallback",
+__all__ = ["CompetitionEvalCallback", "ConfigLogCallback", "CurriculumCallback", "MetricsCallback",
+           "RealmMetricsCallback",
            "CheckpointError", "RunCheckpointCallback", "latest_checkpoint", "list_checkpoints", "save_checkpoint",
            "TrainConfig",
            "config_from_dict", "config_to_dict", "load_config", "save_config", "build_model", "make_vec_env",

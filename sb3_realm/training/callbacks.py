@@ -30,7 +30,7 @@ from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, free_name, save_vecnormalize
 
-__all__ = ["RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
+__all__ = ["MetricsCallback", "RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback", "ConfigLogCallback", "PHASE_KEYS",
            "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history", "eval_line"]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
@@ -73,15 +73,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"
 
 
-def eval_line(entry: Mapping, total_timesteps: int | None = None) -> str:
+def eval_line(entry: Mapping, total_timesteps: int | None = None, game: str | None = None) -> str:
     """One line for a finished held-out evaluation (an entry of ``eval.json``): the evaluation's number, the model's
-    timesteps (out of the run's total, where known), the mean competition score, the games won (the Realm) or
-    survived to max_step (Gorge Chase), the best score so far (marked when this evaluation set it) and the run's
-    time so far."""
+    timesteps (out of the run's total, where known), the mean competition score, the game's successful games (its
+    :attr:`~sb3_realm.games.GameSpec.success`: the Realm's games won, Gorge Chase's survived to max_step), the best
+    score so far (marked when this evaluation set it) and the run's time so far.
+
+    :param game: the game played (None: the default game).
+    """
     total = "" if total_timesteps is None else f"/{total_timesteps:,}"
-    rate = (f", won {entry['wins']}/{entry['games']} games" if "wins" in entry and "games" in entry else
-            f", survived {entry['survived']}/{entry['games']} games" if "survived" in entry and "games" in entry
-            else "")
+    success = games.get(game).success
+    rate = (f", {success.verb} {entry[success.count]}/{entry['games']} games"
+            if success.count in entry and "games" in entry else "")
     new = " (new best)" if entry.get("new_best") else ""
     return (f"eval {entry['evaluation']} at {entry['timesteps']:,}{total} steps: held-out score "
             f"{entry['mean_score']:.1f}{rate}, best {entry['best_score']:.1f}{new}, "
@@ -116,7 +119,7 @@ class StopAtTimesteps(BaseCallback):
             return True
         return self.locals.get("n_steps") == self.locals.get("n_rollout_steps", 0) - 1  # the rollout's last step
 
-class RealmMetricsCallback(BaseCallback):
+class MetricsCallback(BaseCallback):
     """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not
     the held-out ``eval/*`` games), averaged over the last ``window`` finished episodes, at the end of every rollout,
     as ``train_episodes/<name>``: the game's :attr:`~sb3_realm.games.GameSpec.episode_metrics`. The Realm's:
@@ -149,6 +152,11 @@ class RealmMetricsCallback(BaseCallback):
             return
         for key in self.episodes[-1]:
             self.logger.record(f"train_episodes/{key}", float(np.mean([e[key] for e in self.episodes if key in e])))
+
+
+#: the old name of :class:`MetricsCallback`, from when the package played only Back to the Realm; it logs the
+#: metrics of any game
+RealmMetricsCallback = MetricsCallback
 
 
 def _flatten(data: Mapping, prefix: str = "") -> dict[str, float | int | str | bool]:
@@ -188,7 +196,8 @@ class CompetitionEvalCallback(BaseCallback):
     :func:`~sb3_realm.evaluation.evaluate` and keep the model with the best mean competition score (not shaped reward).
 
     Logs ``eval/score``, ``eval/treasures``, ``eval/steps``, ``eval/best_score`` and the game's own rate
-    (``eval/win_rate`` for the Realm, ``eval/survival_share`` for Gorge Chase); every
+    (its :attr:`~sb3_realm.games.GameSpec.success` rate: ``eval/win_rate`` for the Realm, ``eval/survival_share``
+    for Gorge Chase); every
     ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
     model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
     normalises observations with its current statistics (see :class:`~sb3_realm.agents.ModelPolicy`) and saves them
@@ -315,20 +324,15 @@ class CompetitionEvalCallback(BaseCallback):
     def evaluate_now(self) -> dict:
         """Evaluate the current model, log, keep it if best, append to the JSON; returns the summary."""
         policy = ModelPolicy(self.model, self.training_env, name=f"step_{self.num_timesteps}")
+        played = games.get(self.game).evaluate_args(self.configs)  # the protocol and arguments of these games
         if self._plays_batched():
             report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
                                       env_kwargs={**self.env_kwargs, "map_path": self.map_path},
                                       masked=algorithm_of(self.model).maskable, game=self.game,
-                                      protocol="maps" if self.map_names else "custom")
-        elif self.map_names:  # the same games as the batched play: games per map, map by map
-            maps = list(dict.fromkeys(self.map_names))
-            report = evaluate(policy, "maps", maps=maps, games=len(self.configs) // len(maps),
-                              max_step=self.configs[0]["max_step"], seed=self.seed, workers=1, oracle_gap=False,
+                                      protocol=played["protocol"])
+        else:  # the same games as the batched play, one at a time
+            report = evaluate(policy, **played, map_path=self.map_path, seed=self.seed, workers=1, oracle_gap=False,
                               env_kwargs=self.env_kwargs, game=self.game, allow_overlap=True)
-        else:
-            report = evaluate(policy, "custom", custom=[c["treasure_id"] for c in self.configs],
-                              max_step=self.configs[0]["max_step"], map_path=self.map_path, seed=self.seed,
-                              workers=1, oracle_gap=False, env_kwargs=self.env_kwargs, game=self.game)
         summary = report.summary()
         self.n_evals += 1
         improved = summary["mean_score"] > self.best_score
@@ -341,17 +345,18 @@ class CompetitionEvalCallback(BaseCallback):
         self.history.append(entry)
         self.last_summary = entry
         self._write_history()
-        for key, name in (("score", "mean_score"), ("win_rate", "win_rate"), ("survival_share", "survival_share"),
-                          ("treasures", "mean_treasures"), ("steps", "mean_steps"), ("best_score", "best_score")):
-            if name in entry:  # the game's own rate: a win (the Realm) or surviving to max_step (Gorge Chase)
+        rate = games.get(self.game).success.rate  # the game's own: a win (the Realm), survival (Gorge Chase)
+        for key, name in (("score", "mean_score"), (rate, rate), ("treasures", "mean_treasures"),
+                          ("steps", "mean_steps"), ("best_score", "best_score")):
+            if name in entry:
                 self.logger.record(f"eval/{key}", float(entry[name]))
         if self.replay_every and self.n_evals % self.replay_every == 0:
             self.logger.record("eval/route", Image(self.route_image(policy), "HWC"),
                                exclude=("stdout", "log", "json", "csv"))
         if self.verbose:
-            print(eval_line(entry, self.total_timesteps))
+            print(eval_line(entry, self.total_timesteps, self.game))
         if self.talk is not None:
-            print(eval_line(entry, self.total_timesteps), file=self.talk, flush=True)
+            print(eval_line(entry, self.total_timesteps, self.game), file=self.talk, flush=True)
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
         return entry

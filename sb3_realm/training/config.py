@@ -93,9 +93,8 @@ class EnvConfig:
             raise ValueError("env.map_name = 'competition': this recipe is tuned for the competition's map, which the "
                              f"package does not ship; pass it with --map PATH/{game.competition_map_file} (or --set "
                              "env.map_path=PATH), or use a recipe for the shipped default map")
-        takes = inspect.signature(game.make_env).parameters
         for key in ("map_names", "maps_dir"):
-            if getattr(self, key) and key not in takes:
+            if getattr(self, key) and key not in game.env_options:
                 raise ValueError(f"env.{key} = {getattr(self, key)!r}: {game.title} plays one map (env.map_path or "
                                  f"env.map_name); remove env.{key}")
         if not isinstance(self.map_names, list) or not all(isinstance(m, str) for m in self.map_names):
@@ -147,17 +146,23 @@ class EnvConfig:
         """The folders a map name of the env may be read from: ``maps_dir``, else ``$SB3_REALM_GORGE_MAPS``."""
         return [self.maps_dir, os.environ.get("SB3_REALM_GORGE_MAPS")]
 
-    def env_kwargs(self, usr_conf: bool = True) -> dict:
+    def env_kwargs(self, usr_conf: bool = True, game: games.GameSpec | None = None) -> dict:
         """Keyword arguments of the game's env (without the episode configuration, ``usr_conf`` and
-        ``settings``, when ``usr_conf`` is False, e.g. for evaluations that bring their own games)."""
+        ``settings``, when ``usr_conf`` is False, e.g. for evaluations that bring their own games).
+
+        :param game: the game played: the maps folder goes to its env for ``map_name`` when the game reads that name
+            from one (:attr:`~sb3_realm.games.GameSpec.needs_maps_dir`). None: when any game reads it from one.
+        """
         kwargs: dict = {"map_path": self.map_path, "map_name": self.map_name,
                         "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
-        if self.mask_wall_moves:  # the Realm's option; a game whose env lacks it says so
+        if self.mask_wall_moves:  # an env option; a game whose env lacks it says so
             kwargs["mask_wall_moves"] = True
         maps_dir = self.maps_dir or os.environ.get("SB3_REALM_GORGE_MAPS") or None
-        if self.map_names:  # Gorge Chase's options (validate refuses them for a game whose env lacks them)
+        if self.map_names:  # validate refuses them for a game whose env takes no map_names
             kwargs["map_names"] = list(self.map_names)
-        if self.map_names or self.maps_dir or (maps_dir and str(self.map_name).startswith("open_")):
+        readers = [game] if game is not None else games.GAMES.values()
+        if self.map_names or self.maps_dir or (maps_dir and any(spec.needs_maps_dir(str(self.map_name))
+                                                                for spec in readers)):
             kwargs["maps_dir"] = maps_dir
         if not usr_conf:
             return kwargs

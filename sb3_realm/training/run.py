@@ -28,7 +28,7 @@ from .callbacks import (
     CompetitionEvalCallback,
     ConfigLogCallback,
     CurriculumCallback,
-    RealmMetricsCallback,
+    MetricsCallback,
     StopAtTimesteps,
     read_eval_history,
 )
@@ -115,7 +115,7 @@ def resume_config(run_dir: str | Path, overrides: list[str] | None = None) -> Tr
 
 def _callbacks(config: TrainConfig, run_dir: Path, n_envs: int, talk: TextIO | None = None):
     curriculum = CurriculumCallback(config.curriculum, game=config.game) if config.curriculum else None
-    callbacks = [RealmMetricsCallback(window=config.log_window, game=config.game),
+    callbacks = [MetricsCallback(window=config.log_window, game=config.game),
                  ConfigLogCallback(config_to_dict(config))]
     if curriculum is not None:
         callbacks.append(curriculum)

@@ -99,16 +99,16 @@ class StudyConfig:
         check_portable_path(self.name, "--study-name")  # it names the study's folder, runs/study-<name>
         check_portable_path(self.out, "--out")
         self.base.validate()
-        if self.curriculum and "custom" not in self.base.spec.protocols:
+        if self.curriculum and not self.base.spec.treasure_sets:
             raise ValueError(f"--curriculum samples an easier first phase by its treasure count (the Realm's "
                              f"treasure_num), which {self.base.spec.title} does not vary that way; drop --curriculum "
                              "and write the curriculum: phases in the config instead")
-        if self.pruner == "wilcoxon" and "custom" not in self.base.spec.protocols:
+        if self.pruner == "wilcoxon" and not self.base.spec.treasure_sets:
             raise ValueError(f"--pruner wilcoxon replays the held-out games one by one as treasure sets, which "
                              f"{self.base.spec.title}'s games are not (they differ by map and env seed); use --pruner "
                              "median, halving or none")
         # the map and its usr_conf, before a study stores them
-        env = self.base.spec.make_env(**self.base.env.env_kwargs())
+        env = self.base.spec.make_env(**self.base.env.env_kwargs(game=self.base.spec))
         try:
             env.reset(seed=0)
         finally:

@@ -25,6 +25,8 @@ import numpy as np
 from .rules import GorgeConfig
 
 __all__ = [
+    "evaluate_args",
+    "survived",
     "episode_metrics",
     "SUCCESS_METRICS",
     "VALIDATION_MAPS",
@@ -261,3 +263,18 @@ def held_out_configs(usr_conf: dict, games: int, seed: int, maps: Sequence[str])
     config = GorgeConfig.from_usr_conf(usr_conf)
     return protocol_configs("maps", seed=seed, games=games, max_step=config.max_step,
                             maps=list(maps) or list(VALIDATION_MAPS))
+
+
+def evaluate_args(usr_confs: Sequence[dict]) -> dict:
+    """The arguments of :func:`~sb3_realm.evaluation.evaluate` that play exactly the games ``usr_confs`` (each with
+    its map under ``map_name``, the same number of games on each map, map by map, and one ``max_step``, as
+    :func:`held_out_configs` makes them), in order: the ``maps`` protocol on their maps."""
+    maps = list(dict.fromkeys(conf["map_name"] for conf in usr_confs))
+    return {"protocol": "maps", "maps": maps, "games": len(usr_confs) // len(maps),
+            "max_step": usr_confs[0]["max_step"]}
+
+
+def survived(game) -> bool:
+    """A game (a :class:`~sb3_realm.evaluation.GameResult`) survived to max_step: never caught, and not cut short
+    before its end (an imitation rollout's step limit)."""
+    return bool(game.details.get("survived")) and not game.cut

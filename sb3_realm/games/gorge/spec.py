@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spec import ExpertOptions, GameSpec
+from ..spec import ExpertOptions, GameSpec, Success
 from . import features, protocol
 from .env import GorgeEnv, env_spaces, shipped_map
 from .experts.planner import PlannerPolicy
@@ -21,24 +21,32 @@ from .protocols import (
     check_eval_configs,
     describe_protocol,
     episode_metrics,
+    evaluate_args,
     held_out_configs,
     protocol_configs,
     random_starts,
     report_lines,
     result_details,
     summarize,
+    survived,
     worst_table,
 )
 from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
 from .rules import DIRECTIONS, SETTINGS, USR_CONF_KEYS, GorgeConfig, Rules
 
-__all__ = ["SPEC", "same_map"]
+__all__ = ["SPEC", "same_map", "open_map"]
 
 
 def same_map(a: GorgeMap, b: GorgeMap) -> bool:
     """Two maps have the same road cells (whatever their names)."""
     return a.walkable.shape == b.walkable.shape and bool(np.array_equal(a.walkable, b.walkable))
+
+
+def open_map(name: str) -> bool:
+    """A map name the env reads from the folder of the open maps (``maps_dir``): ``open_<k>``, the platform's map
+    ``k`` (``gorge_chase_map_<k>.json``)."""
+    return name.startswith("open_") and name[5:].isdigit()
 
 
 def _no_setting(name: str, value, label: str):
@@ -100,5 +108,11 @@ SPEC = GameSpec(
     episode_metrics=episode_metrics,
     success_metrics=SUCCESS_METRICS,
     held_out_configs=held_out_configs,
+    held_out_protocol="maps",
+    evaluate_args=evaluate_args,
+    # a game ends at max_step unless the monsters catch the hero: surviving is reaching its end
+    success=Success(rate="survival_share", count="survived", reached="survived", verb="survived", of_game=survived),
     settings=SETTINGS,
+    env_options=frozenset({"map_names", "maps_dir"}),
+    needs_maps_dir=open_map,
 )

@@ -21,7 +21,7 @@ from .rules import LEADERBOARD_CONF, EpisodeConfig
 
 __all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "describe_protocol", "check_eval_configs", "random_starts",
            "result_details", "summarize", "report_lines", "worst_table", "episode_metrics", "SUCCESS_METRICS",
-           "held_out_configs"]
+           "held_out_configs", "evaluate_args", "won"]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
 SLOTS = tuple(range(3, 16))  # treasure slots of the leaderboard (start 2, end 1)
@@ -174,3 +174,16 @@ def held_out_configs(usr_conf: dict, games: int, seed: int, maps: Sequence[str])
                          "env.map_name); remove eval_maps")
     usr = EpisodeConfig.from_usr_conf(usr_conf)
     return protocol_configs("leaderboard", seed=seed, games=games, treasures=usr.treasure_num, max_step=usr.max_step)
+
+
+def evaluate_args(usr_confs: Sequence[dict]) -> dict:
+    """The arguments of :func:`~sb3_realm.evaluation.evaluate` that play exactly the games ``usr_confs`` (each with
+    start 2, end 1, its ``treasure_id`` and one ``max_step``, as :func:`held_out_configs` makes them), in order: the
+    ``custom`` protocol on their treasure sets."""
+    return {"protocol": "custom", "custom": [conf["treasure_id"] for conf in usr_confs],
+            "max_step": usr_confs[0]["max_step"]}
+
+
+def won(game) -> bool:
+    """A game (a :class:`~sb3_realm.evaluation.GameResult`) won: the end reached with every treasure of its set."""
+    return bool(game.won)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from ..spec import ExpertOptions, GameSpec
+from ..spec import ExpertOptions, GameSpec, Success
 from . import features, protocol
 from .core import DIRECTIONS
 from .env import BUILTIN_MAPS, ENV_IDS, RealmEnv, env_spaces
@@ -21,6 +21,7 @@ from .protocols import (
                         check_eval_configs,
                         describe_protocol,
                         episode_metrics,
+                        evaluate_args,
                         held_out_configs,
                         protocol_configs,
                         random_starts,
@@ -28,6 +29,7 @@ from .protocols import (
                         result_details,
                         summarize,
                         worst_table,
+                        won,
 )
 from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
@@ -88,4 +90,9 @@ SPEC = GameSpec(
     episode_metrics=episode_metrics,
     success_metrics=SUCCESS_METRICS,
     held_out_configs=held_out_configs,
+    held_out_protocol="leaderboard",
+    evaluate_args=evaluate_args,
+    success=Success(rate="win_rate", count="wins", reached="reached_end", verb="won", of_game=won),
+    env_options=frozenset({"mask_wall_moves"}),
+    treasure_sets=True,
 )
