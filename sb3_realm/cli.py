@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import inspect
 import json
 import os
 import pickle
@@ -313,15 +312,14 @@ def _eval_env_kwargs(args) -> dict:
     """The env options of ``eval``: ``--mask-wall-moves`` and the open maps' folder (``--maps-dir``, else
     ``SB3_REALM_GORGE_MAPS``) for a game whose env takes one; a ``ValueError`` for an option the game's env lacks."""
     spec = policy_game(args.policy, args.game)
-    takes = inspect.signature(spec.make_env).parameters
     kwargs: dict = {}
     if args.mask_wall_moves:
-        if "mask_wall_moves" not in takes:
+        if "mask_wall_moves" not in spec.env_options:
             raise ValueError(f"--mask-wall-moves is an option of another game's env; {spec.title} masks its illegal "
                              "actions itself: drop --mask-wall-moves")
         kwargs["mask_wall_moves"] = True
     maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
-    if maps_dir is not None and "maps_dir" in takes:
+    if maps_dir is not None and "maps_dir" in spec.env_options:
         if not os.path.isdir(maps_dir):  # before any game, naming where the folder came from
             given = (f"--maps-dir {maps_dir!r}" if args.maps_dir is not None
                      else f"the environment variable SB3_REALM_GORGE_MAPS={maps_dir!r}")
@@ -330,7 +328,7 @@ def _eval_env_kwargs(args) -> dict:
                              f"or {'leave --maps-dir out' if args.maps_dir is not None else 'unset the variable'}")
         kwargs["maps_dir"] = maps_dir
     elif args.maps_dir is not None:
-        others = [other for other in games.GAMES.values() if "maps_dir" in inspect.signature(other.make_env).parameters]
+        others = [other for other in games.GAMES.values() if "maps_dir" in other.env_options]
         hint = "".join(f" (or pass --game {other.name}: --maps-dir is an option of {other.title})" for other in others
                        if args.game is None)
         raise ValueError(f"--maps-dir {args.maps_dir!r}: {spec.title} plays one map, given with --map PATH: drop "
