@@ -149,8 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="your official code package (the folder the Kaiwu client gives you): --out becomes a "
                          "complete copy of it, ready to upload, with only the needed lines of conf/ edited; without "
                          "it, --out holds the algorithm folder, ckpt/ and the lines to merge into your conf")
-    bs.add_argument("--layout", default=None, help="platform layout (default: the model's game's: kaiwu2024 for the "
-                                                   "Realm, gorge15 for Gorge Chase)")
+    defaults = ", ".join(f"{spec.layouts[0]} for {spec.title}" for spec in games.GAMES.values() if spec.layouts)
+    bs.add_argument("--layout", default=None, help=f"platform layout (default: the model's game's: {defaults})")
     bs.add_argument("--game", default=None, help="the game the model plays (realm, gorge); default: the one its run "
                                                  "config records (needed for a model saved outside sb3-realm train)")
     bs.add_argument("--algo-dir", default=None, help="the algorithm folder, one the platform registers: diy "
