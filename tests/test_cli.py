@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import subprocess
 import sys
 
+import pytest
 from PIL import Image
+
+from sb3_realm import cli, games
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -35,3 +40,27 @@ def test_demo_bad_input_is_one_clear_line(tmp_path):
 def test_console_script_is_installed():
     out = subprocess.run(["sb3-realm", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("sb3-realm ")
+
+
+def _eval_args(game: str | None, **flags) -> argparse.Namespace:
+    return argparse.Namespace(policy="random", game=game, **{"mask_wall_moves": False, "maps_dir": None, **flags})
+
+
+def test_eval_takes_the_env_options_the_games_spec_lists(tmp_path, monkeypatch):
+    """``--mask-wall-moves`` and ``--maps-dir`` reach the env of a game whose spec lists them (``env_options``), and
+    are refused, naming the game that takes them, for one that does not: whatever the env's signature says."""
+    monkeypatch.delenv("SB3_REALM_GORGE_MAPS", raising=False)
+    realm, gorge = games.get("realm"), games.get("gorge")
+    assert cli._eval_env_kwargs(_eval_args("realm", mask_wall_moves=True)) == {"mask_wall_moves": True}
+    assert cli._eval_env_kwargs(_eval_args("gorge", maps_dir=str(tmp_path))) == {"maps_dir": str(tmp_path)}
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(realm, env_options=frozenset()))
+    with pytest.raises(ValueError, match="--mask-wall-moves is an option of another game's env; Back to the Realm"):
+        cli._eval_env_kwargs(_eval_args("realm", mask_wall_moves=True))
+    with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir "
+                                         r"\(or pass --game gorge: --maps-dir is an option of Gorge Chase\)"):
+        cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # the default game
+    monkeypatch.setitem(games.GAMES, "gorge", dataclasses.replace(gorge, env_options=frozenset()))
+    with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir$"):
+        cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # no game takes it: none to suggest
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(realm, env_options=frozenset({"maps_dir"})))
+    assert cli._eval_env_kwargs(_eval_args("realm", maps_dir=str(tmp_path))) == {"maps_dir": str(tmp_path)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 
 import gymnasium as gym
@@ -10,6 +11,7 @@ import pytest
 from helpers import SMALL_RUN
 
 from sb3_realm import games
+from sb3_realm.evaluation import EvalReport, GameResult
 from sb3_realm.games.gorge import rewards as gorge_rewards
 from sb3_realm.games.realm import rewards as realm_rewards
 from sb3_realm.games.realm.core import DIRECTIONS
@@ -56,6 +58,57 @@ def test_a_spec_builds_its_env_whose_spaces_it_states(spec):
     assert action.n == spec.features.N_ACTIONS == 16
     for env_id in spec.env_ids:
         assert isinstance(gym.make(env_id).unwrapped, type(env))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_a_spec_states_the_env_options_its_env_takes(spec):
+    """The shared layers read a game's env options from its spec, never from the env's signature: each option the
+    spec lists is a parameter of its env, and only a game whose env takes a maps folder reads map names from one."""
+    takes = inspect.signature(spec.make_env).parameters
+    assert spec.env_options <= {"mask_wall_moves", "map_names", "maps_dir"}
+    assert all(option in takes for option in spec.env_options), sorted(spec.env_options - set(takes))
+    if "maps_dir" not in spec.env_options:
+        assert not any(spec.needs_maps_dir(name) for name in ("open_5", "default", *spec.builtin_maps))
+
+
+def test_only_gorge_chases_open_maps_are_read_from_the_maps_folder():
+    gorge, realm = games.get("gorge"), games.get("realm")
+    assert gorge.needs_maps_dir("open_5") and gorge.needs_maps_dir("open_12")
+    assert not any(gorge.needs_maps_dir(name) for name in ("default", "open_", "open_x", "own_1", "maps/open_5.json"))
+    assert not realm.needs_maps_dir("open_5")
+    assert realm.env_options == {"mask_wall_moves"} and gorge.env_options == {"map_names", "maps_dir"}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_evaluate_args_play_exactly_the_held_out_games(spec):
+    """A run's evaluation replays its held-out games with the protocol and arguments the spec gives: that protocol
+    makes the very same games, in order."""
+    held_out = spec.held_out_configs({}, 4, 11, ())
+    args = spec.evaluate_args(held_out)
+    protocol = args.pop("protocol")
+    assert protocol in spec.protocols and spec.held_out_protocol in spec.protocols
+    assert spec.protocol_configs(protocol, seed=11, **args) == held_out
+    one = spec.evaluate_args(held_out[2:3])  # one game alone, as a study's Wilcoxon pruner plays it
+    assert spec.protocol_configs(one.pop("protocol"), seed=11, **one) == held_out[2:3]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_a_summary_holds_the_success_figures_the_spec_names(spec):
+    """The keys of :attr:`GameSpec.success` are figures of the game's evaluation summary, and its per-game test
+    counts the games the summary counts."""
+    caught = {"caught": True, "steps": 50, "caught_after_speedup": False, "free_neighbours": 2}
+    played = [GameResult(index=0, treasure_ids=(1, 2), score=100.0, reached_end=True, treasures=2, missed=(), steps=90,
+                         details=spec.result_details({"caught": False, "steps": 90})),
+              GameResult(index=1, treasure_ids=(1, 2), score=10.0, reached_end=False, treasures=1, missed=(2,),
+                         steps=50, details=spec.result_details(caught))]
+    summary = EvalReport(policy="p", protocol=spec.protocols[0], map="m", seed=0, games=played,
+                         game=spec.name).summary()
+    success = spec.success
+    assert summary[success.count] == sum(success.of_game(g) for g in played) == 1
+    assert summary[success.rate] == 0.5 and summary[success.reached] == 1
+    assert success.verb in ("won", "survived")
+    cut = dataclasses.replace(played[0], cut=True, reached_end=False)  # an imitation rollout stopped short
+    assert not success.of_game(cut)
 
 
 @pytest.mark.parametrize("weights", [realm_rewards, gorge_rewards], ids=["realm", "gorge"])

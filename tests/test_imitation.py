@@ -5,6 +5,7 @@ replay and build-submission."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -17,6 +18,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
+import sb3_realm.imitation.dagger as dagger_module
+from sb3_realm import games
 from sb3_realm.evaluation import GameResult
 from sb3_realm.games.realm import features
 from sb3_realm.games.realm.env import RealmEnv
@@ -34,7 +37,7 @@ from sb3_realm.imitation import (
     load_imitate_config,
 )
 from sb3_realm.imitation.bc import episode_bounds
-from sb3_realm.imitation.config import read_run_config
+from sb3_realm.imitation.config import ImitationConfig, SelectionConfig, read_run_config
 from sb3_realm.imitation.dataset import decode_maps, encode_maps
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import load_config
@@ -969,3 +972,24 @@ def test_imitate_no_progress_prints_one_line_a_round(tmp_path, capsys):
     for line, record in zip(lines, history, strict=True):
         assert f"{record['states']:,} states" in line
         assert f"held-out score {record['eval_mean_score']:.1f}" in line
+
+
+# ---------------------------------------------------------------------------------------------- the game's spec
+def test_a_sweep_needs_a_game_of_treasure_sets():
+    """``imitation.selection.games: sweep`` asks the spec whether its games are treasure sets (``treasure_sets``):
+    the Realm without them is refused as Gorge Chase is, Gorge Chase with them is not."""
+    realm, gorge = games.get("realm"), games.get("gorge")
+    sweep = SelectionConfig(games="sweep")
+    ImitationConfig(selection=sweep).validate(realm)
+    with pytest.raises(ValueError, match="sweeps treasure sets, which Back to the Realm has not"):
+        ImitationConfig(selection=sweep).validate(dataclasses.replace(realm, treasure_sets=False))
+    ImitationConfig(expert="scripted", selection=sweep).validate(dataclasses.replace(gorge, treasure_sets=True))
+
+
+def test_the_held_out_games_are_reported_as_the_specs_protocol(monkeypatch):
+    """The report of a run's held-out games names the spec's ``held_out_protocol``, whatever the game's name."""
+    config = load_imitate_config(None, QUICK)
+    protocol, played = dagger_module._held_out(config)
+    assert protocol == "leaderboard" and [conf for _, conf in played] == config.held_out_configs()
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(games.get("realm"), held_out_protocol="fixed"))
+    assert dagger_module._held_out(config)[0] == "fixed"

@@ -15,8 +15,9 @@ from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
+from sb3_realm import games
 from sb3_realm.games.realm.env import RealmEnv
-from sb3_realm.models import extractors
+from sb3_realm.models import extractors, observation_space
 from sb3_realm.models.extractors import (
     EXTRACTORS,
     Conv3dExtractor,
@@ -211,6 +212,17 @@ def test_wrong_space_is_rejected_and_printed(space, name):
     with pytest.raises(ValueError, match="RealmEnv") as info:
         EXTRACTORS[name](space)
     assert str(space) in str(info.value)
+
+
+def test_game_spaces_reads_any_games_space_and_keeps_its_old_name():
+    """``game_spaces`` gives the two Boxes of every game's observation space; ``realm_spaces`` is its old name."""
+    assert observation_space.realm_spaces is observation_space.game_spaces
+    assert {"game_spaces", "realm_spaces"} <= set(observation_space.__all__)
+    for spec in games.GAMES.values():
+        space = spec.spaces()[0]
+        assert observation_space.game_spaces(space, "test") == (space["maps"], space["vector"])
+    with pytest.raises(ValueError, match=r"test needs the observation space .*; got Discrete\(3\)"):
+        observation_space.game_spaces(spaces.Discrete(3), "test")
 
 
 def test_maps_too_small_for_the_convs():

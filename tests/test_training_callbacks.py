@@ -3,6 +3,7 @@ curriculum changes the envs' configuration, SubprocVecEnv, VecNormalize and Mask
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFram
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import sb3_realm.training.callbacks as callbacks_module
+from sb3_realm import games
 from sb3_realm.agents import ModelPolicy
 from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import TERMS
-from sb3_realm.training.callbacks import CompetitionEvalCallback, CurriculumCallback, RealmMetricsCallback
+from sb3_realm.training import MetricsCallback, RealmMetricsCallback
+from sb3_realm.training.callbacks import CompetitionEvalCallback, CurriculumCallback
 from sb3_realm.training.checkpoints import load_vecnormalize
 
 SMALL = {"map_name": "small", "max_step": 24, "treasure_num": 2}
@@ -68,7 +71,7 @@ def test_promised_keys_reach_tensorboard(tmp_path):
                                      {"usr_conf": {"treasure_num": 2}}])
     evaluation = CompetitionEvalCallback(32, CONFIGS, tmp_path / "best" / "best_model.zip", env_kwargs={
         "map_name": "small"}, json_path=tmp_path / "best" / "eval.json", replay_every=2)
-    model.learn(128, callback=[RealmMetricsCallback(window=10), curriculum, evaluation])
+    model.learn(128, callback=[MetricsCallback(window=10), curriculum, evaluation])
     acc = EventAccumulator(str(next((tmp_path / "tb").iterdir())), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()
     scalars = set(acc.Tags()["scalars"])
@@ -125,6 +128,35 @@ def test_best_model_kept_by_competition_score(tmp_path, monkeypatch):
     assert [h["mean_score"] for h in history] == [10.0, 5.0, 20.0, 20.0, 15.0]
     assert [h["new_best"] for h in history] == [True, False, True, False, False]
     assert sorted(p.name for p in folder.iterdir()) == ["best_model.zip", "eval.json"]  # no temporary files left
+
+
+def test_the_evaluation_plays_and_logs_what_the_games_spec_says(tmp_path, monkeypatch):
+    """The held-out games are played with the protocol and arguments of the game's ``evaluate_args`` and the logged
+    rate is the spec's ``success.rate``: a game that is the Realm in all but these answers gets them followed."""
+    calls = []
+
+    def fake_evaluate(policy, protocol, **kwargs):
+        calls.append((protocol, kwargs))
+        return fake_report(10.0)
+
+    realm = games.get("realm")
+    toy = dataclasses.replace(realm, name="toy", evaluate_args=lambda confs: {"protocol": "fixed", "max_step": 7},
+                              success=dataclasses.replace(realm.success, rate="wins"))
+    monkeypatch.setitem(games.GAMES, "toy", toy)
+    monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
+    model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
+    cb = CompetitionEvalCallback(1, CONFIGS, tmp_path / "best.zip", batched=False, game="toy")
+    cb.init_callback(model)
+    cb.evaluate_now()
+    [(protocol, kwargs)] = calls
+    assert protocol == "fixed" and kwargs["max_step"] == 7 and "custom" not in kwargs and kwargs["game"] == "toy"
+    logged = (tmp_path / "log" / "progress.csv").read_text().splitlines()[0].split(",")
+    assert "eval/wins" in logged and "eval/win_rate" not in logged and "eval/score" in logged
+
+
+def test_the_metrics_callback_keeps_its_old_name():
+    assert RealmMetricsCallback is MetricsCallback
+    assert MetricsCallback(game="gorge").episode_metrics is games.get("gorge").episode_metrics
 
 
 def test_vecnormalize_statistics_used_and_saved(tmp_path):
@@ -278,7 +310,7 @@ def test_metrics_with_subproc_vecnormalize(tmp_path):
     env = VecNormalize(venv(2, SubprocVecEnv, max_step=10), norm_obs_keys=["vector"])
     try:
         model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
-        cb = RealmMetricsCallback(window=50)
+        cb = MetricsCallback(window=50)
         model.learn(64, callback=cb)
     finally:
         env.close()

@@ -10,9 +10,11 @@ import pytest
 import torch
 import yaml
 
+from sb3_realm import games
 from sb3_realm.imitation.config import SelectionConfig, load_imitate_config
 from sb3_realm.training.config import (
     RENAMED_CONFIGS,
+    EnvConfig,
     TrainConfig,
     apply_overrides,
     config_to_dict,
@@ -346,3 +348,31 @@ def test_null_clip_range_vf_and_target_kl_are_valid(tmp_path):
 def test_cuda_device_without_cuda_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"device = 'cuda', but this machine has no CUDA GPU.*set device: cpu"):
         load_config(write(tmp_path, {"device": "cuda"}))
+
+
+# ---------------------------------------------------------------------------------------------- the game's env options
+def test_the_env_section_takes_the_options_the_games_spec_lists():
+    """Which env options a config may set is the spec's list (``env_options``), not the game's name: the Realm with
+    map lists in its list takes them; Gorge Chase without them refuses them, naming itself."""
+    realm, gorge = games.get("realm"), games.get("gorge")
+    EnvConfig(map_names=["own_1"]).validate(replace(realm, env_options=realm.env_options | {"map_names"}))
+    with pytest.raises(ValueError, match=r"env.map_names = \['own_1'\]: Back to the Realm plays one map"):
+        EnvConfig(map_names=["own_1"]).validate(realm)
+    with pytest.raises(ValueError, match=r"env.maps_dir = 'maps': Gorge Chase plays one map .*remove env.maps_dir"):
+        EnvConfig(maps_dir="maps").validate(replace(gorge, env_options=frozenset()))
+
+
+def test_the_maps_folder_goes_to_the_env_for_a_map_name_the_game_reads_from_it(monkeypatch, tmp_path):
+    """``env_kwargs`` passes the maps folder for ``map_name`` exactly when the game says it reads that name from one
+    (``needs_maps_dir``); without a game, when any game does."""
+    monkeypatch.setenv("SB3_REALM_GORGE_MAPS", str(tmp_path))
+    realm, gorge = games.get("realm"), games.get("gorge")
+    assert EnvConfig(map_name="open_5").env_kwargs(game=gorge)["maps_dir"] == str(tmp_path)
+    assert "maps_dir" not in EnvConfig(map_name="default").env_kwargs(game=gorge)
+    assert "maps_dir" not in EnvConfig(map_name="open_5").env_kwargs(game=realm)
+    assert EnvConfig(map_name="open_5").env_kwargs()["maps_dir"] == str(tmp_path)  # Gorge Chase reads it
+    reader = replace(realm, needs_maps_dir=lambda name: name == "vault")
+    assert EnvConfig(map_name="vault").env_kwargs(game=reader)["maps_dir"] == str(tmp_path)
+    assert "maps_dir" not in EnvConfig(map_name="vault").env_kwargs(game=gorge)
+    monkeypatch.delenv("SB3_REALM_GORGE_MAPS")
+    assert "maps_dir" not in EnvConfig(map_name="vault").env_kwargs(game=reader)  # no folder to give

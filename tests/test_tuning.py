@@ -4,6 +4,7 @@ a stored trial with ``sb3-realm train --from-study``. Every study trains the tin
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import importlib
 import inspect
@@ -25,8 +26,13 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
+from stable_baselines3 import PPO
+from stable_baselines3.common.logger import configure
 
+from sb3_realm import games
+from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
 from sb3_realm.games.realm import features
+from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import RewardWeights
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import config_to_dict, load_config
@@ -42,7 +48,7 @@ from sb3_realm.tuning import (
     trial_config,
 )
 from sb3_realm.tuning import script as script_module
-from sb3_realm.tuning.objective import objective
+from sb3_realm.tuning.objective import TrialEvalCallback, objective
 from sb3_realm.tuning.study import StudyConfig, _check_budget, _optimize, _Surplus, open_study, study_counts
 from sb3_realm.tuning.trials import SURPLUS_KEY, TrialLines, trial_line
 
@@ -498,3 +504,76 @@ def test_a_study_created_by_two_scripts_at_once_is_joined(tmp_path, monkeypatch)
     study = study_module.open_study(config)
     assert study.study_name == "race" and calls == {"storage": 2, "create": 2}
     assert study.user_attrs[study_module.META_KEY]["kind"] == "rewards"
+
+
+# ---------------------------------------------------------------------------------------------- the game's spec
+def test_a_study_replays_or_eases_games_only_in_a_game_of_treasure_sets(tmp_path, monkeypatch):
+    """``--pruner wilcoxon`` and ``--curriculum`` ask the spec whether its games are treasure sets
+    (``treasure_sets``): the Realm without them is refused as Gorge Chase is."""
+    base = load_config("configs/realm/tiny.yaml")
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(games.get("realm"), treasure_sets=False))
+    where = {"storage": f"sqlite:///{tmp_path}/s.db", "out": str(tmp_path)}
+    with pytest.raises(ValueError, match="--pruner wilcoxon replays the held-out games one by one as treasure sets, "
+                                         "which Back to the Realm's games are not"):
+        StudyConfig("rewards", base, "s", pruner="wilcoxon", **where).validate()
+    with pytest.raises(ValueError, match="--curriculum samples an easier first phase by its treasure count .* which "
+                                         "Back to the Realm does not vary that way"):
+        StudyConfig("rewards", base, "s", curriculum=True, **where).validate()
+
+
+class _Trial:
+    """The part of an Optuna trial a :class:`TrialEvalCallback` uses: it never prunes."""
+
+    number = 0
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[int, float]] = []
+
+    def report(self, value: float, step: int) -> None:
+        self.reports.append((step, value))
+
+    def should_prune(self) -> bool:
+        return False
+
+
+def _report(scores: list[float]) -> EvalReport:
+    return EvalReport(policy="fake", protocol="fixed", map="small", seed=0,
+                      games=[GameResult(index=i, treasure_ids=(3, 4), score=s, reached_end=True, treasures=2, missed=(),
+                                        steps=10) for i, s in enumerate(scores)])
+
+
+@pytest.mark.parametrize("per_game", [False, True])
+def test_a_trials_success_rate_and_games_are_the_games_own(tmp_path, monkeypatch, per_game):
+    """A trial's ``win_rate`` is the figure the spec's ``success.rate`` names (or, game by game, the share its
+    ``success.of_game`` counts), and a game played alone uses the spec's ``evaluate_args``: a game that is the Realm
+    in all but these answers gets them followed."""
+    realm = games.get("realm")
+    toy = dataclasses.replace(realm, name="toy",
+                              evaluate_args=lambda confs: {"protocol": "fixed", "max_step": len(confs)},
+                              success=dataclasses.replace(realm.success, rate="mean_steps",
+                                                          of_game=lambda game: game.score > 50))
+    monkeypatch.setitem(games.GAMES, "toy", toy)
+    scores = iter([100.0, 0.0, 100.0])
+    calls = []
+
+    def fake_evaluate(policy, protocol, **kwargs):
+        calls.append((protocol, kwargs))
+        return _report([next(scores)] if per_game else [100.0, 0.0, 100.0])
+
+    monkeypatch.setattr(importlib.import_module("sb3_realm.tuning.objective"), "evaluate", fake_evaluate)
+    monkeypatch.setattr(importlib.import_module("sb3_realm.training.callbacks"), "evaluate", fake_evaluate)
+    configs = protocol_configs("leaderboard", seed=7, games=3, treasures=2, max_step=24)
+    model = PPO("MultiInputPolicy", RealmEnv(map_name="small", treasure_num=2, max_step=24), n_steps=32, batch_size=32,
+                device="cpu", seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    callback = TrialEvalCallback(_Trial(), None, configs, tmp_path / "best.zip", env_kwargs={"map_name": "small"},
+                                 batched=False, per_game=per_game, game="toy")
+    callback.init_callback(model)
+    callback.on_training_end()
+    assert all(protocol == "fixed" and "custom" not in kwargs and kwargs["game"] == "toy" for protocol, kwargs in calls)
+    if per_game:
+        assert len(calls) == 3 and all(kwargs["max_step"] == 1 for _, kwargs in calls)  # one game each
+        assert callback.final_win_rate == pytest.approx(2 / 3)  # of_game, not the Realm's win (all three won)
+    else:
+        assert len(calls) == 1 and calls[0][1]["max_step"] == 3
+        assert callback.final_win_rate == 10.0  # the summary's mean_steps, as the spec's rate names it

@@ -270,7 +270,8 @@ class Imitation:
                                                "sweep_mean_score": key[1]}
         return RoundRecord(
             round=round_no, source=source, games_played=len(played), states=dataset.states,
-            new_states=len(rollouts.block), learner_wins=int(sum(success.of_game(g) and not g.taken_over for g in played)),
+            new_states=len(rollouts.block),
+            learner_wins=int(sum(success.of_game(g) and not g.taken_over for g in played)),
             games_cut=int(sum(g.cut for g in played)), games_taken_over=int(sum(bool(g.taken_over) for g in played)),
             learner_mean_score=float(np.mean([0.0 if g.taken_over else g.score for g in played])),
             bc_loss=bc.loss, bc_accuracy=bc.accuracy, bc_entropy=bc.entropy, updates=self.state.updates,

@@ -28,8 +28,8 @@ from .protocols import (
                         report_lines,
                         result_details,
                         summarize,
-                        worst_table,
                         won,
+                        worst_table,
 )
 from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
