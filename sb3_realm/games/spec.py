@@ -209,8 +209,9 @@ class GameSpec:
     :param env_options: the optional arguments the game's env takes beyond the map, ``rules``, ``reward_weights``,
         ``render_mode`` and the ``usr_conf`` keys, among those the shared layers pass: ``mask_wall_moves`` (the
         action mask also forbids moves into an adjacent wall), ``map_names`` (each episode plays one of several
-        maps) and ``maps_dir`` (the folder a map name is read from). A shared layer passes an option only to a game
-        that lists it and refuses the user's option for one that does not.
+        maps) and ``maps_dir`` (the folder a map name is read from). The shared layers learn here, never from the
+        env's signature, which of them a game takes: a config's ``env.map_names`` or ``env.maps_dir``, and
+        ``eval``'s ``--mask-wall-moves`` or ``--maps-dir``, are refused for a game without them.
     :param needs_maps_dir: ``(map name) -> bool``: the env reads the map of this name from the maps folder
         (``maps_dir``), as Gorge Chase reads its open maps ``open_<k>``; never for a game without ``maps_dir`` in
         :attr:`env_options`.
