@@ -4,7 +4,8 @@ algorithm folder's templates), a test-only stand-in for the platform's ``kaiwu_a
 (``platform_stub/``, never copied into a submission) and the harness that runs a built submission through that
 stand-in in a process where sb3_realm, SB3 and gymnasium cannot be imported (``harness.py``).
 
-A new layout is a new folder with a ``layout.toml`` here, not a change to the builder. Everything here ships as
+A new layout is a new folder with a ``layout.toml`` here and its module in ``sb3_realm.export.layouts`` (what the
+builder does for it); the builder itself does not change. Everything here ships as
 package data, found with :mod:`importlib.resources`; the templates import only torch, numpy, the standard library
 and ``kaiwu_agent``, and this module imports nothing of sb3_realm."""
 

@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
-import inspect
 import io
 import json
 import os
@@ -468,7 +467,7 @@ def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
     else:
         map_name = "default"
     kwargs = {"map_path": map_path, "map_name": map_name, "rules": env_cfg.get("rules") or {}}
-    if "mask_wall_moves" in inspect.signature(manifest_game(manifest).make_env).parameters:
+    if "mask_wall_moves" in manifest_game(manifest).env_options:
         kwargs["mask_wall_moves"] = bool(manifest["spec"]["mask_wall_moves"])
     return kwargs
 
