@@ -56,7 +56,7 @@ def time_minigrid(args: Args) -> float:
     env.reset(seed=args.seed)
     start = time.perf_counter()
     for i in range(args.steps):
-        obs, _, terminated, truncated, _ = env.step(int(actions[i]))  # obs["image"]: (7, 7, 3) uint8
+        _obs, _, terminated, truncated, _ = env.step(int(actions[i]))  # obs["image"]: (7, 7, 3) uint8
         if terminated or truncated:
             env.reset()
     return args.steps / (time.perf_counter() - start)

@@ -150,7 +150,7 @@ def main() -> None:
     if settings and not args.refined:
         ap.error("--refine-setting sets oracle-refined's search: add --refined")
 
-    game_map, map_name = resolve_map(args.map)
+    _game_map, map_name = resolve_map(args.map)
     base = EpisodeConfig.from_usr_conf(LEADERBOARD_CONF)
     fixed = {**LEADERBOARD_CONF, "treasure_random": 0}
     sets = list(itertools.combinations(base.treasure_pool(), base.treasure_num))

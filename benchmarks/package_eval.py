@@ -38,7 +38,7 @@ def _stages(folder: Path, map_path, steps: int = 2000) -> dict[str, float]:
     """Milliseconds per step of each stage of the package path, on one game's states."""
     policy = SubmissionPolicy(folder)
     env = RealmEnv(map_path=map_path)
-    obs, _ = env.reset(seed=0)
+    env.reset(seed=0)
     spent = {"platform_obs": 0.0, "observation_process": 0.0, "exploit": 0.0, "action_process": 0.0}
     n = 0
     while n < steps:
@@ -54,9 +54,9 @@ def _stages(folder: Path, map_path, steps: int = 2000) -> dict[str, float]:
         for key, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             spent[key] += dt
         n += 1
-        obs, _, terminated, truncated, _ = env.step(action)
+        _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
-            obs, _ = env.reset(seed=n)
+            env.reset(seed=n)
     return {k: round(v / n * 1000, 4) for k, v in spent.items()}
 
 

@@ -14,8 +14,17 @@ from .games.realm.env import ENV_IDS, RealmEnv
 from .games.realm.rewards import RewardWeights
 from .version import __version__
 
-__all__ = ["ENV_IDS", "RealmEnv", "RewardWeights", "EpisodeConfig", "Rules", "default_map", "load_map",
-           "register_envs", "__version__"]
+__all__ = [
+    "ENV_IDS",
+    "EpisodeConfig",
+    "RealmEnv",
+    "RewardWeights",
+    "Rules",
+    "__version__",
+    "default_map",
+    "load_map",
+    "register_envs",
+]
 
 # Checkpoints saved before the package was reshaped into layers name their features extractor by its old module
 # (SB3 cloudpickles ``policy_kwargs``: ``sb3_realm.extractors.FoveaExtractor``). Those names resolve to the modules

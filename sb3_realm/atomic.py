@@ -16,9 +16,22 @@ from pathlib import Path, PureWindowsPath
 
 from filelock import FileLock, Timeout
 
-__all__ = ["atomic_write", "check_writable_folder", "check_output_file", "check_portable_path", "sha256_file",
-           "hold_folder", "FolderInUse", "not_a_file", "writing", "inside", "OutsideFolder", "temp_names",
-           "own_leftovers", "remove_made"]
+__all__ = [
+    "FolderInUse",
+    "OutsideFolder",
+    "atomic_write",
+    "check_output_file",
+    "check_portable_path",
+    "check_writable_folder",
+    "hold_folder",
+    "inside",
+    "not_a_file",
+    "own_leftovers",
+    "remove_made",
+    "sha256_file",
+    "temp_names",
+    "writing",
+]
 
 
 @contextlib.contextmanager

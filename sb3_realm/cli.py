@@ -250,7 +250,7 @@ def _cmd_imitate(args) -> None:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
         config = load_imitate_config(args.config, overrides)
-    model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
+    _model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
                              talk=sys.stderr)
     report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     print(json.dumps({"run_dir": str(run_dir), "final_model": str(run_dir / "final_model.zip"),

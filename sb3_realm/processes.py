@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-__all__ = ["START_METHOD_ENV", "START_METHODS", "start_method", "mp_context"]
+__all__ = ["START_METHODS", "START_METHOD_ENV", "mp_context", "start_method"]
 
 START_METHOD_ENV = "SB3_REALM_START_METHOD"
 START_METHODS = ("forkserver", "spawn")

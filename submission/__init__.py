@@ -28,4 +28,4 @@ def layout_spec(name):
     return tomllib.loads((LAYOUTS[name] / "layout.toml").read_text(encoding="utf-8"))
 
 
-__all__ = ["LAYOUTS", "PLATFORM_STUB", "HARNESS", "COMMON", "BLOCKED_MODULES", "layout_spec"]
+__all__ = ["BLOCKED_MODULES", "COMMON", "HARNESS", "LAYOUTS", "PLATFORM_STUB", "layout_spec"]

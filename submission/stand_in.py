@@ -9,7 +9,7 @@ import sys
 import traceback
 from importlib.abc import MetaPathFinder
 
-__all__ = ["Clock", "Log", "BLOCKED", "guard_imports", "read_exactly", "recv", "send"]
+__all__ = ["BLOCKED", "Clock", "Log", "guard_imports", "read_exactly", "recv", "send"]
 
 #: the packages a submission may not import (torch, numpy, the standard library and the platform's modules only)
 BLOCKED = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym")

@@ -66,7 +66,7 @@ def test_an_altered_figure_in_the_prose_is_caught(lang, path, tmp_path, capsys):
     altered = figures[0][:at] + str((int(figures[0][at]) + 1) % 10) + figures[0][at + 1 :]
     copy.write_text(text.replace(figures[0], altered), encoding="utf-8")
     others = [f"--page={o}={tmp_path / 'absent.md'}" for o in page.PAGES if o != lang]
-    assert page.main(["--check", "--page", f"{lang}={copy}"] + others) == 1
+    assert page.main(["--check", "--page", f"{lang}={copy}", *others]) == 1
     assert figures[0] in capsys.readouterr().out
 
 

@@ -27,7 +27,7 @@ def rollout(env, seed: int, n: int = 300) -> list:
     trace = [obs["vector"].copy(), obs["maps"].copy()]
     for _ in range(n):
         legal = np.flatnonzero(env.unwrapped.action_masks())
-        obs, reward, terminated, truncated, info = env.step(int(rng.choice(legal)))
+        obs, reward, terminated, truncated, _info = env.step(int(rng.choice(legal)))
         trace += [obs["vector"].copy(), obs["maps"].copy(), reward, terminated, truncated]
         if terminated or truncated:
             obs, _ = env.reset()

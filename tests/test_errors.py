@@ -82,11 +82,11 @@ def test_bad_env_arguments():
         RealmEnv(map_name="small", treasure_number=3)
     with pytest.raises(ValueError, match="unknown reward weight keys \\['tresure'\\]"):
         RealmEnv(map_name="small", reward_weights={"tresure": 1.0})
-    with pytest.raises(ValueError, match="RewardWeights.step must be a finite number"):
+    with pytest.raises(ValueError, match=r"RewardWeights.step must be a finite number"):
         RewardWeights(step=float("nan"))
     with pytest.raises(ValueError, match="unknown rules keys \\['speed'\\]"):
         RealmEnv(map_name="small", rules={"speed": 3})
-    with pytest.raises(ValueError, match="map_name='tiny'.*default.*small"):
+    with pytest.raises(ValueError, match=r"map_name='tiny'.*default.*small"):
         RealmEnv(map_name="tiny")
     with pytest.raises(ValueError, match="render_mode='human'"):
         RealmEnv(map_name="small", render_mode="human")
@@ -118,7 +118,7 @@ def good_map_dict() -> dict:
         (lambda d: d.pop("Width"), "missing key 'Width'"),
         (lambda d: d.update(CellWidth=400), "CellWidth is 400"),
         (lambda d: d.update(Flags=d["Flags"][:-1]), "Flags has 1023 values, expected Width\\*Height = 1024"),
-        (lambda d: d.update(Flags=[2] + d["Flags"][1:]), "only 0 \\(obstacle\\) and 1"),
+        (lambda d: d.update(Flags=[2, *d["Flags"][1:]]), "only 0 \\(obstacle\\) and 1"),
         (lambda d: d.update(Width=200), "each must be in 8..128"),
         (lambda d: d.pop("positions_world_xz"), "no 'positions_world_xz'"),
         (lambda d: d["positions_world_xz"].pop("7"), "exactly the ids 0..15"),

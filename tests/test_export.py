@@ -266,7 +266,7 @@ def test_the_harness_stderr_is_drained_and_shown_when_it_crashes(built, tmp_path
     shutil.copytree(built["ppo"], broken)
     agent = broken / "diy" / "algorithm" / "agent.py"
     agent.write_text("raise RuntimeError('agent import failed on purpose')\n", encoding="utf-8")
-    with pytest.raises(RuntimeError, match="failed to start:(.|\n)*agent import failed on purpose"):
+    with pytest.raises(RuntimeError, match=r"failed to start:(.|\n)*agent import failed on purpose"):
         SubmissionProcess(broken)
 
 
@@ -421,7 +421,7 @@ def test_missing_and_corrupt_models(tmp_path):
         build_submission(tmp_path / "nope.zip", tmp_path / "out")
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip at all")
-    with pytest.raises(ExportError, match="is not a zip archive .* so it is not a Stable-Baselines3 checkpoint"):
+    with pytest.raises(ExportError, match=r"is not a zip archive .* so it is not a Stable-Baselines3 checkpoint"):
         build_submission(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
 
@@ -441,7 +441,7 @@ def test_unsupported_extractor(tmp_path):
     model = PPO("MultiInputPolicy", RealmEnv(map_name="small"), n_steps=16, batch_size=16)
     model.feature_version = features.FEATURE_VERSION  # trained with your own SB3 code on this version
     model.save(tmp_path / "default.zip")
-    with pytest.raises(ExportError, match="no run config to rebuild them from.*--trust-pickle"):
+    with pytest.raises(ExportError, match=r"no run config to rebuild them from.*--trust-pickle"):
         build_submission(tmp_path / "default.zip", tmp_path / "out")  # your own file: its pickles only on request
     with pytest.raises(ExportError, match="CombinedExtractor"):
         build_submission(tmp_path / "default.zip", tmp_path / "out", trust_pickle=True)
@@ -484,7 +484,7 @@ def test_bad_names(models, tmp_path):
     with pytest.raises(ExportError, match="--layout"):
         build_submission(models["ppo"], tmp_path / "a", layout="kaiwu2099")
     for ckpt_id in ("../x", "1.5", "abc", "0", "-3"):  # the platform reads an integer >= 1
-        with pytest.raises(ExportError, match="--ckpt-id .* must be an integer >= 1"):
+        with pytest.raises(ExportError, match=r"--ckpt-id .* must be an integer >= 1"):
             build_submission(models["ppo"], tmp_path / "a", ckpt_id=ckpt_id)
     with pytest.raises(ExportError, match="registers the algorithm folders diy, dqn, target_dqn only"):
         build_submission(models["ppo"], tmp_path / "a", algo_dir="my_agent")

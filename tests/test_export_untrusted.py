@@ -187,7 +187,7 @@ def test_a_manifest_naming_weights_outside_the_folder_is_refused(models, tmp_pat
     for bad in ("../elsewhere/ckpt/model.ckpt-512.pkl", str(outside / "model.ckpt-512.pkl")):
         manifest["weights"]["file"] = bad
         manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
-        with pytest.raises(OutsideFolder, match="the manifest .* names .*must stay inside"):
+        with pytest.raises(OutsideFolder, match=r"the manifest .* names .*must stay inside"):
             SubmissionPolicy(folder)
     manifest["weights"]["file"], manifest["algo_dir"] = "ckpt/model.ckpt-512.pkl", "../diy"
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")

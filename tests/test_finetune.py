@@ -116,7 +116,7 @@ def test_init_from_refuses_other_models_before_writing(trained, tmp_path, model,
 
 
 def test_warm_start_and_anchor_need_a_model(tmp_path):
-    with pytest.raises(ValueError, match="act on a trained model: set finetune.init_from"):
+    with pytest.raises(ValueError, match=r"act on a trained model: set finetune.init_from"):
         tiny(tmp_path, "run", ("finetune.warm_start_games=4",))
     with pytest.raises(ValueError, match=r"finetune.anchor_coef = -1.0 must be >= 0"):
         tiny(tmp_path, "run", ("finetune.init_from=x.zip", "finetune.anchor_coef=-1"))
@@ -155,7 +155,7 @@ def _kl_to(model, reference, obs) -> float:
 def test_the_anchor_keeps_the_policy_near_its_start_and_saves_a_plain_model(trained, tmp_path):
     fast = ("algo.hyperparams={n_steps: 128, batch_size: 256, n_epochs: 4, learning_rate: 0.003}",
             "total_timesteps=1024", f"finetune.init_from={json.dumps(str(trained['ppo']))}")
-    free, free_dir = train(tiny(tmp_path, "free", fast))
+    free, _free_dir = train(tiny(tmp_path, "free", fast))
     anchored, run_dir = train(tiny(tmp_path, "anchored", (*fast, "finetune.anchor_coef=1.0",
                                                           "finetune.anchor_epochs=4")))
     assert isinstance(anchored, AnchoredPPO)
@@ -176,7 +176,7 @@ def test_the_anchor_keeps_the_policy_near_its_start_and_saves_a_plain_model(trai
 def test_an_anchored_maskable_run_resumes_with_its_reference(trained, tmp_path):
     extra = ("algo.name=maskable_ppo", f"finetune.init_from={json.dumps(str(trained['maskable_ppo']))}",
              "finetune.anchor_coef=0.5", "finetune.warm_start_games=2")
-    model, run_dir = train(tiny(tmp_path, "m", extra))
+    _model, run_dir = train(tiny(tmp_path, "m", extra))
     assert json.loads((run_dir / "warm_start.json").read_text(encoding="utf-8"))["games"] == 2
     (run_dir / INIT_MODEL).rename(run_dir / "moved.zip")
     config = load_config(run_dir / "config.yaml", ["total_timesteps=1024"])

@@ -277,7 +277,7 @@ def test_bad_action_leaves_state_unchanged():
     g.step(0)
     snapshot = (g.x, g.z, g.step_no, g.frame_no, g.layers.copy())
     for bad in (16, -1, 3.0, "1", None, True, np.array([1, 2])):
-        with pytest.raises(ValueError, match="0..15"):
+        with pytest.raises(ValueError, match=r"0..15"):
             g.step(bad)
     assert (g.x, g.z, g.step_no, g.frame_no) == snapshot[:4]
     assert np.array_equal(g.layers, snapshot[4])

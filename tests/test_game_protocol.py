@@ -75,7 +75,7 @@ class Client:
                     assert score.score == last_score  # the running score only moves by whole treasures
                 last_score = score.score
                 assert score.score == env_info.game_info.score == 100 * score.treasure_count
-            buff_status = [o.status for o in env_info.frame_state.organs if o.sub_type == 2][0]
+            buff_status = next(o.status for o in env_info.frame_state.organs if o.sub_type == 2)
             assert self.buff_gone(obs) == (buff_status == 0)
             buff_seen_gone.append(self.buff_gone(obs))
             if terminated or truncated:
@@ -90,7 +90,7 @@ def _oracle_client(game_map, usr_conf, seed, **env_kwargs) -> tuple[Client, dict
     config = EpisodeConfig.from_usr_conf(usr_conf["diy"])
 
     def choose(obs):
-        if env.game.step_no == 0 and oracle._config is None:  # noqa: SLF001 (first call of the episode)
+        if env.game.step_no == 0 and oracle._config is None:
             oracle.reset(config)
         return oracle.act(obs, env.env_info)  # the package's own oracle interface: (obs, env_info)
 
@@ -100,7 +100,7 @@ def _oracle_client(game_map, usr_conf, seed, **env_kwargs) -> tuple[Client, dict
 @pytest.mark.parametrize("map_kind", ["default", "real"])
 def test_client_plays_the_oracle_with_its_own_rewards(map_kind, request):
     game_map = default_map() if map_kind == "default" else request.getfixturevalue("real_map")
-    client, result = _oracle_client(game_map, LEADERBOARD, seed=3)
+    _client, result = _oracle_client(game_map, LEADERBOARD, seed=3)
     info = result["env_info"].game_info
     assert result["terminated"] == 1 and info.treasure_count == 9
     assert result["treasure_rewards"] == 9  # +100 of score.score at each pickup step
@@ -183,10 +183,10 @@ def test_features_read_the_flat_maps_as_the_windows():
         env.step(a)
     obs, info = env.competition_obs()
     assert isinstance(obs.feature.obstacle_map, RepeatedScalars)
-    scalars, relative, maps = features.arrays_from_competition(obs, info)
+    _scalars, _relative, maps = features.arrays_from_competition(obs, info)
     assert maps.shape == features.MAP_SHAPE and np.array_equal(maps, env.game.window)
     model_input, _ = features.observation_to_model_input(obs, info)
-    assert np.array_equal(model_input["vector"], env._obs()["vector"])  # noqa: SLF001
+    assert np.array_equal(model_input["vector"], env._obs()["vector"])
 
 
 # ------------------------------------------------------------------------------------------ buff_pos
@@ -210,7 +210,7 @@ def test_buff_pos_is_null_while_the_buff_is_taken_and_back_at_respawn():
         game.step(4)  # walk away west, beyond the pickup radius
     while game.step_no < respawn - 1:
         obs, info = competition_observation(game)
-        buff = [o for o in info.frame_state.organs if o.sub_type == 2][0]
+        buff = next(o for o in info.frame_state.organs if o.sub_type == 2)
         assert buff.status == 0
         rp = obs.feature.buff_pos
         assert (rp.direction, rp.l2_distance, rp.path_distance, rp.grid_distance) == (0, 5, 5, 1.0)
@@ -242,7 +242,7 @@ def test_step_returns_the_score_object_and_int_flags():
     env = CompetitionEnv(default_map(), seed=0)
     env.reset({"diy": {"treasure_random": 0, "treasure_id": [3], "max_step": 5}})
     for i in range(5):
-        frame_no, obs, score, terminated, truncated, env_info = env.step(0)
+        _frame_no, _obs, score, terminated, truncated, env_info = env.step(0)
         assert isinstance(score, ScoreInfo) and score.score == 0 and score.total_score == 0
         assert (terminated, truncated) == (0, int(i == 4)) and type(truncated) is int
         assert env_info.game_info.score == 0 and env_info.game_info.total_score == 0

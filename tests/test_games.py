@@ -127,7 +127,7 @@ def test_reward_weights_are_their_terms_in_order(weights):
 
 def test_the_realms_directions_are_its_cores_and_action_2_is_plus_z():
     realm = games.get("realm")
-    assert realm.directions == tuple((int(round(dx)), int(round(dz))) for dx, dz in DIRECTIONS)
+    assert realm.directions == tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS)
     assert realm.directions[2] == (0, 1) and realm.directions[6] == (0, -1) and realm.directions[0] == (1, 0)
     assert len(set(realm.directions)) == 8
 

@@ -8,6 +8,7 @@ The open maps are Tencent's data and are not in the repository: they are read fr
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import deque
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_buffed_move_goes_two_cells_and_stops_at_a_wall():
 
 # ------------------------------------------------------------------------------------------------------- flash
 def test_flash_lands_farthest_ignoring_walls_and_collects_on_the_path():
-    walls = tuple((x, 5) for x in (6, 7, 8)) + ((13, 5),)
+    walls = (*tuple((x, 5) for x in (6, 7, 8)), (13, 5))
     g = new_game(open_room(walls=walls), (3, 5), treasures=((4, 5), (12, 5), (14, 5)), buffs=((9, 5),))
     g.step(8 + E)
     # 10 cells east is (13, 5), a wall: the flash lands on (12, 5), crossing the wall block
@@ -253,10 +254,10 @@ def test_monster_staircase_pursuit():
         g.step(SE)
         cells.append(g.monsters[0].cell)
     assert g.hero == (28, 28)
-    axes = ["x" if b[0] != a[0] else "z" for a, b in zip(cells, cells[1:], strict=False)]
-    steps = [abs(b[0] - a[0]) + abs(b[1] - a[1]) for a, b in zip(cells, cells[1:], strict=False)]
+    axes = ["x" if b[0] != a[0] else "z" for a, b in itertools.pairwise(cells)]
+    steps = [abs(b[0] - a[0]) + abs(b[1] - a[1]) for a, b in itertools.pairwise(cells)]
     assert steps == [1] * 10
-    assert all(a != b for a, b in zip(axes, axes[1:], strict=False))  # the axis alternates
+    assert all(a != b for a, b in itertools.pairwise(axes))  # the axis alternates
     assert cells[-1] == (23, 23)
 
 
@@ -606,7 +607,7 @@ def test_map_validation_errors(tmp_path):
         open_room().distance_field(0, 0)
     path = tmp_path / "wrong.json"
     path.write_text(json.dumps({**good, "height": 5}), encoding="utf-8")
-    with pytest.raises(MapError, match="wrong.json"):
+    with pytest.raises(MapError, match=r"wrong.json"):
         load_map(path)
 
 

@@ -116,7 +116,7 @@ def test_a_model_is_refused_on_its_training_maps(monkeypatch):
 
 
 def test_replay_draws_the_monsters_and_the_catch(tmp_path):
-    ep, env = record_episode("random", game="gorge", seed=1, frame_every=4)
+    ep, _env = record_episode("random", game="gorge", seed=1, frame_every=4)
     assert ep.info["caught"] and len(ep.route) == ep.info["steps"] + 1
     tracks = ep.extra["monsters"]
     first = min(tracks)

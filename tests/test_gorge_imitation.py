@@ -84,7 +84,7 @@ def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     out = tmp_path / "run"
     # the yardstick as the teacher: its held-out score is reported beside the model's
     config = load_imitate_config(RECIPE, [*TINY, f"out={json.dumps(str(out))}", "imitation.expert=scripted"])
-    model, run_dir = imitate(config)
+    _model, run_dir = imitate(config)
     report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     history = report["history"]
     assert [h["round"] for h in history] == [0, 1] and history[1]["states"] > history[0]["states"]

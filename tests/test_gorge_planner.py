@@ -84,7 +84,7 @@ def test_plays_from_the_observation_alone():
         action = policy.act(env, obs)
         assert alone.act(_observation(env)) == action
         assert env.action_masks()[action]
-        obs, _, terminated, truncated, info = env.step(action)
+        obs, _, terminated, truncated, _info = env.step(action)
         done, steps = terminated or truncated, steps + 1
     assert steps >= 150  # it flees: random play is caught within a few dozen steps
 

@@ -177,7 +177,7 @@ def test_distance_bucket_is_floor_of_l2_over_30_capped_at_5():
     assert P.distance_bucket(18, 24) == 1 and P.distance_bucket(-30, 0) == 1  # exactly 30
     assert P.distance_bucket(0, 59) == 1 and P.distance_bucket(36, -48) == 2  # exactly 60
     assert P.distance_bucket(149, 0) == 4 and P.distance_bucket(90, 120) == 5 and P.distance_bucket(127, 127) == 5
-    with pytest.raises(ValueError, match="dx = 1.5"):
+    with pytest.raises(ValueError, match=r"dx = 1.5"):
         P.distance_bucket(1.5, 0)
 
 

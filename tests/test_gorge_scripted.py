@@ -125,7 +125,7 @@ def test_flashes_out_of_a_dead_end(tmp_path):
                 row[x] = "."
             elif z == 10 and 19 <= x <= 30:
                 row[x] = "."
-            elif z == 35 and 2 <= x <= 57 or (x in (2, 57) and 20 <= z <= 35):
+            elif (z == 35 and 2 <= x <= 57) or (x in (2, 57) and 20 <= z <= 35):
                 row[x] = "."
         rows.append("".join(row))
     env = drawn_env(tmp_path, rows)

@@ -145,7 +145,7 @@ def test_dataset_refuses_damage_and_mismatches(expert_block, tmp_path):
     shard.write_bytes(shard.read_bytes()[:1000])  # truncated
     with pytest.raises(DatasetError, match="damaged or truncated"):
         ExpertDataset.open(tmp_path / "ds").all()
-    with pytest.raises(DatasetError, match="no meta.json"):
+    with pytest.raises(DatasetError, match=r"no meta.json"):
         ExpertDataset.open(tmp_path / "nothing")
     with pytest.raises(DatasetError, match="already holds a dataset"):
         ExpertDataset.create(tmp_path / "ds", expert="oracle", map_name="small")
@@ -703,7 +703,7 @@ def test_the_pool_plays_the_learner_s_games_as_this_process_does(run, monkeypatc
 def run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("imitate") / "run"
     config = load_imitate_config(None, [*QUICK, f"out={json.dumps(str(out))}"])
-    model, run_dir = imitate(config)
+    _model, run_dir = imitate(config)
     return run_dir
 
 

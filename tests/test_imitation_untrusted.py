@@ -154,12 +154,12 @@ def test_a_dataset_whose_shards_differ_from_its_checkpoint_s_is_refused(run, tmp
     ds.append(block.take(slice(0, 5)), "a round killed before its checkpoint")
     edit_meta(run, lambda meta: meta.update(shards=meta["shards"][::-1]))  # the killed round's shard first
     before = snapshot(tmp_path)
-    with pytest.raises(DatasetError, match="shard-00001.npz is not the shard the checkpoint"):
+    with pytest.raises(DatasetError, match=r"shard-00001.npz is not the shard the checkpoint"):
         resume(run)
     assert snapshot(tmp_path) == before
     edit_state(run, lambda saved: saved["imitation"].pop("shard_sha256"))  # a checkpoint from before they were kept
     before = snapshot(tmp_path)
-    with pytest.raises(DatasetError, match="hold 5 states, the checkpoint '.*step_000000000038' trained on 38"):
+    with pytest.raises(DatasetError, match=r"hold 5 states, the checkpoint '.*step_000000000038' trained on 38"):
         resume(run)
     assert snapshot(tmp_path) == before
 
@@ -276,7 +276,7 @@ def test_a_damaged_checkpoint_state_names_the_file_and_the_key(run, tmp_path, ch
 def test_a_round_record_of_the_wrong_shape_is_refused():
     with pytest.raises(RecordError, match=r"eval\.json: history\[2\] lacks 'round'"):
         RoundRecord.from_dict({}, "eval.json: history[2]")
-    with pytest.raises(RecordError, match="state.json: imitation holds a list"):
+    with pytest.raises(RecordError, match=r"state.json: imitation holds a list"):
         RunState.from_dict([], "state.json: imitation")
 
 
@@ -306,16 +306,16 @@ def test_a_run_part_leading_outside_the_run_is_refused(run, tmp_path, part):
 
 def test_a_missing_or_outside_kept_model_is_refused_up_front(run, tmp_path):
     (run / "best_model.zip").write_bytes(b"PK cut short")
-    with pytest.raises(ValueError, match="best_model.zip.*is damaged"):
+    with pytest.raises(ValueError, match=r"best_model.zip.*is damaged"):
         resume(run)
     (run / "best_model.zip").unlink()
-    with pytest.raises(ValueError, match="best_model.zip.*missing"):
+    with pytest.raises(ValueError, match=r"best_model.zip.*missing"):
         resume(run)
     outside = tmp_path / "model.zip"
     shutil.copy(run / "final_model.zip", outside)
     (run / "best_model.zip").symlink_to(outside)
     before = snapshot(tmp_path)
-    with pytest.raises(ValueError, match="best_model.zip.*symbolic link"):
+    with pytest.raises(ValueError, match=r"best_model.zip.*symbolic link"):
         resume(run)
     assert snapshot(tmp_path) == before
 
@@ -327,9 +327,9 @@ def test_a_run_config_naming_a_base_file_is_refused(run, tmp_path):
     path = run / "config.yaml"
     path.write_text(path.read_text(encoding="utf-8") + "base: ../outside.yaml\n", encoding="utf-8")
     before = snapshot(tmp_path)
-    with pytest.raises(ValueError, match="config.yaml.*names a base"):
+    with pytest.raises(ValueError, match=r"config.yaml.*names a base"):
         read_run_config(run)
-    with pytest.raises(ValueError, match="config.yaml.*names a base"):  # a config given to the API, not read from it
+    with pytest.raises(ValueError, match=r"config.yaml.*names a base"):  # a config given to the API, not read from it
         imitate(config, resume=run)
     assert snapshot(tmp_path) == before
 

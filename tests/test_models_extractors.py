@@ -131,7 +131,7 @@ def test_fovea_cell_offset_gives_the_mlp_the_position_inside_the_cell():
     for action in (0, 1, 1, 2, 5):
         env.step(action)
         game = env.game
-        vector = th.as_tensor(env._obs()["vector"])[None]  # noqa: SLF001
+        vector = th.as_tensor(env._obs()["vector"])[None]
         off = cell_offsets(vector)[0].tolist()
         gx, gz = game.cell
         expect_x = 2 * ((game.x - GRID_ORIGIN_X) / CELL_WIDTH - gx) - 1

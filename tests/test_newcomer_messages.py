@@ -167,7 +167,7 @@ def test_replay_paths():
     assert replay_paths("a/ep.gif") == (Path("a/ep.gif"), Path("a/ep.png"))
     assert replay_paths("a/ep.PNG") == (Path("a/ep.gif"), Path("a/ep.PNG"))
     assert replay_paths("ep.gif", "route.png") == (Path("ep.gif"), Path("route.png"))
-    with pytest.raises(ValueError, match="would both be 'ep.gif'"):
+    with pytest.raises(ValueError, match=r"would both be 'ep.gif'"):
         replay_paths("ep.gif", "ep.gif")
 
 

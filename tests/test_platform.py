@@ -7,6 +7,7 @@ code package (every key kept, the needed lines edited, the original untouched)."
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -133,7 +134,7 @@ def test_every_entry_point_the_platform_calls_is_registered(framework, uploads):
 def test_a_saved_model_loads_as_the_platforms_model_loader_does(framework, uploads, tmp_path):
     """The loader copies the model, strips the wrapper decorators, renames the ``from diy.`` imports and imports
     agent.py alone: the package's agent loads and acts as in the folder; a relative import would fail there."""
-    task, report = run_task(framework, uploads["code"], tmp_path / "task")
+    _task, report = run_task(framework, uploads["code"], tmp_path / "task")
     model_dir = Path(report["saves"][0]["model_dir"])
     assert json.loads((model_dir / "ckpt" / "kaiwu.json").read_text())["algorithm"] == "diy"
     pool = tmp_path / "pool"
@@ -257,7 +258,7 @@ def test_learn_keeps_the_weights_unless_built_to_finetune(framework, uploads, mo
         loss = agent.learn(definition.sample_process(frames))
         changed = any(not torch.equal(before[k], v) for k, v in agent.model.state_dict().items())
         assert changed == changes and (loss is None) == (not changes)
-    with pytest.raises(ExportError, match="recurrent policy.*--workflow keep"):
+    with pytest.raises(ExportError, match=r"recurrent policy.*--workflow keep"):
         build_submission(models["recurrent_ppo"], tmp_path / "no", workflow="finetune")
     assert not (tmp_path / "no").exists()
 
@@ -279,7 +280,7 @@ def test_a_training_task_keeps_the_exported_weights(framework, uploads, tmp_path
         saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{save['id']}.pkl"
         assert same_weights(saved, exported) and saved.read_bytes() == exported.read_bytes()
     times = [s["time"] for s in report["saves"]]
-    assert all(b - a >= 120 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= 120 for a, b in itertools.pairwise(times))
     assert report["actor_synced_to"] is not None and report["actor_synced_to"] > 512
     assert report["train_count"] > ids[0]  # the learner trained on the shipped samples (the aisrv's learn: None)
     logged = "\n".join(m for _, m in task.log.lines)
@@ -336,7 +337,7 @@ def test_samples_go_to_the_learner_256_at_most_a_call(framework, uploads, tmp_pa
 
 def test_an_unregistered_workflow_is_refused(framework, uploads, tmp_path):
     folder = copy_with(uploads["ppo"], tmp_path, "diy/train_workflow.py", "@attached\ndef workflow", "def workflow")
-    with pytest.raises(framework.PlatformError, match="not registered with @attached.*workflow"):
+    with pytest.raises(framework.PlatformError, match=r"not registered with @attached.*workflow"):
         run_task(framework, folder, tmp_path / "task")
 
 
@@ -456,12 +457,12 @@ def test_the_servers_build_the_agent_of_the_algorithm_the_workflow_runs(models, 
     assert (tmp_path / "crlf" / servers).read_bytes() == built.replace("\n", "\r\n").encode("utf-8")
     assert framework.Upload(uploads["code"], LAYOUT).servers_algo == "diy"
     folder = copy_with(uploads["code"], tmp_path, servers, "algo: diy", "algo: dqn")
-    with pytest.raises(framework.PlatformError, match="build the dqn Agent.*algo = 'diy'"):
+    with pytest.raises(framework.PlatformError, match=r"build the dqn Agent.*algo = 'diy'"):
         framework.Upload(folder, LAYOUT)
     manifest = json.loads((uploads["code"] / "diy/manifest.json").read_text(encoding="utf-8"))
     assert "in the task's dialog pick the algorithm (算法) diy" in next_steps(manifest, uploads["code"])
     (package / servers).unlink()
-    with pytest.raises(ExportError, match="has no conf/nature_app_back_to_the_realm.yaml"):
+    with pytest.raises(ExportError, match=r"has no conf/nature_app_back_to_the_realm.yaml"):
         build_submission(models["ppo"], tmp_path / "none", code_package=package)
 
 

@@ -46,9 +46,9 @@ def test_a_study_name_windows_cannot_create_is_refused():
     from sb3_realm.tuning import StudyConfig
 
     base = load_config("configs/realm/tiny.yaml")
-    with pytest.raises(ValueError, match="--study-name 'aux'.*reserved device name"):
+    with pytest.raises(ValueError, match=r"--study-name 'aux'.*reserved device name"):
         StudyConfig(kind="rewards", base=base, name="aux", storage="sqlite:///runs/s.db", out="runs/s").validate()
-    with pytest.raises(ValueError, match="--study-name 'a:b'.*holds ':'"):
+    with pytest.raises(ValueError, match=r"--study-name 'a:b'.*holds ':'"):
         StudyConfig(kind="rewards", base=base, name="a:b", storage="sqlite:///runs/s.db", out="runs/s").validate()
 
 

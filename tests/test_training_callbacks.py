@@ -276,7 +276,7 @@ def test_curriculum_state_dict_round_trip(tmp_path):
     assert restored.phase == 1 and confs(env2) == [(2, 25, 2)] * 2
     restored.load_state_dict({**state, "phase": 2})  # after: applied at once
     assert confs(env2) == [(3, 25, 2)] * 2
-    with pytest.raises(ValueError, match="'phase' must be an integer in 0..2"):
+    with pytest.raises(ValueError, match=r"'phase' must be an integer in 0..2"):
         restored.load_state_dict({"phase": 3})
 
 

@@ -120,7 +120,7 @@ def test_feature_version_is_recorded_and_an_old_run_warns_on_resume(tmp_path):
 
 def test_a_new_run_refuses_another_feature_version(tmp_path):
     config = load_config("configs/realm/tiny.yaml", [f"out={tmp_path / 'run'}", "feature_version='1'"])
-    with pytest.raises(ValueError, match="feature_version = '1' in the config.*remove feature_version"):
+    with pytest.raises(ValueError, match=r"feature_version = '1' in the config.*remove feature_version"):
         train(config)
     assert not (tmp_path / "run").exists()
 
@@ -208,7 +208,7 @@ def test_a_resumed_run_evaluates_and_saves_at_the_steps_of_an_uninterrupted_one(
     checkpoint predates, then resumed, lists each evaluation step once, the same steps as a run that never stopped."""
     common = ["eval_freq=256", "checkpoint_freq=384", "eval_games=2", "keep_checkpoints=10", "progress_bar=false",
               "env.map_name=small"]
-    whole, _ = train(load_config("configs/realm/tiny.yaml",
+    _whole, _ = train(load_config("configs/realm/tiny.yaml",
                                  [f"out={tmp_path / 'whole'}", "total_timesteps=1536", *common]))
     cut = tmp_path / "cut"
     train(load_config("configs/realm/tiny.yaml", [f"out={cut}", "total_timesteps=1024", *common]))

@@ -278,7 +278,7 @@ def test_a_run_keeps_every_map_it_trained_on_across_a_resume_and_a_fine_tune(tmp
     assert load_config(run / "config.yaml").env.map_history == []  # a run on the maps it names records no more
     # the resume switches the maps (and tries to clear the history): the final model is refused on both
     config = resume_config(run, ["total_timesteps=256", "env.map_names=[own_2]", "env.map_history=[]"])
-    model, _ = train(config, resume=run)
+    _model, _ = train(config, resume=run)
     final = run / "final_model.zip"
     assert tm.training_maps(final, game="gorge") == ["own_1", "own_2"]
     assert load_config(run / "config.yaml").env.map_history == ["own_1"]

@@ -126,7 +126,7 @@ def test_storage_errors(tmp_path):
     assert storage_kind("sqlite:///x.db") == "sqlite"
     assert storage_kind("journal:///tmp/x.log") == storage_kind("runs/x.log") == "journal"
     assert storage_kind("postgresql://u@h/db") == "rdb"
-    with pytest.raises(ValueError, match="not a supported storage; use sqlite:///PATH.db"):
+    with pytest.raises(ValueError, match=r"not a supported storage; use sqlite:///PATH.db"):
         storage_kind("redis://localhost")
     config = StudyConfig("rewards", load_config("configs/realm/tiny.yaml"), "s", f"sqlite:///{tmp_path}/s.db",
                          str(tmp_path))
@@ -516,7 +516,7 @@ def test_a_study_replays_or_eases_games_only_in_a_game_of_treasure_sets(tmp_path
     with pytest.raises(ValueError, match="--pruner wilcoxon replays the held-out games one by one as treasure sets, "
                                          "which Back to the Realm's games are not"):
         StudyConfig("rewards", base, "s", pruner="wilcoxon", **where).validate()
-    with pytest.raises(ValueError, match="--curriculum samples an easier first phase by its treasure count .* which "
+    with pytest.raises(ValueError, match=r"--curriculum samples an easier first phase by its treasure count .* which "
                                          "Back to the Realm does not vary that way"):
         StudyConfig("rewards", base, "s", curriculum=True, **where).validate()
 

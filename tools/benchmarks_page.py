@@ -168,7 +168,7 @@ def load(name: str) -> dict:
 
 def half_up(x: float) -> int:
     """Rounded half away from zero, as the pages print (Python's round() rounds half to even)."""
-    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
 def thousands(x: float) -> str:
@@ -376,8 +376,8 @@ def planner_table(w: dict, settings: str) -> str:
         m, se = mean_se(diffs)
         cells.append(f"{signed(m)} ± {half_up(se)}")
     m, se = mean_se(every)
-    rows.append([w["paired"]] + cells + [f"{signed(m)} ± {half_up(se)}"])
-    return table([""] + maps + [w["all"]], rows)
+    rows.append([w["paired"], *cells, f"{signed(m)} ± {half_up(se)}"])
+    return table(["", *maps, w["all"]], rows)
 
 
 def gorge_agent_speed(w: dict) -> str:
@@ -447,7 +447,7 @@ def gorge_learned_maps(w: dict) -> str:
             + [thousands(per_map[x]["mean_score"]) if x in per_map else "" for x in maps]
             + [f"{one(s['mean_flash_used'])} / {one(s['mean_treasures'])}"]
         )
-    return table([w["settings"]] + maps + [w["ft"]], rows)
+    return table([w["settings"], *maps, w["ft"]], rows)
 
 
 def gorge_recipe_curve(w: dict) -> str:
@@ -465,8 +465,8 @@ def gorge_recipe_curve(w: dict) -> str:
     rows = []
     for c in d["curve"]:
         phase = (w["phase_il"] if c["phase"] == "imitation" else w["phase_rl"]).format(n=thousands(c["steps"]))
-        rows.append([f"{c['wall_s'] / 60:.1f} min", phase] + cells(c))
-    rows.append([w["yardstick_row"], ""] + cells(d["yardstick"]))
+        rows.append([f"{c['wall_s'] / 60:.1f} min", phase, *cells(c)])
+    rows.append([w["yardstick_row"], "", *cells(d["yardstick"])])
     head = [w["wall_min"], w["phase"], w["score_test"], w["steps_survived"], w["treasures"], w["survived"], w["after"]]
     return table(head, rows)
 

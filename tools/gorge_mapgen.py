@@ -48,16 +48,16 @@ from sb3_realm.atomic import atomic_write
 __all__ = [
     "DEFAULT_SEEDS",
     "MapGenerationError",
-    "map_statistics",
-    "statistics_problems",
     "diameter_4",
     "generate_grid",
     "generate_map",
-    "map_name",
     "grid_from_map",
-    "map_to_json",
-    "map_file",
     "main",
+    "map_file",
+    "map_name",
+    "map_statistics",
+    "map_to_json",
+    "statistics_problems",
 ]
 
 DEFAULT_SEEDS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -377,7 +377,7 @@ def _layout(rng: np.random.Generator) -> np.ndarray:
         perp = np.array([-seg[1], seg[0]]) / max(length, 1e-9)
         p1 = p0 + seg / 3.0 + perp * rng.uniform(-BEND, BEND) * length
         p2 = p0 + 2.0 * seg / 3.0 + perp * rng.uniform(-BEND, BEND) * length
-        t = np.linspace(0.0, 1.0, int(math.ceil(length * 3.0)) + 2)[:, None]
+        t = np.linspace(0.0, 1.0, math.ceil(length * 3.0) + 2)[:, None]
         u = 1.0 - t
         curve = _snap(u * u * u * p0 + 3.0 * u * u * t * p1 + 3.0 * u * t * t * p2 + t * t * t * p3)
         r = float(_snap(rng.uniform(*RADIUS)))

@@ -47,12 +47,12 @@ from sb3_realm.games.realm.maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z,
 __all__ = [
     "DEFAULT_SEED",
     "MapGenerationError",
+    "bfs_grid",
+    "check_map",
     "generate_default_map",
     "generate_grid",
-    "check_map",
-    "bfs_grid",
-    "map_to_json",
     "main",
+    "map_to_json",
 ]
 
 DEFAULT_SEED = 2026
@@ -118,7 +118,7 @@ def _max_flash_saving(walk: np.ndarray, dist: np.ndarray) -> int:
     """Largest drop in ``dist`` (BFS to a target) from one 16-cell straight flash, over all cells and 8 directions."""
     h, w = walk.shape
     d = FLASH_CELLS
-    diag = int(round(FLASH_CELLS / math.sqrt(2.0)))
+    diag = round(FLASH_CELLS / math.sqrt(2.0))
     best = 0
     big = np.where(dist >= 0, dist, -1)
     for dx, dz in ((d, 0), (-d, 0), (0, d), (0, -d), (diag, diag), (diag, -diag), (-diag, diag), (-diag, -diag)):
@@ -326,7 +326,7 @@ def _corridors(rng: np.random.Generator, pts: np.ndarray, nodes: list[int], edge
         p2 = p0 + 2.0 * seg / 3.0 + perp * rng.uniform(-BEND, BEND) * length
         # Only + - * / and sqrt from here on (no libm pow/sin), then snap to a 1/64-cell lattice: the painted
         # blocks are then exact comparisons of exactly representable numbers, the same on every platform.
-        t = np.linspace(0.0, 1.0, int(math.ceil(length * 2.0)) + 2)[:, None]
+        t = np.linspace(0.0, 1.0, math.ceil(length * 2.0) + 2)[:, None]
         u = 1.0 - t
         curve = u * u * u * p0 + 3.0 * u * u * t * p1 + 3.0 * u * t * t * p2 + t * t * t * p3
         bump = rng.uniform(-1.0, 1.0)

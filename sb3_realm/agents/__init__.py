@@ -8,5 +8,16 @@ from .load import PolicySpec, load_policy
 from .sb3 import ModelPolicy, SB3Policy
 from .submission import SubmissionPolicy, SubmissionProcess
 
-__all__ = ["Policy", "RandomPolicy", "ModelPolicy", "SB3Policy", "SubmissionPolicy",
-           "SubmissionProcess", "PolicySpec", "load_policy", "play_episode", "load_model", "UntrustedCheckpointError"]
+__all__ = [
+           "ModelPolicy",
+           "Policy",
+           "PolicySpec",
+           "RandomPolicy",
+           "SB3Policy",
+           "SubmissionPolicy",
+           "SubmissionProcess",
+           "UntrustedCheckpointError",
+           "load_model",
+           "load_policy",
+           "play_episode",
+]

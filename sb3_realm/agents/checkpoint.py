@@ -28,7 +28,7 @@ from ..models.saved import check_checkpoint_file, checkpoint_algorithm, checkpoi
 if TYPE_CHECKING:
     from gymnasium import spaces
 
-__all__ = ["UntrustedCheckpointError", "load_model", "trusted", "TRUST_ENV", "TRUST_HINT"]
+__all__ = ["TRUST_ENV", "TRUST_HINT", "UntrustedCheckpointError", "load_model", "trusted"]
 
 TRUST_ENV = "SB3_REALM_TRUST_PICKLE"  # "1": the process's commands trust the pickles of the files they are given
 TRUST_HINT = ("only if you made this file yourself with your own SB3 code, pass --trust-pickle (trust_pickle=True in "

@@ -13,7 +13,7 @@ from .base import Policy, RandomPolicy
 from .sb3 import SB3Policy
 from .submission import SubmissionPolicy, manifest_game, read_manifest
 
-__all__ = ["PolicySpec", "load_policy", "run_folder", "policy_game"]
+__all__ = ["PolicySpec", "load_policy", "policy_game", "run_folder"]
 
 
 @dataclass(frozen=True)

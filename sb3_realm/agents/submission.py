@@ -45,10 +45,22 @@ from ..atomic import inside, sha256_file
 from ..games import GameEnv
 from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS, PLATFORM_STUB, layout_spec
 
-__all__ = ["SubmissionProcess", "SubmissionPolicy", "TrainingTaskProcess", "PlatformProcess", "platform_obs",
-           "read_manifest",
-           "env_kwargs_of", "manifest_game", "folder_game", "MAP_KEYS", "package_differences", "verify_package",
-           "platform_framework", "own_stand_in"]
+__all__ = [
+    "MAP_KEYS",
+    "PlatformProcess",
+    "SubmissionPolicy",
+    "SubmissionProcess",
+    "TrainingTaskProcess",
+    "env_kwargs_of",
+    "folder_game",
+    "manifest_game",
+    "own_stand_in",
+    "package_differences",
+    "platform_framework",
+    "platform_obs",
+    "read_manifest",
+    "verify_package",
+]
 
 MAP_KEYS = ("obstacle_map", "memory_map", "treasure_map", "end_map")
 _FORMAT = "sb3-realm submission"

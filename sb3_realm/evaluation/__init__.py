@@ -6,6 +6,23 @@ from .protocols import PROTOCOLS, evaluate, game_seed, protocol_configs
 from .replay import Episode, plot_route, record_episode, replay, run_demo
 from .reports import EvalReport, GameResult, format_report, plot_scores, write_json_atomic
 
-__all__ = ["PROTOCOLS", "protocol_configs", "game_seed", "evaluate", "play_games", "evaluate_batched", "played_report",
-           "game_result", "GameResult", "EvalReport", "format_report", "write_json_atomic", "plot_scores", "Episode",
-           "record_episode", "plot_route", "replay", "run_demo"]
+__all__ = [
+           "PROTOCOLS",
+           "Episode",
+           "EvalReport",
+           "GameResult",
+           "evaluate",
+           "evaluate_batched",
+           "format_report",
+           "game_result",
+           "game_seed",
+           "play_games",
+           "played_report",
+           "plot_route",
+           "plot_scores",
+           "protocol_configs",
+           "record_episode",
+           "replay",
+           "run_demo",
+           "write_json_atomic",
+]

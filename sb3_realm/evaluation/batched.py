@@ -19,7 +19,7 @@ from ..models.algorithms import action_distribution
 from .protocols import game_seed
 from .reports import EvalReport, GameResult
 
-__all__ = ["play_games", "evaluate_batched", "played_report", "game_result"]
+__all__ = ["evaluate_batched", "game_result", "play_games", "played_report"]
 
 
 def game_result(info: dict, env, *, index: int, seed: int, conf: dict | None, game: str | None = None,
@@ -94,7 +94,7 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
             first[live] = False
         for i, action in zip(live, chosen, strict=True):
             env, (index, _) = envs[i], running[i]
-            obs, _, terminated, truncated, info = env.step(int(action))
+            obs, _, terminated, truncated, _info = env.step(int(action))
             cut = bool(max_steps) and not (terminated or truncated) and env.game.step_no >= max_steps
             if terminated or truncated or cut:
                 summary = env.episode_summary()

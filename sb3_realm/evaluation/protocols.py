@@ -25,7 +25,7 @@ from ..processes import mp_context
 from .reports import EvalReport, GameResult
 from .training_map import check_training_maps, warn_training_map
 
-__all__ = ["PROTOCOLS", "protocol_configs", "game_seed", "evaluate"]
+__all__ = ["PROTOCOLS", "evaluate", "game_seed", "protocol_configs"]
 
 #: the protocols of every game, in order (each game's own are its spec's ``protocols``)
 PROTOCOLS = tuple(dict.fromkeys(p for spec in _games.GAMES.values() for p in spec.protocols))

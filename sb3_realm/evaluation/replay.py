@@ -18,7 +18,7 @@ from ..games import GameEnv
 from .reports import check_outputs_apart, input_paths
 from .training_map import warn_training_map
 
-__all__ = ["Episode", "record_episode", "plot_route", "replay", "replay_paths", "run_demo", "save_gif"]
+__all__ = ["Episode", "plot_route", "record_episode", "replay", "replay_paths", "run_demo", "save_gif"]
 
 
 #: what a replay or a demo reports of its episode, where the game's final ``info`` has it (the Realm's win and missed

@@ -14,8 +14,15 @@ from .. import games as _games
 from ..atomic import atomic_write
 from ..models.saved import run_config_files
 
-__all__ = ["GameResult", "EvalReport", "format_report", "write_json_atomic", "plot_scores", "check_outputs_apart",
-           "input_paths"]
+__all__ = [
+    "EvalReport",
+    "GameResult",
+    "check_outputs_apart",
+    "format_report",
+    "input_paths",
+    "plot_scores",
+    "write_json_atomic",
+]
 
 
 @dataclass(frozen=True)
@@ -215,7 +222,7 @@ def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
     scores = [r.score for r in report.games]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     top = max(scores + [r.oracle_score or 0.0 for r in report.games]) + 1
-    bins = np.linspace(min(scores + [0.0]), top, 40).tolist()
+    bins = np.linspace(min([*scores, 0.0]), top, 40).tolist()
     ax.hist(scores, bins=bins, alpha=0.7, label=f"{report.policy} (mean {np.mean(scores):.1f})")
     oracle = [r.oracle_score for r in report.games if r.oracle_score is not None]
     yardstick = _games.get(report.game).yardstick

@@ -22,8 +22,17 @@ from .. import games
 from ..agents.submission import read_manifest
 from ..models.saved import run_config
 
-__all__ = ["TrainingMapWarning", "recorded_env", "training_map_mismatch", "warn_training_map", "training_maps",
-           "check_training_maps", "env_maps", "named_map", "same_maps"]
+__all__ = [
+    "TrainingMapWarning",
+    "check_training_maps",
+    "env_maps",
+    "named_map",
+    "recorded_env",
+    "same_maps",
+    "training_map_mismatch",
+    "training_maps",
+    "warn_training_map",
+]
 
 
 class TrainingMapWarning(UserWarning):

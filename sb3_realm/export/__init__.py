@@ -6,5 +6,14 @@ exactly like the SB3 model (:mod:`.check`, run as the layout says by :func:`chec
 from .build import WORKFLOWS, ExportedPolicy, ExportError, build_submission, check_submission, next_steps, read_model
 from .check import run_platform_task, same_weights
 
-__all__ = ["WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "next_steps", "read_model",
-           "check_submission", "run_platform_task", "same_weights"]
+__all__ = [
+           "WORKFLOWS",
+           "ExportError",
+           "ExportedPolicy",
+           "build_submission",
+           "check_submission",
+           "next_steps",
+           "read_model",
+           "run_platform_task",
+           "same_weights",
+]

@@ -57,8 +57,16 @@ from ..version import __version__
 from . import layouts
 from .code_package import CodePackageError, copy_package, read_code_package
 
-__all__ = ["WORKFLOWS", "ExportError", "ExportedPolicy", "build_submission", "check_submission", "read_model",
-           "state_dict_bytes", "next_steps"]
+__all__ = [
+    "WORKFLOWS",
+    "ExportError",
+    "ExportedPolicy",
+    "build_submission",
+    "check_submission",
+    "next_steps",
+    "read_model",
+    "state_dict_bytes",
+]
 
 WORKFLOWS = ("keep", "finetune")
 
@@ -116,7 +124,7 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None,
         model = load_model(path, algo_cls=algorithm(algo).cls, device="cpu", trust_pickle=trust_pickle)
     except UntrustedCheckpointError as exc:
         raise ExportError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - any failure to load means a corrupt or foreign file
+    except Exception as exc:
         raise ExportError(f"cannot load {str(path)!r} as a {algo} checkpoint ({type(exc).__name__}: {exc}); is "
                           "the file complete and saved by this version of sb3-realm / SB3?") from exc
     policy = model.policy

@@ -43,8 +43,14 @@ from ..atomic import inside
 from ..evaluation import game_seed, protocol_configs
 from ..submission import BLOCKED_MODULES
 
-__all__ = ["check_on_shared_stand_in", "check_on_own_stand_in", "run_platform_task", "run_own_platform_task",
-           "same_weights", "TASK_OVERRIDES"]
+__all__ = [
+    "TASK_OVERRIDES",
+    "check_on_own_stand_in",
+    "check_on_shared_stand_in",
+    "run_own_platform_task",
+    "run_platform_task",
+    "same_weights",
+]
 
 # the stand-in's training task: small batches and frequent model dumps, as the official train_test.py sets them, so
 # that the learner trains and the actors sync to the model pool within a few games

@@ -27,9 +27,24 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["CodePackage", "CodePackageError", "read_code_package", "package_entries", "copy_package", "edit_settings",
-           "ensure_registration", "package_settings", "merge_text", "toml_value", "ensure_table", "MERGE_FILE",
-           "EVAL_KEYS", "set_yaml_value", "servers_conf_path", "write_conf"]
+__all__ = [
+    "EVAL_KEYS",
+    "MERGE_FILE",
+    "CodePackage",
+    "CodePackageError",
+    "copy_package",
+    "edit_settings",
+    "ensure_registration",
+    "ensure_table",
+    "merge_text",
+    "package_entries",
+    "package_settings",
+    "read_code_package",
+    "servers_conf_path",
+    "set_yaml_value",
+    "toml_value",
+    "write_conf",
+]
 
 MERGE_FILE = "merge_into_configure_app.toml"
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -391,7 +406,7 @@ def edit_settings(text: str, table: str, settings: dict, last: dict) -> str:
     Every other line is kept as it was; the result is checked by parsing it."""
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines()
-    spans, start, end = _settings_of(lines, table)
+    spans, _start, end = _settings_of(lines, table)
     replace = {spans[k][0]: (spans[k][1], f"{k} = {toml_value(v)}") for k, v in settings.items() if k in spans}
     drop = {spans[k][0]: spans[k][1] for k in last if k in spans}
     added = [f"{k} = {toml_value(v)}" for k, v in settings.items() if k not in spans]

@@ -8,7 +8,7 @@ from .gorge.spec import SPEC as GORGE
 from .realm.spec import SPEC as REALM
 from .spec import ExpertOptions, GameEnv, GameSpec, Success
 
-__all__ = ["GAMES", "DEFAULT_GAME", "GameSpec", "GameEnv", "ExpertOptions", "Success", "get", "register_envs"]
+__all__ = ["DEFAULT_GAME", "GAMES", "ExpertOptions", "GameEnv", "GameSpec", "Success", "get", "register_envs"]
 
 GAMES: dict[str, GameSpec] = {spec.name: spec for spec in (REALM, GORGE)}
 #: the game of a config, checkpoint or package that names none (everything made before the toolkit had two games)

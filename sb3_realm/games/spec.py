@@ -16,7 +16,7 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
-__all__ = ["GameSpec", "ExpertOptions", "GameEnv", "Success", "TermWeights"]
+__all__ = ["ExpertOptions", "GameEnv", "GameSpec", "Success", "TermWeights"]
 
 
 class GameEnv(Protocol):
@@ -265,7 +265,7 @@ class GameSpec:
     success_metrics: Mapping[str, Callable[[dict], float]]
     held_out_configs: Callable[..., list[dict]]
     held_out_protocol: str
-    evaluate_args: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
+    evaluate_args: Callable[[Sequence[dict]], dict[str, Any]]
     success: Success
     config_runs: bool = True
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})

@@ -22,7 +22,7 @@ import torch
 from ..models.algorithms import action_distribution
 from .dataset import Block, Blocks
 
-__all__ = ["BCStats", "fit", "fit_sequences", "episode_bounds", "action_accuracy"]
+__all__ = ["BCStats", "action_accuracy", "episode_bounds", "fit", "fit_sequences"]
 
 
 @dataclass
@@ -155,7 +155,7 @@ def fit_sequences(policy, data: Block | Blocks, *, epochs: int, batch_size: int,
     optimizer = torch.optim.Adam(params, lr=learning_rate, weight_decay=l2_weight)
     lengths = bounds[:, 1] - bounds[:, 0]
     plan = [_window_groups(bounds, n_seq, rng) for _ in range(epochs)]
-    total = sum(int(math.ceil((g[:, 1] - g[:, 0]).max() / window)) for groups in plan for g in groups)
+    total = sum(math.ceil((g[:, 1] - g[:, 0]).max() / window) for groups in plan for g in groups)
     layers, _, hidden = policy.lstm_hidden_state_shape
     policy.set_training_mode(True)
     update, hits, seen = 0, 0, 0

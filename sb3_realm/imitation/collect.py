@@ -36,8 +36,16 @@ from ..processes import mp_context
 from .dataset import Block, Layout
 from .expert import ExpertSpec
 
-__all__ = ["Rollouts", "CollectJob", "collect_games", "PlayJob", "play_job", "ExpertPlayJob", "expert_play_job",
-           "Collector"]
+__all__ = [
+    "CollectJob",
+    "Collector",
+    "ExpertPlayJob",
+    "PlayJob",
+    "Rollouts",
+    "collect_games",
+    "expert_play_job",
+    "play_job",
+]
 
 
 #: the default expert: the default game's yardstick (the Realm's oracle planner), ties broken by the lowest action

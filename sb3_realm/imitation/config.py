@@ -20,9 +20,20 @@ from .. import games
 from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
 
-__all__ = ["SelectionConfig", "ImitationConfig", "ImitateConfig", "load_imitate_config", "imitate_config_from_dict",
-           "convert_legacy_selection", "read_run_config", "check_run_config", "LEGACY_SELECTION_KEYS", "SWEEPS",
-           "LABELS", "KEEPS"]
+__all__ = [
+    "KEEPS",
+    "LABELS",
+    "LEGACY_SELECTION_KEYS",
+    "SWEEPS",
+    "ImitateConfig",
+    "ImitationConfig",
+    "SelectionConfig",
+    "check_run_config",
+    "convert_legacy_selection",
+    "imitate_config_from_dict",
+    "load_imitate_config",
+    "read_run_config",
+]
 
 #: ``selection.games``: no sweep (the held-out games choose the round), the sweep (every set of the leaderboard's
 #: count and a sample of each other count), or every set of every count

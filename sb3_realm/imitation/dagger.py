@@ -66,7 +66,7 @@ from .selection import (
     training_games,
 )
 
-__all__ = ["imitate", "Imitation", "evaluate_model", "evaluate_expert", "expert_spec"]
+__all__ = ["Imitation", "evaluate_expert", "evaluate_model", "expert_spec", "imitate"]
 
 
 def _check_config(config: ImitateConfig) -> None:

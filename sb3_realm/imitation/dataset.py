@@ -33,8 +33,17 @@ import numpy as np
 from .. import games
 from ..atomic import OutsideFolder, atomic_write, inside, remove_made, sha256_file
 
-__all__ = ["Block", "Blocks", "ExpertDataset", "DatasetError", "Layout", "LAYOUT", "FORMAT", "encode_maps",
-           "decode_maps"]
+__all__ = [
+    "FORMAT",
+    "LAYOUT",
+    "Block",
+    "Blocks",
+    "DatasetError",
+    "ExpertDataset",
+    "Layout",
+    "decode_maps",
+    "encode_maps",
+]
 
 FORMAT = "sb3-realm expert dataset"
 FORMAT_VERSION = 1

@@ -9,10 +9,12 @@ type is checked (:class:`RecordError`, naming the file and the key) before the r
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from stable_baselines3.common.logger import configure
@@ -22,7 +24,7 @@ from ..training.checkpoints import list_checkpoints, save_checkpoint
 from .config import ImitateConfig
 from .dataset import shown
 
-__all__ = ["RoundRecord", "RunState", "RunWriter", "RecordError", "ResumePoint"]
+__all__ = ["RecordError", "ResumePoint", "RoundRecord", "RunState", "RunWriter"]
 
 _FIX = ("the file is damaged or was not written by sb3-realm imitate: restore it, delete its checkpoint folder to "
         "resume from the one before, or start the run again with --out")
@@ -117,7 +119,7 @@ class RoundRecord:
     sweep_mean_score: float | None = None
 
     #: keys of records written before the won / reached-the-end names: old -> new
-    RENAMED = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end"}
+    RENAMED: ClassVar[dict[str, str]] = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end"}
 
     def to_dict(self) -> dict:
         optional = {f.name for f in fields(self) if f.default is None} | {"eval_missed_treasure_games"}
@@ -193,7 +195,7 @@ class RunState:
                               f"{_FIX}")
         history = [RoundRecord.from_dict(r, f"{source}.history[{i}]") for i, r in enumerate(im["history"])]
         rounds = [r.round for r in history]
-        rising = all(0 <= a < b for a, b in zip(rounds, rounds[1:], strict=False))
+        rising = all(0 <= a < b for a, b in itertools.pairwise(rounds))
         if not rounds or rounds[0] < 0 or not rising or rounds[-1] != im["round"]:
             raise RecordError(f"{source}.history holds rounds {rounds}, which must rise to its round {im['round']}; "
                               f"{_FIX}")

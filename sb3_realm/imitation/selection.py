@@ -23,8 +23,16 @@ import numpy as np
 from ..evaluation import GameResult, game_seed
 from .config import ImitateConfig, SelectionConfig
 
-__all__ = ["Game", "training_games", "sweep_games", "sweep_labels", "slow_games", "fill_from_screening", "keep_key",
-           "is_leaderboard_set"]
+__all__ = [
+    "Game",
+    "fill_from_screening",
+    "is_leaderboard_set",
+    "keep_key",
+    "slow_games",
+    "sweep_games",
+    "sweep_labels",
+    "training_games",
+]
 
 Game = tuple[int, dict]
 

@@ -11,8 +11,18 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Algorithm", "ALGORITHMS", "action_distribution", "algorithm", "algorithm_class", "algorithm_of",
-           "detect_algorithm", "read_sb3_data", "schedule", "model_kwargs"]
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "action_distribution",
+    "algorithm",
+    "algorithm_class",
+    "algorithm_of",
+    "detect_algorithm",
+    "model_kwargs",
+    "read_sb3_data",
+    "schedule",
+]
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,18 @@ from .nets import ACTIVATIONS, NETS, activation_name
 from .observation_space import game_spaces, split_frames
 from .temporal import Conv3dExtractor, TransformerCache, TransformerExtractor
 
-__all__ = ["NetExtractor", "RealmExtractor", "FoveaExtractor", "GorgeExtractor", "Conv3dExtractor",
-           "TransformerExtractor", "TransformerCache", "EXTRACTORS", "split_frames", "policy_kwargs_of"]
+__all__ = [
+    "EXTRACTORS",
+    "Conv3dExtractor",
+    "FoveaExtractor",
+    "GorgeExtractor",
+    "NetExtractor",
+    "RealmExtractor",
+    "TransformerCache",
+    "TransformerExtractor",
+    "policy_kwargs_of",
+    "split_frames",
+]
 
 class NetExtractor(BaseFeaturesExtractor):
     """An SB3 extractor around a torch-only :mod:`sb3_realm.models.nets` module (``net``): what ``build-submission`` can

@@ -21,10 +21,21 @@ from collections.abc import Sequence
 
 import torch as th
 from torch import nn
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
-__all__ = ["ACTIVATIONS", "ScaledConv2d", "RealmNet", "FoveaNet", "NETS", "activation_class", "activation_name",
-           "cell_offsets", "conv2d_stack", "n_flatten", "per_layer"]
+__all__ = [
+    "ACTIVATIONS",
+    "NETS",
+    "FoveaNet",
+    "RealmNet",
+    "ScaledConv2d",
+    "activation_class",
+    "activation_name",
+    "cell_offsets",
+    "conv2d_stack",
+    "n_flatten",
+    "per_layer",
+]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU,
                                            "leaky_relu": nn.LeakyReLU, "gelu": nn.GELU, "silu": nn.SiLU}

@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from .. import games
 
-__all__ = ["game_spaces", "realm_spaces", "check_stacked", "split_frames"]
+__all__ = ["check_stacked", "game_spaces", "realm_spaces", "split_frames"]
 
 _EXPECTED = ("Dict(maps=Box(0, 255, (C, H, W), uint8), vector=Box(-1, 1, (N,), float32)) as the games' envs (RealmEnv, "
              "GorgeEnv) give")

@@ -11,10 +11,23 @@ from pathlib import Path
 from .. import games
 from .algorithms import detect_algorithm, read_sb3_data
 
-__all__ = ["LEGACY_FEATURE_VERSION", "CONFIG_ENTRY", "check_checkpoint_file", "checkpoint_data",
-           "checkpoint_algorithm", "run_config_files", "run_config",
-           "serialized_entries", "run_frame_stack", "run_mask_wall_moves", "run_game", "model_feature_version",
-           "feature_version_mismatch", "FeatureVersionWarning", "warn_feature_version"]
+__all__ = [
+    "CONFIG_ENTRY",
+    "LEGACY_FEATURE_VERSION",
+    "FeatureVersionWarning",
+    "check_checkpoint_file",
+    "checkpoint_algorithm",
+    "checkpoint_data",
+    "feature_version_mismatch",
+    "model_feature_version",
+    "run_config",
+    "run_config_files",
+    "run_frame_stack",
+    "run_game",
+    "run_mask_wall_moves",
+    "serialized_entries",
+    "warn_feature_version",
+]
 
 LEGACY_FEATURE_VERSION = "1"  # what a model that records no version was trained on
 # the resolved run config, as plain JSON inside every checkpoint the package writes (the model's attribute of that
@@ -48,7 +61,7 @@ def check_checkpoint_file(path: str | os.PathLike, members: bool = False) -> Pat
         if saved:
             use = f"it is a training run: pass one of its models, {' or '.join(saved)}"
         elif (path / "model.zip").is_file():
-            use = f"it is a checkpoint's folder: pass {str(path / 'model.zip')}"
+            use = f"it is a checkpoint's folder: pass {path / 'model.zip'!s}"
         raise ValueError(f"{str(path)!r} is a folder, not an SB3 checkpoint file; {use}")
     if not path.is_file():
         raise ValueError(f"{str(path)!r} is not a regular file (a pipe, a device or a socket); {use}")

@@ -19,7 +19,7 @@ from torch import nn
 from .nets import conv2d_stack, n_flatten, per_layer
 from .observation_space import check_stacked, split_frames
 
-__all__ = ["Conv3dExtractor", "TransformerExtractor", "TransformerCache"]
+__all__ = ["Conv3dExtractor", "TransformerCache", "TransformerExtractor"]
 
 
 def _per_layer(value: int | Sequence[int] | None, n: int, name: str) -> list[int]:
@@ -135,7 +135,7 @@ class _CausalBlock(nn.Module):
         self.ff = nn.Sequential(nn.Linear(d_model, ff_mult * d_model), nn.GELU(), nn.Linear(ff_mult * d_model, d_model))
 
     def _qkv(self, x: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        b, t, d = x.shape
+        b, t, _d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         return q, k, v  # each (B, H, t, dh)
 

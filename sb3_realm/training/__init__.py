@@ -12,9 +12,24 @@ from .checkpoints import CheckpointError, RunCheckpointCallback, latest_checkpoi
 from .config import TrainConfig, config_from_dict, config_to_dict, load_config, save_config
 from .run import build_model, make_vec_env, resume_config, train
 
-__all__ = ["CompetitionEvalCallback", "ConfigLogCallback", "CurriculumCallback", "MetricsCallback",
-           "RealmMetricsCallback",
-           "CheckpointError", "RunCheckpointCallback", "latest_checkpoint", "list_checkpoints", "save_checkpoint",
-           "TrainConfig",
-           "config_from_dict", "config_to_dict", "load_config", "save_config", "build_model", "make_vec_env",
-           "resume_config", "train"]
+__all__ = [
+    "CheckpointError",
+    "CompetitionEvalCallback",
+    "ConfigLogCallback",
+    "CurriculumCallback",
+    "MetricsCallback",
+    "RealmMetricsCallback",
+    "RunCheckpointCallback",
+    "TrainConfig",
+    "build_model",
+    "config_from_dict",
+    "config_to_dict",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_config",
+    "make_vec_env",
+    "resume_config",
+    "save_checkpoint",
+    "save_config",
+    "train",
+]

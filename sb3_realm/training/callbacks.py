@@ -30,8 +30,18 @@ from ..evaluation import evaluate, evaluate_batched, plot_route, record_episode
 from ..models.algorithms import algorithm_of
 from .checkpoints import VECNORMALIZE_FILE, ResumeWarning, free_name, save_vecnormalize
 
-__all__ = ["MetricsCallback", "RealmMetricsCallback", "CompetitionEvalCallback", "CurriculumCallback",
-           "ConfigLogCallback", "PHASE_KEYS", "SUCCESS_METRICS", "StopAtTimesteps", "read_eval_history", "eval_line"]
+__all__ = [
+    "PHASE_KEYS",
+    "SUCCESS_METRICS",
+    "CompetitionEvalCallback",
+    "ConfigLogCallback",
+    "CurriculumCallback",
+    "MetricsCallback",
+    "RealmMetricsCallback",
+    "StopAtTimesteps",
+    "eval_line",
+    "read_eval_history",
+]
 
 PHASE_KEYS = ("usr_conf", "until_step", "until_success", "random_start")
 

@@ -28,9 +28,23 @@ from stable_baselines3.common.vec_env import VecNormalize
 from ..agents.checkpoint import TRUST_HINT, trusted
 from ..atomic import atomic_write, own_leftovers, remove_made, temp_names, writing
 
-__all__ = ["RunCheckpointCallback", "save_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
-           "save_vecnormalize", "load_vecnormalize", "VECNORMALIZE_FILE", "ResumeWarning", "keep_final_aside",
-           "CHECKPOINT_NAME", "TEMP_NAME", "checkpoint_state", "check_checkpoint", "free_name"]
+__all__ = [
+    "CHECKPOINT_NAME",
+    "TEMP_NAME",
+    "VECNORMALIZE_FILE",
+    "CheckpointError",
+    "ResumeWarning",
+    "RunCheckpointCallback",
+    "check_checkpoint",
+    "checkpoint_state",
+    "free_name",
+    "keep_final_aside",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_vecnormalize",
+    "save_checkpoint",
+    "save_vecnormalize",
+]
 
 VECNORMALIZE_FILE = "vecnormalize.json"
 _SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")

@@ -26,9 +26,23 @@ from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 from .config_files import RENAMED_CONFIGS, apply_overrides, merge_config, read_config_file
 
-__all__ = ["EnvConfig", "AlgoConfig", "FinetuneConfig", "TrainConfig", "load_config",
-           "apply_overrides", "config_to_dict", "config_from_dict", "save_config", "ALGORITHMS", "merge_config",
-           "read_config_file", "RENAMED_CONFIGS", "COMPETITION_MAP", "MAX_REWARD_WEIGHT"]
+__all__ = [
+    "ALGORITHMS",
+    "COMPETITION_MAP",
+    "MAX_REWARD_WEIGHT",
+    "RENAMED_CONFIGS",
+    "AlgoConfig",
+    "EnvConfig",
+    "FinetuneConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "config_from_dict",
+    "config_to_dict",
+    "load_config",
+    "merge_config",
+    "read_config_file",
+    "save_config",
+]
 
 #: ``env.map_name`` of a recipe tuned for the competition's own map, which the package does not ship: such a config
 #: runs only with ``env.map_path`` (``--map``)
@@ -247,7 +261,7 @@ HYPERPARAM_RANGES = {
 
 
 def _check_range(key: str, value) -> None:
-    if key not in HYPERPARAM_RANGES or value is None and key in ("clip_range_vf", "target_kl"):
+    if key not in HYPERPARAM_RANGES or (value is None and key in ("clip_range_vf", "target_kl")):
         return
     test, valid = HYPERPARAM_RANGES[key]
     number = schedule(value, key)(1.0) if isinstance(value, str) else value  # "lin_<x>": its start value x

@@ -38,8 +38,17 @@ if TYPE_CHECKING:
 else:
     _AnchorBase = object
 
-__all__ = ["check_init_model", "policy_state", "load_initial_weights", "reference_policy", "warm_start_value",
-           "AnchoredPPO", "AnchoredMaskablePPO", "anchored_class", "StartScalarsCallback"]
+__all__ = [
+    "AnchoredMaskablePPO",
+    "AnchoredPPO",
+    "StartScalarsCallback",
+    "anchored_class",
+    "check_init_model",
+    "load_initial_weights",
+    "policy_state",
+    "reference_policy",
+    "warm_start_value",
+]
 
 
 def check_init_model(path: str | Path, algo: str, game: str | None = None) -> None:
@@ -208,7 +217,7 @@ def warm_start_value(model, venv: VecEnv, games: int, *, epochs: int = 20, learn
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
     policy.zero_grad(set_to_none=True)
-    return {"games": int(games), "states": int(len(returns)), "held_out_states": int(len(test_idx)),
+    return {"games": int(games), "states": len(returns), "held_out_states": len(test_idx),
             "mean_return": float(returns.mean()), "value_loss_before": before, "value_loss_after": test_loss()}
 
 

@@ -50,9 +50,22 @@ from .finetune import (
     warm_start_value,
 )
 
-__all__ = ["train", "build_model", "record_config", "make_vec_env", "policy_kwargs", "policy_name", "resume_config",
-           "start_new_run", "resume_changes", "RUN_FILES", "FIXED_ON_RESUME", "INIT_MODEL", "MADE_BY_A_RUN",
-           "map_history"]
+__all__ = [
+    "FIXED_ON_RESUME",
+    "INIT_MODEL",
+    "MADE_BY_A_RUN",
+    "RUN_FILES",
+    "build_model",
+    "make_vec_env",
+    "map_history",
+    "policy_kwargs",
+    "policy_name",
+    "record_config",
+    "resume_changes",
+    "resume_config",
+    "start_new_run",
+    "train",
+]
 
 
 def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:

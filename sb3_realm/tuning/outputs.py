@@ -24,7 +24,7 @@ from ..training.config import save_config
 from .space import convert_params
 from .trials import SURPLUS_KEY, study_counts
 
-__all__ = ["write_outputs", "PLOTS", "STUDY_FILES", "check_output_folder", "remove_outputs", "failed_trials"]
+__all__ = ["PLOTS", "STUDY_FILES", "check_output_folder", "failed_trials", "remove_outputs", "write_outputs"]
 
 PLOTS = ("optimization_history", "param_importances", "parallel_coordinate")
 #: what a study folder holds (the default SQLite storage among them)

@@ -17,8 +17,15 @@ from ..training.config import config_from_dict, load_config
 from .outputs import check_output_folder, remove_outputs
 from .study import PRUNERS, StudyConfig, load_study, run_study
 
-__all__ = ["build_parser", "study_config_from_args", "study_problems", "main", "run_script", "check_output_folder",
-           "remove_outputs"]
+__all__ = [
+    "build_parser",
+    "check_output_folder",
+    "main",
+    "remove_outputs",
+    "run_script",
+    "study_config_from_args",
+    "study_problems",
+]
 
 DESCRIPTIONS = {
     "rewards": "Optuna study over the reward weights (and optionally a curriculum) of a training config, judged by "

@@ -18,9 +18,20 @@ from .. import games
 from ..models.algorithms import algorithm
 from ..training.config import TrainConfig
 
-__all__ = ["KINDS", "NET_ARCHS", "sample_rewards", "convert_rewards", "sample_ppo_hparams",
-           "sample_maskable_ppo_hparams", "sample_recurrent_ppo_hparams", "convert_hparams", "sample_params",
-           "convert_params", "baseline_params", "param_distributions"]
+__all__ = [
+    "KINDS",
+    "NET_ARCHS",
+    "baseline_params",
+    "convert_hparams",
+    "convert_params",
+    "convert_rewards",
+    "param_distributions",
+    "sample_maskable_ppo_hparams",
+    "sample_params",
+    "sample_ppo_hparams",
+    "sample_recurrent_ppo_hparams",
+    "sample_rewards",
+]
 
 KINDS = ("rewards", "hparams")
 

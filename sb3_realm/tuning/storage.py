@@ -31,8 +31,15 @@ from optuna.trial import TrialState
 
 from ..atomic import check_output_file
 
-__all__ = ["make_storage", "storage_kind", "storage_path", "check_storage_file", "HeartbeatJournalStorage",
-           "retry_callback", "HEARTBEAT_KEY"]
+__all__ = [
+    "HEARTBEAT_KEY",
+    "HeartbeatJournalStorage",
+    "check_storage_file",
+    "make_storage",
+    "retry_callback",
+    "storage_kind",
+    "storage_path",
+]
 
 HEARTBEAT_KEY = "sb3_realm:heartbeat"
 _HELP = ("use sqlite:///PATH.db (one worker), journal:///PATH.log or a PATH ending in .log (several workers on one "
@@ -246,7 +253,7 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
                     return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs,
                                       heartbeat_interval=heartbeat_interval, grace_period=grace_period,
                                       **callback_kwargs)
-                except Exception as exc:  # noqa: BLE001 - another script made the tables at the same moment: join
+                except Exception as exc:
                     if type(exc).__name__ != "IntegrityError" or attempt == 2:
                         raise
                     time.sleep(0.2)

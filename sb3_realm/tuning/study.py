@@ -33,8 +33,17 @@ from .space import KINDS, baseline_params, convert_params, param_distributions
 from .storage import make_storage, storage_kind, storage_path
 from .trials import SURPLUS_KEY, TrialLines, is_killed, is_surplus, study_counts
 
-__all__ = ["StudyConfig", "PRUNERS", "make_pruner", "open_study", "load_study", "study_counts", "run_worker",
-           "run_study", "trial_config"]
+__all__ = [
+    "PRUNERS",
+    "StudyConfig",
+    "load_study",
+    "make_pruner",
+    "open_study",
+    "run_study",
+    "run_worker",
+    "study_counts",
+    "trial_config",
+]
 
 PRUNERS = ("median", "wilcoxon", "halving", "none")
 META_KEY = "sb3_realm"
@@ -220,7 +229,7 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
             study = optuna.create_study(study_name=config.name, storage=storage, sampler=sampler, pruner=pruner,
                                         direction="maximize", load_if_exists=True)
             break
-        except Exception as exc:  # noqa: BLE001 - two scripts created it at once: this one joins it
+        except Exception as exc:
             if attempt == 2 or not _created_meanwhile(exc):
                 raise
             time.sleep(0.2)

@@ -11,7 +11,7 @@ from typing import TextIO
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["SURPLUS_KEY", "study_counts", "is_surplus", "is_killed", "is_counted", "trial_line", "TrialLines"]
+__all__ = ["SURPLUS_KEY", "TrialLines", "is_counted", "is_killed", "is_surplus", "study_counts", "trial_line"]
 
 SURPLUS_KEY = "surplus"
 
@@ -49,6 +49,7 @@ def trial_line(trial: FrozenTrial, finished: int, n_trials: int, best: FrozenTri
     """One line for a finished trial: its number and how it ended (complete, pruned, diverged or failed), the
     study's finished trials out of ``n_trials`` with it, its score (a pruned trial's last reported one), the best
     trial so far, its own time and ``elapsed`` seconds, the time since the command started."""
+    score: str | None
     if trial.state == TrialState.COMPLETE:
         ended, score = "complete", f"score {trial.value:.1f}"
     elif trial.state == TrialState.PRUNED:
@@ -91,7 +92,7 @@ class TrialLines:
             finished += 1
             done = [t for t in counted if t.state == TrialState.COMPLETE and t.value is not None
                     and (t.number in self.reported or t is trial)]
-            best = max(done, key=lambda t: t.value, default=None)
+            best = max(done, key=lambda t: float(t.value or 0.0), default=None)  # done: values set
             line = trial_line(trial, finished, self.n_trials, best, time.monotonic() - self.started)
             if bar is not None:
                 bar.write(line, file=self.talk)

@@ -60,8 +60,17 @@ _SPEC = importlib.util.spec_from_file_location("_sb3_realm_stand_in",
 _STAND_IN = importlib.util.module_from_spec(_SPEC)  # what every layout's stand-in shares (submission/stand_in.py)
 _SPEC.loader.exec_module(_STAND_IN)
 
-__all__ = ["Clock", "Log", "PlatformError", "Upload", "TrainingTask", "load_saved_model", "load_package_agent",
-           "imported_package", "MERGE_FILE"]
+__all__ = [
+    "MERGE_FILE",
+    "Clock",
+    "Log",
+    "PlatformError",
+    "TrainingTask",
+    "Upload",
+    "imported_package",
+    "load_package_agent",
+    "load_saved_model",
+]
 
 MERGE_FILE = "merge_into_configure_app.toml"  # what build-submission writes without a code package
 EVAL_KEYS = ("eval_model_dir", "eval_model_id")
@@ -558,7 +567,7 @@ class TrainingTask:
                 pass
             except PlatformError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the platform logs whatever the workflow raises
+            except Exception as exc:
                 report["crashed"] = f"{type(exc).__name__}: {exc}"
                 self.log.exception(f"the workflow raised {type(exc).__name__}: {exc}")
         report.update({"episodes": self.env.ended if hasattr(self, "env") else 0, "saves": self.saves,

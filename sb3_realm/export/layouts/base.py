@@ -10,7 +10,7 @@ from pathlib import Path
 from ... import games
 from ..code_package import CodePackage
 
-__all__ = ["Layout", "smoke_test_step", "zip_note", "final_settings_step", "numbered"]
+__all__ = ["Layout", "final_settings_step", "numbered", "smoke_test_step", "zip_note"]
 
 
 class Layout(ABC):

@@ -14,7 +14,7 @@ from ..check import check_on_own_stand_in
 from ..code_package import CodePackage, edit_settings, ensure_table, write_conf
 from .base import Layout, final_settings_step, numbered, smoke_test_step, zip_note
 
-__all__ = ["Gorge15", "LAYOUT"]
+__all__ = ["LAYOUT", "Gorge15"]
 
 NAME = "gorge15"
 

@@ -22,7 +22,7 @@ from ..code_package import (
 )
 from .base import Layout, numbered, smoke_test_step, zip_note
 
-__all__ = ["Kaiwu2024", "LAYOUT"]
+__all__ = ["LAYOUT", "Kaiwu2024"]
 
 NAME = "kaiwu2024"
 

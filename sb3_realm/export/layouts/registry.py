@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .base import Layout
 
-__all__ = ["register", "unregister", "get", "names"]
+__all__ = ["get", "names", "register", "unregister"]
 
 _LAYOUTS: dict[str, Layout] = {}
 

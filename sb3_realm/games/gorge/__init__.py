@@ -6,7 +6,23 @@ from .maps import MAP_SIZE, UNREACHABLE, GorgeMap, MapError, load_map, map_from_
 from .rules import DIRECTIONS, N_ACTIONS, USR_CONF_KEYS, GorgeConfig, Rules
 
 __all__ = [
-    "COMPLETED", "FAILED", "RUNNING", "Buff", "Game", "Monster", "StepEvents", "Treasure",
-    "MAP_SIZE", "UNREACHABLE", "GorgeMap", "MapError", "load_map", "map_from_dict",
-    "DIRECTIONS", "N_ACTIONS", "USR_CONF_KEYS", "GorgeConfig", "Rules",
+    "COMPLETED",
+    "DIRECTIONS",
+    "FAILED",
+    "MAP_SIZE",
+    "N_ACTIONS",
+    "RUNNING",
+    "UNREACHABLE",
+    "USR_CONF_KEYS",
+    "Buff",
+    "Game",
+    "GorgeConfig",
+    "GorgeMap",
+    "MapError",
+    "Monster",
+    "Rules",
+    "StepEvents",
+    "Treasure",
+    "load_map",
+    "map_from_dict",
 ]

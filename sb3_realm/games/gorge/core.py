@@ -37,7 +37,7 @@ from .rules import (
     uniform_choice,
 )
 
-__all__ = ["Game", "StepEvents", "Treasure", "Buff", "Monster", "Cell", "RUNNING", "FAILED", "COMPLETED"]
+__all__ = ["COMPLETED", "FAILED", "RUNNING", "Buff", "Cell", "Game", "Monster", "StepEvents", "Treasure"]
 
 Cell = tuple[int, int]  # (x, z)
 RUNNING, FAILED, COMPLETED = "running", "failed", "completed"

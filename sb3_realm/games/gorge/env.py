@@ -28,7 +28,7 @@ from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
 from .rules import SETTINGS, GorgeConfig, Rules, choose_map_id
 
-__all__ = ["GorgeEnv", "SHIPPED_MAPS", "env_spaces", "shipped_map", "free_neighbours"]
+__all__ = ["SHIPPED_MAPS", "GorgeEnv", "env_spaces", "free_neighbours", "shipped_map"]
 
 _OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
 
@@ -102,7 +102,7 @@ class GorgeEnv(gym.Env):
         ``max_step``, ``map``, ``map_random``); ``reset(options=usr_conf)`` overrides them for one episode.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012 - gymnasium.Env declares it so
 
     def __init__(
         self,

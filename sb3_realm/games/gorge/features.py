@@ -56,15 +56,15 @@ from .memory import UNREACHABLE
 from .planner import RADIUS, ObservationPlanner, Planner
 
 __all__ = [
-    "FEATURE_VERSION",
-    "COMPANION_FILES",
-    "MAP_SHAPE",
     "BINARY_LAYERS",
-    "VECTOR_SIZE",
+    "COMPANION_FILES",
+    "FEATURE_VERSION",
+    "MAP_SHAPE",
     "N_ACTIONS",
+    "VECTOR_SIZE",
     "FeatureState",
-    "encode",
     "action_mask",
+    "encode",
 ]
 
 FEATURE_VERSION = "2"

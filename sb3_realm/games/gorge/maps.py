@@ -29,13 +29,13 @@ from ...atomic import not_a_file
 
 __all__ = [
     "MAP_SIZE",
-    "ROAD",
     "OBSTACLE",
-    "UNREACHABLE",
-    "STEPS_4",
+    "ROAD",
     "ROW_CACHE_BYTES",
-    "MapError",
+    "STEPS_4",
+    "UNREACHABLE",
     "GorgeMap",
+    "MapError",
     "load_map",
     "map_from_dict",
 ]
@@ -268,7 +268,7 @@ class _RowCache:
         self.hits = self.misses = 0
         self._graph = None
 
-    def graph(self):  # noqa: ANN201 - a scipy sparse matrix, typed loosely to keep scipy out of the module's imports
+    def graph(self):
         """The road graph as a scipy CSR adjacency matrix (built once)."""
         if self._graph is None:
             from scipy.sparse import csr_matrix

@@ -24,15 +24,15 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = [
-    "WORLD_SIZE",
-    "UNREACHABLE",
     "FAR",
     "RULES",
-    "Tracked",
+    "UNREACHABLE",
+    "WORLD_SIZE",
     "Memory",
+    "Tracked",
     "distance_field",
-    "window_distances",
     "rule_branches",
+    "window_distances",
 ]
 
 # typing's forms: module-level aliases are evaluated at import, also on the platform's older Pythons

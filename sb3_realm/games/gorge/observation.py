@@ -45,14 +45,14 @@ from .protocol import (
 from .rules import GorgeConfig, Rules, choose_map_id
 
 __all__ = [
-    "frame_state",
+    "GorgeCompetitionEnv",
     "env_info",
-    "map_info",
-    "legal_action",
     "env_obs",
     "env_reward",
+    "frame_state",
+    "legal_action",
+    "map_info",
     "rebuild_from_frame",
-    "GorgeCompetitionEnv",
 ]
 
 Cell = tuple[int, int]

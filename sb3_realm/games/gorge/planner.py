@@ -51,8 +51,16 @@ from .memory import (
     window_distances,
 )
 
-__all__ = ["Planner", "ObservationPlanner", "BeliefTerrain", "Outcome", "believed_legal", "RADIUS", "NEAR",
-           "HERO_LEVELS"]
+__all__ = [
+    "HERO_LEVELS",
+    "NEAR",
+    "RADIUS",
+    "BeliefTerrain",
+    "ObservationPlanner",
+    "Outcome",
+    "Planner",
+    "believed_legal",
+]
 
 # typing's forms: module-level aliases are evaluated at import, also on the platform's older Pythons
 Cell = Tuple[int, int]  # noqa: UP006
@@ -169,8 +177,8 @@ class BeliefTerrain:
                         exact = min(exact, int(values.min()) - 1)
                     flat[cells] = UNREACHABLE
                 got = self._fields[cell] = (mem.updates, grid, exact)
-            if exact_near is None and exact < UNREACHABLE or exact_near is not None and (
-                    int(grid[exact_near[1], exact_near[0]]) + 2 * EXACT_MARGIN > exact):
+            if (exact_near is None and exact < UNREACHABLE) or (exact_near is not None and (
+                    int(grid[exact_near[1], exact_near[0]]) + 2 * EXACT_MARGIN > exact)):
                 got = None
         if got is None:
             if exact_near is None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...atomic import atomic_write
 
-__all__ = ["render_frame", "record_step", "plot_route"]
+__all__ = ["plot_route", "record_step", "render_frame"]
 
 _SCALE = 4
 _ROAD, _WALL = (200, 200, 190), (40, 40, 50)

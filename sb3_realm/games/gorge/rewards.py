@@ -9,8 +9,15 @@ from ..spec import TermWeights
 from .core import Game, StepEvents
 from .maps import UNREACHABLE
 
-__all__ = ["RewardWeights", "TERMS", "REWARD_RANGES", "DISTANCE_CAP", "monster_distance", "potential",
-           "reward_terms"]
+__all__ = [
+    "DISTANCE_CAP",
+    "REWARD_RANGES",
+    "TERMS",
+    "RewardWeights",
+    "monster_distance",
+    "potential",
+    "reward_terms",
+]
 
 TERMS = ("survive", "treasure", "monster_distance", "buff", "flash", "flash_waste", "caught")
 DISTANCE_CAP = 30  # cells: a monster farther than this (or none) counts as this far in the distance potential
@@ -55,7 +62,7 @@ def monster_distance(game: Game, cap: int = DISTANCE_CAP) -> int:
     # search stops at ``cap`` and a monster farther than that (or with no path) reads UNREACHABLE
     row = game_map.distance_view(game_map.road_id(hx, hz))
     unreachable = game_map.row_unreachable
-    index, w, h = game_map._index_flat, game_map._w, game_map._h  # noqa: SLF001 - the map's flat lookup tables
+    index, w, h = game_map._index_flat, game_map._w, game_map._h
     path = UNREACHABLE
     for x, z in cells:
         if 0 <= x < w and 0 <= z < h:

@@ -35,7 +35,7 @@ from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
 from .rules import DIRECTIONS, SETTINGS, USR_CONF_KEYS, GorgeConfig, Rules
 
-__all__ = ["SPEC", "same_map", "open_map"]
+__all__ = ["SPEC", "open_map", "same_map"]
 
 
 def same_map(a: GorgeMap, b: GorgeMap) -> bool:

@@ -16,8 +16,17 @@ import numpy as np
 from .maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, UNREACHABLE, WORLD_SIZE, RealmMap
 from .rules import EpisodeConfig, Rules
 
-__all__ = ["Game", "StepEvents", "N_ACTIONS", "DIRECTIONS", "NULL_RELATIVE", "MapTables", "map_tables", "simulate_move",
-           "flash_landing"]
+__all__ = [
+    "DIRECTIONS",
+    "NULL_RELATIVE",
+    "N_ACTIONS",
+    "Game",
+    "MapTables",
+    "StepEvents",
+    "flash_landing",
+    "map_tables",
+    "simulate_move",
+]
 
 N_ACTIONS = 16
 _S = math.sqrt(0.5)
@@ -164,7 +173,7 @@ class Game:
         # (4, H + 2r, W + 2r) uint8 layers cropped into the local windows: obstacle, memory, treasure, end
         self.layers = np.zeros((4, self._h + 2 * r, self._w + 2 * r), dtype=np.uint8)
         self.layers[0] = self.tables.obstacle_padded
-        self._mem_step = int(round(self.rules.memory_increment * 255))
+        self._mem_step = round(self.rules.memory_increment * 255)
         self.config: EpisodeConfig | None = None
         self._started = False
 

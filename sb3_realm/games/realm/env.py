@@ -17,7 +17,7 @@ from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, progress_spacing, reward_terms
 from .rules import EpisodeConfig, Rules
 
-__all__ = ["RealmEnv", "BUILTIN_MAPS", "ENV_IDS", "env_spaces"]
+__all__ = ["BUILTIN_MAPS", "ENV_IDS", "RealmEnv", "env_spaces"]
 
 BUILTIN_MAPS = {"default": default_map, "small": small_map}
 # id -> kwargs. Realm-v0 is the competition game on the shipped default map (leaderboard usr_conf by default);
@@ -69,7 +69,7 @@ class RealmEnv(gym.Env):
         ``treasure_id``, ``talent_type``, ``max_step``); ``reset(options=usr_conf)`` overrides them for one episode.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012 - gymnasium.Env declares it so
 
     def __init__(
         self,

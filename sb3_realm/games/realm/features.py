@@ -38,18 +38,18 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "FEATURE_VERSION",
-    "SCALARS",
-    "N_RELATIVE",
-    "MAP_SHAPE",
     "BINARY_LAYERS",
-    "VECTOR_SIZE",
+    "FEATURE_VERSION",
+    "MAP_SHAPE",
     "N_ACTIONS",
-    "encode",
-    "arrays_from_competition",
-    "observation_to_model_input",
-    "episode_start",
+    "N_RELATIVE",
+    "SCALARS",
+    "VECTOR_SIZE",
     "action_mask",
+    "arrays_from_competition",
+    "encode",
+    "episode_start",
+    "observation_to_model_input",
 ]
 
 # "1": the buff's row kept its position after a pickup; "2": null while the buff is taken, as on the platform

@@ -22,21 +22,21 @@ import numpy as np
 from ...atomic import not_a_file
 
 __all__ = [
-    "same_map",
+    "BUFF_ID",
     "CELL_WIDTH",
     "GRID_ORIGIN_X",
     "GRID_ORIGIN_Z",
-    "WORLD_SIZE",
     "N_POSITIONS",
-    "BUFF_ID",
     "UNREACHABLE",
+    "WORLD_SIZE",
     "MapError",
     "RealmMap",
-    "load_map",
-    "default_map",
-    "small_map",
-    "map_from_dict",
     "bfs_distances",
+    "default_map",
+    "load_map",
+    "map_from_dict",
+    "same_map",
+    "small_map",
 ]
 
 CELL_WIDTH = 500  # world units per grid cell

@@ -25,21 +25,21 @@ from .protocol import RepeatedScalars, ScoreInfo
 from .rules import LEADERBOARD_CONF, USR_CONF_KEYS, EpisodeConfig, Rules
 
 __all__ = [
-    "Position",
-    "RelativePosition",
-    "RealmFeature",
-    "Observation",
-    "Talent",
-    "Hero",
-    "Organ",
+    "CompetitionEnv",
+    "EnvInfo",
     "FrameState",
     "GameInfo",
-    "EnvInfo",
+    "Hero",
+    "Observation",
+    "Organ",
+    "Position",
+    "RealmFeature",
+    "RelativePosition",
     "RepeatedScalars",
     "ScoreInfo",
+    "Talent",
     "competition_observation",
     "score_info",
-    "CompetitionEnv",
 ]
 
 

@@ -19,9 +19,23 @@ import numpy as np
 
 from .rules import LEADERBOARD_CONF, EpisodeConfig
 
-__all__ = ["PROTOCOLS", "SLOTS", "protocol_configs", "describe_protocol", "check_eval_configs", "random_starts",
-           "result_details", "summarize", "report_lines", "worst_table", "episode_metrics", "SUCCESS_METRICS",
-           "held_out_configs", "evaluate_args", "won"]
+__all__ = [
+    "PROTOCOLS",
+    "SLOTS",
+    "SUCCESS_METRICS",
+    "check_eval_configs",
+    "describe_protocol",
+    "episode_metrics",
+    "evaluate_args",
+    "held_out_configs",
+    "protocol_configs",
+    "random_starts",
+    "report_lines",
+    "result_details",
+    "summarize",
+    "won",
+    "worst_table",
+]
 
 PROTOCOLS = ("leaderboard", "exhaustive", "fixed", "custom")
 SLOTS = tuple(range(3, 16))  # treasure slots of the leaderboard (start 2, end 1)

@@ -14,7 +14,7 @@ from ...atomic import atomic_write
 from .core import Game
 from .maps import CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z
 
-__all__ = ["render_frame", "record_step", "plot_route", "COLORS"]
+__all__ = ["COLORS", "plot_route", "record_step", "render_frame"]
 
 COLORS = {
     "wall": (40, 40, 48),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..spec import TermWeights
 from .core import Game, StepEvents
 
-__all__ = ["RewardWeights", "TERMS", "REWARD_RANGES", "potential", "progress_spacing", "reward_terms"]
+__all__ = ["REWARD_RANGES", "TERMS", "RewardWeights", "potential", "progress_spacing", "reward_terms"]
 
 TERMS = ("treasure", "end", "step", "bump", "flash", "flash_fail", "buff", "progress", "revisit",
          "missed_treasure", "timeout")

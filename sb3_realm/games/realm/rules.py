@@ -6,13 +6,14 @@ tagged [A] are our assumptions where the sources are silent; change them to matc
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-__all__ = ["Rules", "EpisodeConfig", "USR_CONF_KEYS", "LEADERBOARD_CONF"]
+__all__ = ["LEADERBOARD_CONF", "USR_CONF_KEYS", "EpisodeConfig", "Rules"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Rules:
             raise ValueError(f"Rules.unready_flash must be 'move' or 'error', got {self.unready_flash!r}")
         for name in ("l2_bucket_edges", "path_bucket_edges"):
             edges = tuple(getattr(self, name))
-            if len(edges) != 4 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            if len(edges) != 4 or any(b <= a for a, b in itertools.pairwise(edges)):
                 raise ValueError(f"Rules.{name} must be 4 increasing thresholds (buckets 1..5), got {edges!r}")
             object.__setattr__(self, name, edges)
 

@@ -55,8 +55,17 @@ _SPEC = importlib.util.spec_from_file_location("_sb3_realm_stand_in",
 _STAND_IN = importlib.util.module_from_spec(_SPEC)  # what every layout's stand-in shares (submission/stand_in.py)
 _SPEC.loader.exec_module(_STAND_IN)
 
-__all__ = ["Clock", "Log", "PlatformError", "Upload", "TrainingTask", "load_saved_model", "evaluate",
-           "imported_package", "AGENT_METHODS"]
+__all__ = [
+    "AGENT_METHODS",
+    "Clock",
+    "Log",
+    "PlatformError",
+    "TrainingTask",
+    "Upload",
+    "evaluate",
+    "imported_package",
+    "load_saved_model",
+]
 
 AGENT_METHODS = ("reset", "observation_process", "predict", "exploit", "action_process", "learn", "save_model",
                  "load_model")
@@ -385,7 +394,7 @@ class TrainingTask:
                 pass
             except PlatformError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the platform logs whatever the workflow raises
+            except Exception as exc:
                 report["crashed"] = f"{type(exc).__name__}: {exc}"
                 self.log.exception(f"the workflow raised {type(exc).__name__}: {exc}")
         report.update({"episodes": self.env.ended if hasattr(self, "env") else 0, "saves": self.saves,

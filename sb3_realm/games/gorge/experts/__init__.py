@@ -5,4 +5,4 @@ observation shows (numpy + standard library only)."""
 from .planner import PlannerPolicy
 from .scripted import RADIUS, LocalTables, ScriptedPolicy, TrueTerrain, local_tables
 
-__all__ = ["ScriptedPolicy", "PlannerPolicy", "TrueTerrain", "LocalTables", "local_tables", "RADIUS"]
+__all__ = ["RADIUS", "LocalTables", "PlannerPolicy", "ScriptedPolicy", "TrueTerrain", "local_tables"]

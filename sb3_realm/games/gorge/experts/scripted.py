@@ -27,7 +27,7 @@ from ..memory import FAR, Memory, Tracked
 from ..planner import HERO_LEVELS, NEAR, RADIUS, Planner
 from ..rules import DIRECTIONS
 
-__all__ = ["ScriptedPolicy", "LocalTables", "local_tables", "TrueTerrain", "RADIUS"]
+__all__ = ["RADIUS", "LocalTables", "ScriptedPolicy", "TrueTerrain", "local_tables"]
 
 Cell = tuple[int, int]
 

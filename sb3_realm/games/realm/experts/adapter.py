@@ -8,7 +8,7 @@ from ..env import RealmEnv
 from .expert import OraclePolicy
 from .refine import RefinedOraclePolicy
 
-__all__ = ["OracleAdapter", "configure_expert", "start_searches", "new_searches"]
+__all__ = ["OracleAdapter", "configure_expert", "new_searches", "start_searches"]
 
 
 class OracleAdapter:

@@ -32,7 +32,7 @@ from ..rules import EpisodeConfig, Rules
 from .paths import INF, PathTables, cell_links, dijkstra, field_at, open_cells, path_tables
 from .tour import Plan, buff_steps, plan_from_state
 
-__all__ = ["OraclePolicy", "oracle_action", "TIE_BREAKS"]
+__all__ = ["TIE_BREAKS", "OraclePolicy", "oracle_action"]
 
 #: the values of ``OraclePolicy.tie_break``
 TIE_BREAKS = ("index", "heading")

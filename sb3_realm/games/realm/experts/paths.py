@@ -35,8 +35,18 @@ from ..core import DIRECTIONS
 from ..maps import BUFF_ID, CELL_WIDTH, GRID_ORIGIN_X, GRID_ORIGIN_Z, RealmMap
 from ..rules import Rules
 
-__all__ = ["PathTables", "path_tables", "dijkstra", "point_links", "field_value", "cell_links", "field_at",
-           "open_cells", "octile", "INF"]
+__all__ = [
+    "INF",
+    "PathTables",
+    "cell_links",
+    "dijkstra",
+    "field_at",
+    "field_value",
+    "octile",
+    "open_cells",
+    "path_tables",
+    "point_links",
+]
 
 INF = math.inf
 _R2M1 = math.sqrt(2.0) - 1.0

@@ -48,7 +48,7 @@ from .expert import OraclePolicy, _State
 from .paths import INF
 from .tour import buff_steps
 
-__all__ = ["RefinedOraclePolicy", "Refined", "SearchKey", "refine", "REFINE_SETTINGS", "check_setting"]
+__all__ = ["REFINE_SETTINGS", "Refined", "RefinedOraclePolicy", "SearchKey", "check_setting", "refine"]
 
 #: what :meth:`RefinedOraclePolicy.configure` may change, each with its type and the range it must be in
 REFINE_SETTINGS = {

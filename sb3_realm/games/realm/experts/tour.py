@@ -37,8 +37,19 @@ from ..maps import BUFF_ID, RealmMap
 from ..rules import Rules
 from .paths import INF, PathTables, path_tables
 
-__all__ = ["FlashPlan", "Plan", "plan_tour", "plan_from_state", "tour_table", "tour_trace", "held_karp", "buff_steps",
-           "predict_steps", "MAX_TREASURES", "LEG_ROUNDING"]
+__all__ = [
+    "LEG_ROUNDING",
+    "MAX_TREASURES",
+    "FlashPlan",
+    "Plan",
+    "buff_steps",
+    "held_karp",
+    "plan_from_state",
+    "plan_tour",
+    "predict_steps",
+    "tour_table",
+    "tour_trace",
+]
 
 MAX_TREASURES = 13
 LEG_ROUNDING = 0.5  # expected steps lost per leg to whole-step pickups (see predict_steps)
@@ -82,7 +93,7 @@ class Plan:
         """``order`` with the buff (id 0) inserted where it is picked up."""
         if self.buff_before is None:
             return self.order
-        return self.order[:self.buff_before] + (BUFF_ID,) + self.order[self.buff_before:]
+        return (*self.order[:self.buff_before], BUFF_ID, *self.order[self.buff_before:])
 
 
 # ------------------------------------------------------------------------------------------------ planning
@@ -288,7 +299,7 @@ def predict_steps(cost: float, legs: int) -> int:
     """Whole steps predicted for a tour of model cost ``cost`` (steps) and ``legs`` pickups: the model's continuous
     length plus ``LEG_ROUNDING`` per leg (a pickup only happens at the end of a whole step), rounded up; -1 when the
     tour is impossible."""
-    return int(math.ceil(cost + LEG_ROUNDING * legs - 1e-9)) if math.isfinite(cost) else -1
+    return math.ceil(cost + LEG_ROUNDING * legs - 1e-9) if math.isfinite(cost) else -1
 
 
 def plan_from_state(tables: PathTables, x: float, z: float, treasures, *, use_flash: bool, use_buff: bool,

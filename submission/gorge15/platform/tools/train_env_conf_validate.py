@@ -3,7 +3,7 @@
 import tomllib
 from pathlib import Path
 
-__all__ = ["read_usr_conf", "RANGES"]
+__all__ = ["RANGES", "read_usr_conf"]
 
 # the platform's ranges (its docs): key -> (low, high, extra allowed values)
 RANGES = {"treasure_count": (0, 10, ()), "buff_count": (0, 2, ()), "buff_cooldown": (1, 500, ()),

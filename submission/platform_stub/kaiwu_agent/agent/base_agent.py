@@ -9,8 +9,14 @@ pool; on the learner, ``learn`` receives flat sample arrays to turn back into Sa
 
 import functools
 
-__all__ = ["BaseAgent", "predict_wrapper", "exploit_wrapper", "learn_wrapper", "save_model_wrapper",
-           "load_model_wrapper"]
+__all__ = [
+    "BaseAgent",
+    "exploit_wrapper",
+    "learn_wrapper",
+    "load_model_wrapper",
+    "predict_wrapper",
+    "save_model_wrapper",
+]
 
 
 class BaseAgent:

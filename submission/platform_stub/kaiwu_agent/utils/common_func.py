@@ -4,7 +4,7 @@
 
 from kaiwu_agent.agent.protocol import protocol
 
-__all__ = ["create_cls", "attached", "Frame"]
+__all__ = ["Frame", "attached", "create_cls"]
 
 
 def create_cls(cls_name, **fields):

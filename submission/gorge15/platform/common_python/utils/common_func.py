@@ -1,7 +1,7 @@
 """Stand-in for ``common_python.utils.common_func``: ``create_cls`` (a record class from field names and defaults;
 for the learner's samples the integer values declare each field's length), ``attached`` and ``Frame``."""
 
-__all__ = ["create_cls", "attached", "Frame"]
+__all__ = ["Frame", "attached", "create_cls"]
 
 
 def create_cls(cls_name, **fields):
