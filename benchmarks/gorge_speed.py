@@ -99,7 +99,7 @@ def full_table(game_map: GorgeMap) -> dict:
     n = fresh.road_count
     start = time.perf_counter()
     for first in range(0, n, 512):
-        fresh._bfs_rows(list(range(first, min(n, first + 512))))
+        fresh._bfs_rows(list(range(first, min(n, first + 512))))  # the batched builder
     seconds = time.perf_counter() - start
     return {"road_cells": n, "bytes": fresh.row_cache_info()["full_table_bytes"], "build_s": round(seconds, 2)}
 

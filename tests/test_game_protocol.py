@@ -90,7 +90,7 @@ def _oracle_client(game_map, usr_conf, seed, **env_kwargs) -> tuple[Client, dict
     config = EpisodeConfig.from_usr_conf(usr_conf["diy"])
 
     def choose(obs):
-        if env.game.step_no == 0 and oracle._config is None:
+        if env.game.step_no == 0 and oracle._config is None:  # first call of the episode
             oracle.reset(config)
         return oracle.act(obs, env.env_info)  # the package's own oracle interface: (obs, env_info)
 

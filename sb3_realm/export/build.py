@@ -124,7 +124,7 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None,
         model = load_model(path, algo_cls=algorithm(algo).cls, device="cpu", trust_pickle=trust_pickle)
     except UntrustedCheckpointError as exc:
         raise ExportError(str(exc)) from None
-    except Exception as exc:
+    except Exception as exc:  # any failure to load means a corrupt or foreign file
         raise ExportError(f"cannot load {str(path)!r} as a {algo} checkpoint ({type(exc).__name__}: {exc}); is "
                           "the file complete and saved by this version of sb3-realm / SB3?") from exc
     policy = model.policy

@@ -253,7 +253,7 @@ def make_storage(url: str, heartbeat_interval: int = 30, grace_period: int | Non
                     return RDBStorage(_with_driver(url), engine_kwargs=engine_kwargs,
                                       heartbeat_interval=heartbeat_interval, grace_period=grace_period,
                                       **callback_kwargs)
-                except Exception as exc:
+                except Exception as exc:  # another script made the tables at the same moment: join
                     if type(exc).__name__ != "IntegrityError" or attempt == 2:
                         raise
                     time.sleep(0.2)

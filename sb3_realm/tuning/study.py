@@ -229,7 +229,7 @@ def open_study(config: StudyConfig, worker: int = 0, enqueue: bool = True) -> op
             study = optuna.create_study(study_name=config.name, storage=storage, sampler=sampler, pruner=pruner,
                                         direction="maximize", load_if_exists=True)
             break
-        except Exception as exc:
+        except Exception as exc:  # two scripts created it at once: this one joins it
             if attempt == 2 or not _created_meanwhile(exc):
                 raise
             time.sleep(0.2)

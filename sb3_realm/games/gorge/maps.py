@@ -268,7 +268,7 @@ class _RowCache:
         self.hits = self.misses = 0
         self._graph = None
 
-    def graph(self):
+    def graph(self):  # a scipy sparse matrix, typed loosely to keep scipy out of the module's imports
         """The road graph as a scipy CSR adjacency matrix (built once)."""
         if self._graph is None:
             from scipy.sparse import csr_matrix

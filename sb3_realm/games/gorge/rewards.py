@@ -62,7 +62,7 @@ def monster_distance(game: Game, cap: int = DISTANCE_CAP) -> int:
     # search stops at ``cap`` and a monster farther than that (or with no path) reads UNREACHABLE
     row = game_map.distance_view(game_map.road_id(hx, hz))
     unreachable = game_map.row_unreachable
-    index, w, h = game_map._index_flat, game_map._w, game_map._h
+    index, w, h = game_map._index_flat, game_map._w, game_map._h  # the map's flat lookup tables
     path = UNREACHABLE
     for x, z in cells:
         if 0 <= x < w and 0 <= z < h:

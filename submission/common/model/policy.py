@@ -65,7 +65,7 @@ class Acting:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)  # nn.LSTM's shape checks: batch 1 only
                 return torch.jit.trace(trunk, example, check_trace=False)
-        except Exception:
+        except Exception:  # any tracing failure: run eagerly
             return trunk
 
 

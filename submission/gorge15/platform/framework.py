@@ -394,7 +394,7 @@ class TrainingTask:
                 pass
             except PlatformError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # the platform logs whatever the workflow raises
                 report["crashed"] = f"{type(exc).__name__}: {exc}"
                 self.log.exception(f"the workflow raised {type(exc).__name__}: {exc}")
         report.update({"episodes": self.env.ended if hasattr(self, "env") else 0, "saves": self.saves,

@@ -60,7 +60,7 @@ def sample_process(list_frames):
 
 
 @attached
-def SampleData2NumpyData(g_data):
+def SampleData2NumpyData(g_data):  # the platform's name
     """SampleData -> one flat float32 array of SAMPLE_SIZE values."""
     return np.concatenate([
         np.asarray(g_data.maps, dtype=np.float32).ravel(), np.asarray(g_data.vector, dtype=np.float32),
@@ -69,7 +69,7 @@ def SampleData2NumpyData(g_data):
 
 
 @attached
-def NumpyData2SampleData(s_data):
+def NumpyData2SampleData(s_data):  # the platform's name
     """The inverse of :func:`SampleData2NumpyData` (a flat array, or one of shape (1, SAMPLE_SIZE), as the platform's
     replay buffer may hand it over)."""
     s_data = np.asarray(s_data, dtype=np.float32)
