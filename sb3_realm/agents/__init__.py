@@ -9,15 +9,15 @@ from .sb3 import ModelPolicy, SB3Policy
 from .submission import SubmissionPolicy, SubmissionProcess
 
 __all__ = [
-           "ModelPolicy",
-           "Policy",
-           "PolicySpec",
-           "RandomPolicy",
-           "SB3Policy",
-           "SubmissionPolicy",
-           "SubmissionProcess",
-           "UntrustedCheckpointError",
-           "load_model",
-           "load_policy",
-           "play_episode",
+    "ModelPolicy",
+    "Policy",
+    "PolicySpec",
+    "RandomPolicy",
+    "SB3Policy",
+    "SubmissionPolicy",
+    "SubmissionProcess",
+    "UntrustedCheckpointError",
+    "load_model",
+    "load_policy",
+    "play_episode",
 ]

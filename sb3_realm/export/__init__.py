@@ -7,13 +7,13 @@ from .build import WORKFLOWS, ExportedPolicy, ExportError, build_submission, che
 from .check import run_platform_task, same_weights
 
 __all__ = [
-           "WORKFLOWS",
-           "ExportError",
-           "ExportedPolicy",
-           "build_submission",
-           "check_submission",
-           "next_steps",
-           "read_model",
-           "run_platform_task",
-           "same_weights",
+    "WORKFLOWS",
+    "ExportError",
+    "ExportedPolicy",
+    "build_submission",
+    "check_submission",
+    "next_steps",
+    "read_model",
+    "run_platform_task",
+    "same_weights",
 ]

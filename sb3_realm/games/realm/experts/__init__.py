@@ -10,14 +10,14 @@ from .expert import TIE_BREAKS, OraclePolicy, oracle_action
 from .tour import LEG_ROUNDING, FlashPlan, Plan, buff_steps, held_karp, plan_tour, predict_steps
 
 __all__ = [
-           "LEG_ROUNDING",
-           "TIE_BREAKS",
-           "FlashPlan",
-           "OraclePolicy",
-           "Plan",
-           "buff_steps",
-           "held_karp",
-           "oracle_action",
-           "plan_tour",
-           "predict_steps",
+    "LEG_ROUNDING",
+    "TIE_BREAKS",
+    "FlashPlan",
+    "OraclePolicy",
+    "Plan",
+    "buff_steps",
+    "held_karp",
+    "oracle_action",
+    "plan_tour",
+    "predict_steps",
 ]
