@@ -301,15 +301,29 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
     import signal
     import time
 
+    def as_from_a_terminal():
+        # a command typed in a terminal starts with Ctrl-C at its default and unblocked; the test worker's own
+        # signal state (which earlier tests in the same worker may have changed) must not reach the command
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     run = tmp_path / "run"
     proc = subprocess.Popen([*CLI, "train", "--config", TINY, "--set", "env.map_name=small", "--set", "eval_freq=0",
                              "--out", str(run), "--total-steps", "200000", "--no-progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 120
     while not (run / "config.yaml").exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
+    status = Path(f"/proc/{proc.pid}/status")
+    masks = [line for line in status.read_text().splitlines() if line.startswith(("SigBlk", "SigIgn"))] if (
+        status.exists()) else []
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"SIGINT did not end the command in 120 s (its signal state: {masks}); stderr: {err[-1500:]}")
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
     assert len(err.strip().splitlines()) == 1
