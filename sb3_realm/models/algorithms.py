@@ -155,15 +155,18 @@ def _spaces(data: dict) -> tuple[str, str]:
 def detect_algorithm(path: str | Path, data: dict | None = None) -> str:
     """``"ppo"``, ``"maskable_ppo"`` or ``"recurrent_ppo"`` from an SB3 checkpoint's JSON (nothing unpickled); a
     ``ValueError`` naming what was found and what is expected for a checkpoint of another algorithm (A2C, DQN, ...)
-    or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, 16 actions out). ``data``: the checkpoint's
-    JSON when the caller has read it already."""
+    or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, the actions of a registered game out).
+    ``data``: the checkpoint's JSON when the caller has read it already."""
+    from .. import games  # lazy: the games' registry, asked for the action counts of the games registered now
+
     data = read_sb3_data(Path(path)) if data is None else data
     name = _policy_name(data)
     observation, action = _spaces(data)
-    if "'maps'" not in observation or "'vector'" not in observation or action != "Discrete(16)":
+    allowed = list(dict.fromkeys(f"Discrete({spec.submission.features.N_ACTIONS})" for spec in games.GAMES.values()))
+    if "'maps'" not in observation or "'vector'" not in observation or action not in allowed:
         raise ValueError(f"{str(path)!r} is not a model of this game: its observation space is {observation} and its "
                          f"action space {action}, where sb3_realm's env has a Dict of 'maps' and 'vector' and "
-                         "Discrete(16); train one with sb3-realm train or sb3-realm imitate")
+                         f"{' or '.join(allowed)}; train one with sb3-realm train or sb3-realm imitate")
     policy = str(data.get("policy_class", {}).get(":type:", "")) + str(data.get("policy_class", {}))
     ppo_family = "clip_range" in data  # PPO and its sb3-contrib variants; A2C shares ActorCriticPolicy
     if ppo_family and "Maskable" in policy:

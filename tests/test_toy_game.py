@@ -1,0 +1,183 @@
+"""A third game costs one folder: the toy grid of ``tests/toy_game/`` (a 5 x 5 grid, two treasures, an exit, a BFS
+expert) is registered from the tests alone and trained, evaluated, imitated and tuned through the package's shared
+layers, which reach it only through its GameSpec.
+
+Everything runs in this process (``workers=1``): a spawned worker imports ``sb3_realm`` afresh and would not know a
+game registered here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+import yaml
+from toy_game import TOY_SPEC
+from toy_game.game import ToyEnv
+from toy_game.spec import FIXED_STARTS
+
+from sb3_realm import cli, games
+from sb3_realm.evaluation import evaluate, format_report
+from sb3_realm.imitation import imitate
+from sb3_realm.imitation.config import ImitateConfig
+from sb3_realm.models.algorithms import algorithm_class
+from sb3_realm.training.config import config_from_dict
+from sb3_realm.tuning import StudyConfig, run_study
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MAX_STEP = 30
+#: the toy's scores of the BFS expert from the fixed starts (0, 0), (4, 2), (2, 2) and (3, 4): two treasures, the
+#: exit, and a point per step left of 30 after 12, 14, 12 and 15 steps
+BFS_SCORES = [268.0, 266.0, 268.0, 265.0]
+
+
+def _config(out: Path, **changes) -> dict:
+    """A tiny MaskablePPO run of the toy game as plain data, as a YAML config would give it."""
+    config = {
+        "game": "toy", "total_timesteps": 256, "seed": 0, "out": str(out), "torch_threads": 1,
+        "checkpoint_freq": 128, "keep_checkpoints": 1, "eval_freq": 128, "eval_games": len(FIXED_STARTS),
+        "eval_route_every": 2, "progress_bar": False,
+        "env": {"usr_conf": {"max_step": MAX_STEP}, "n_envs": 2},
+        "algo": {"name": "maskable_ppo", "hyperparams": {"n_steps": 64, "batch_size": 64, "n_epochs": 2},
+                 # the package's CNN sized for 5 x 5 maps: one 3 x 3 conv, stride 1
+                 "extractor": "realm",
+                 "extractor_kwargs": {"features_dim": 32, "cnn_channels": [8], "kernel_sizes": 3, "strides": 1,
+                                      "mlp_hidden": 16},
+                 "net_arch": {"pi": [32], "vf": [32]}},
+    }
+    config.update(changes)
+    return config
+
+
+@pytest.fixture(scope="module")
+def toy():
+    games.register(TOY_SPEC)
+    yield TOY_SPEC
+    games.unregister(TOY_SPEC.name)
+
+
+@pytest.fixture(scope="module")
+def trained(toy, tmp_path_factory) -> Path:
+    """The run folder of a tiny training run of the toy game with held-out evaluations, from a YAML config, run by
+    ``sb3-realm train`` in this process."""
+    folder = tmp_path_factory.mktemp("toy")
+    recipe = folder / "toy.yaml"
+    recipe.write_text(yaml.safe_dump(_config(folder / "run")), encoding="utf-8")
+    assert cli.main(["train", "--config", str(recipe), "--no-progress"]) == 0
+    return folder / "run"
+
+
+def _score(game) -> float:
+    """A game's score by the toy's rules (100 a treasure; at the exit 50 and a point per step left), from what the
+    report says of it."""
+    return 100.0 * game.treasures + (50.0 + MAX_STEP - game.steps if game.reached_end else 0.0)
+
+
+def test_train_writes_the_model_and_the_held_out_figures_of_the_toy(trained):
+    for name in ("final_model.zip", "best_model.zip", "config.yaml", "eval.json"):
+        assert (trained / name).is_file(), name
+    recorded = yaml.safe_load((trained / "config.yaml").read_text(encoding="utf-8"))
+    assert recorded["game"] == "toy" and recorded["feature_version"] == "1"
+    history = json.loads((trained / "eval.json").read_text(encoding="utf-8"))
+    assert [e["timesteps"] for e in history] == [128, 256]
+    for entry in history:
+        assert entry["protocol"] == "fixed" and entry["games"] == len(FIXED_STARTS)
+        # the toy's own figures: its success (the exit reached) under the names its spec gives them
+        assert 0 <= entry["reached_exit"] <= entry["games"]
+        assert entry["exit_share"] == entry["reached_exit"] / entry["games"]
+        assert entry["mean_score"] <= max(BFS_SCORES)
+    assert history[-1]["best_score"] == max(e["mean_score"] for e in history)
+
+
+def test_evaluate_scores_the_model_and_the_yardstick_by_the_toys_rules(trained):
+    report = evaluate(str(trained / "final_model.zip"), workers=1)  # the game and protocol the model records
+    assert report.game == "toy" and report.protocol == "fixed" and len(report.games) == len(FIXED_STARTS)
+    for game in report.games:
+        assert game.score == _score(game)
+        assert game.details == {"reached_exit": game.reached_end}
+    # the yardstick (the BFS expert) played each game beside the model
+    assert [g.yardstick_score for g in report.games] == BFS_SCORES
+    summary = report.summary()
+    assert summary["exit_share"] == np.mean([g.reached_end for g in report.games])
+    assert summary["yardstick_mean_score"] == np.mean(BFS_SCORES)
+    assert summary["mean_gap_to_yardstick"] == pytest.approx(np.mean(BFS_SCORES) - summary["mean_score"])
+
+    expert = evaluate("bfs", game="toy", workers=1)
+    assert [g.score for g in expert.games] == BFS_SCORES
+    assert [g.steps for g in expert.games] == [12, 14, 12, 15]
+    assert all(g.won and g.treasures == 2 for g in expert.games)
+    summary = expert.summary()
+    assert summary["exit_share"] == 1.0 and summary["reached_exit"] == 4 and summary["mean_gap_to_yardstick"] == 0
+    text = format_report(expert)
+    assert "reached the exit 4/4 (100%)" in text and "bfs mean 266.75" in text
+
+
+def test_the_eval_command_plays_the_toys_protocol(toy, tmp_path, capsys):
+    path = tmp_path / "bfs.json"
+    assert cli.main(["eval", "bfs", "--game", "toy", "--games", "2", "--json", str(path)]) == 0  # its first protocol
+    assert "reached the exit 2/2 (100%)" in capsys.readouterr().out
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert [g["score"] for g in report["games"]] == BFS_SCORES[:2]
+    assert report["summary"]["exit_share"] == 1.0 and report["summary"]["protocol"] == "fixed"
+
+
+def _fixed_games_agree(model) -> tuple[int, int]:
+    """``(states where the model's deterministic action is the expert's, states)`` over the fixed games, the expert
+    playing each game."""
+    env = ToyEnv()
+    expert = TOY_SPEC.experts["bfs"](env)
+    agree = total = 0
+    for start in FIXED_STARTS:
+        obs, _ = env.reset(seed=0, options={"start": start, "max_step": MAX_STEP})
+        done = False
+        while not done:
+            label = expert.act(env, obs)
+            action, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
+            agree, total = agree + int(int(action) == label), total + 1
+            obs, _, terminated, truncated, _ = env.step(label)
+            done = terminated or truncated
+    return agree, total
+
+
+def test_imitate_clones_the_bfs_expert(toy, tmp_path):
+    data = _config(tmp_path / "imitate")
+    data["imitation"] = {"expert": "bfs", "expert_games": 16, "rounds": 1, "dagger_games": 4, "epochs": 40,
+                         "dagger_epochs": 10, "batch_size": 32, "learning_rate": 0.003,
+                         "dagger_learning_rate": 0.001, "workers": 1}
+    config = config_from_dict(data, cls=ImitateConfig)
+    model, run_dir = imitate(config)
+    assert isinstance(model, algorithm_class("maskable_ppo"))
+    agree, total = _fixed_games_agree(model)
+    assert agree == total, f"the clone plays the expert's move in {agree} of {total} states"
+    # so it plays the expert's games: the same score on every fixed game
+    report = evaluate(str(run_dir / "final_model.zip"), workers=1)
+    assert [g.score for g in report.games] == BFS_SCORES
+    run = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    assert [r["round"] for r in run["history"]] == [0, 1]
+    # the held-out games are the fixed protocol's, the BFS expert (the yardstick) played beside
+    assert run["yardstick_mean_score"] == np.mean(BFS_SCORES)
+    kept = run["history"][run["best_round"]]
+    assert kept["eval_games"] == len(FIXED_STARTS) and kept["eval_wins"] == kept["eval_reached_end"] == 4
+    assert kept["eval_mean_score"] == run["best_mean_score"] == np.mean(BFS_SCORES)
+
+
+def test_a_tuning_trial_records_the_toys_success_rate_and_score(toy, tmp_path):
+    base = config_from_dict(_config(tmp_path / "base", eval_freq=0))
+    study = StudyConfig(kind="rewards", base=base, name="toy", storage=f"sqlite:///{tmp_path / 'study.db'}",
+                        out=str(tmp_path / "study"), n_trials=1, pruner="none", sampler_seed=0)
+    summary = run_study(study, workers=1, progress=False)
+    assert summary["trials"]["complete"] == 1, summary
+    trial = optuna.load_study(study_name="toy", storage=study.storage).trials[0]
+    # trial 0 is the base config's own reward weights
+    assert trial.params == TOY_SPEC.env.reward_weights().to_dict()
+    history = json.loads((Path(trial.user_attrs["run_dir"]) / "eval.json").read_text(encoding="utf-8"))
+    final = history[-1]
+    assert final["timesteps"] == base.total_timesteps and final["games"] == len(FIXED_STARTS)
+    assert trial.value == final["mean_score"]
+    assert trial.user_attrs["win_rate"] == final["exit_share"]
+    assert trial.user_attrs["mean_treasures"] == final["mean_treasures"]
+    assert summary["best"]["value"] == trial.value
