@@ -45,6 +45,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 from sb3_realm import games as _games
 from sb3_realm.agents import SB3Policy
 from sb3_realm.evaluation import evaluate, evaluate_batched, protocol_configs, write_json_atomic
+from sb3_realm.evaluation.reports import with_yardstick_keys
 from sb3_realm.games.gorge.protocols import HIDDEN_STAND_INS
 from sb3_realm.imitation import imitate
 from sb3_realm.imitation.config import load_imitate_config
@@ -99,7 +100,7 @@ def evaluate_model(path: Path, maps: list[str], games: int, maps_dir: str | None
 def evaluate_yardstick(maps: list[str], games: int, maps_dir: str | None, settings: str = "default") -> dict:
     """The yardstick's figures on the same games."""
     report = evaluate("scripted", "maps", maps=maps, games=games, seed=TEST_SEED, game="gorge", workers=2,
-                      oracle_gap=False, env_kwargs={"maps_dir": maps_dir} if maps_dir else None, settings=settings)
+                      yardstick=False, env_kwargs={"maps_dir": maps_dir} if maps_dir else None, settings=settings)
     return _figures(report.summary())
 
 
@@ -197,11 +198,11 @@ def run_imitation(args, out: Path, maps: list[str], yardstick: dict) -> tuple[fl
     else:
         config = load_imitate_config(out / "config.yaml")
     refuse_test_maps(config, maps, "the imitation config")
-    report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    report = with_yardstick_keys(json.loads((out / "eval.json").read_text(encoding="utf-8")))  # also an older run's
     took = float(report["history"][-1]["wall_s"])  # the run's own time, resumes included
     point = {"phase": "imitation", "steps": int(report["history"][-1]["states"]), "wall_s": round(took, 1),
              "steps_per_s": None, "rounds": len(report["history"]) - 1, "best_round": report["best_round"],
-             "expert_validation_score": report["oracle_mean_score"],
+             "expert_validation_score": report["yardstick_mean_score"],
              "validation_score": report["best_mean_score"]}
     point.update(evaluate_point(out / "final_model.zip", maps, args.games, args.maps_dir, args.settings, yardstick))
     return took, point

@@ -33,6 +33,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.atomic import check_output_file, check_writable_folder
 from sb3_realm.evaluation import evaluate, write_json_atomic
+from sb3_realm.evaluation.reports import with_yardstick_keys
 from sb3_realm.imitation import imitate
 from sb3_realm.imitation.config import load_imitate_config, read_run_config
 from sb3_realm.training import train
@@ -50,10 +51,15 @@ def finetune_folder(out: str) -> Path:
     return Path(f"{Path(out)}-finetune")
 
 
+def read_eval(run_dir: Path) -> dict:
+    """An imitation run's ``eval.json``, also one written before the yardstick's keys were renamed."""
+    return with_yardstick_keys(json.loads((run_dir / "eval.json").read_text(encoding="utf-8")))
+
+
 def summary(report) -> dict:
     s = report.summary()
     keys = ("games", "wins", "reached_end", "mean_score", "min_score", "mean_steps", "games_with_missed_treasure",
-            "oracle_mean_score", "mean_gap_to_oracle", "max_gap_to_oracle")
+            "yardstick_mean_score", "mean_gap_to_yardstick", "max_gap_to_yardstick")
     return {k: s[k] for k in keys if k in s}
 
 
@@ -93,7 +99,7 @@ def main() -> None:
     if args.run is not None:
         run_dir = Path(args.run)
         config = read_run_config(run_dir)
-        report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+        report = read_eval(run_dir)
         run_s, rss_run = report["history"][-1]["wall_s"], None  # measured by the run itself; RSS not seen here
     else:
         overrides = [*args.overrides, f"out={json.dumps(args.out)}"]
@@ -105,13 +111,13 @@ def main() -> None:
         _, run_dir = imitate(config)
         run_s = time.perf_counter() - t0
         rss_run = peak_rss_mib()
-        report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+        report = read_eval(run_dir)
     model = str(run_dir / "final_model.zip")
     env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
     common = {"map_path": config.env.map_path, "workers": args.workers, "env_kwargs": env_kwargs}
 
     t1 = time.perf_counter()
-    exhaustive = evaluate(model, "exhaustive", treasures=9, **common)  # oracle gap: the oracle plays each set too
+    exhaustive = evaluate(model, "exhaustive", treasures=9, **common)  # the yardstick (the oracle) plays each set too
     exhaustive_s = time.perf_counter() - t1
     result = {
         "benchmark": "imitation", "config": str(run_dir / "config.yaml") if args.run else args.config,
@@ -121,7 +127,7 @@ def main() -> None:
                                          "eval_reached_end", "eval_games", "games_cut", "screen_games",
                                          "screen_reached_end")}
                   for h in report["history"]],
-        "held_out_oracle_mean_score": report["oracle_mean_score"], "best_round": report["best_round"],
+        "held_out_yardstick_mean_score": report["yardstick_mean_score"], "best_round": report["best_round"],
         "exhaustive_9": summary(exhaustive), "exhaustive_s": round(exhaustive_s, 1),
     }
     if not args.skip_other_games:
@@ -192,8 +198,8 @@ def plot_curve(result: dict, path: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([c["wall_s"] / 60 for c in curve], [c["eval_mean_score"] for c in curve], "o-",
             label="SB3 model (deterministic), held-out games")
-    if result.get("held_out_oracle_mean_score") is not None:
-        ax.axhline(result["held_out_oracle_mean_score"], color="gray", ls="--", label="oracle, same games")
+    if result.get("held_out_yardstick_mean_score") is not None:
+        ax.axhline(result["held_out_yardstick_mean_score"], color="gray", ls="--", label="oracle, same games")
     fine = result.get("finetune")
     if fine and fine["curve"] and all(c.get("wall_s") is not None for c in fine["curve"]):
         start = result["imitate_wall_s"]
@@ -202,7 +208,7 @@ def plot_curve(result: dict, path: str) -> None:
     ax.set_xlabel("wall time (min), expert data + imitation, 2 cores")
     ax.set_ylabel("mean competition score")
     ax.set_title(f"imitation on {Path(str(result['map'])).name}: {ex['wins']}/715 sets won, mean "
-                 f"{ex['mean_score']:.2f} (oracle {ex.get('oracle_mean_score', np.nan):.2f})", fontsize=9)
+                 f"{ex['mean_score']:.2f} (oracle {ex.get('yardstick_mean_score', np.nan):.2f})", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from sb3_realm.games.realm.env import RealmEnv
 
 def _timed_eval(policy, games: int, map_path) -> tuple[float, int, list[float]]:
     t0 = time.perf_counter()
-    report = evaluate(policy, "leaderboard", games=games, map_path=map_path, oracle_gap=False, workers=1)
+    report = evaluate(policy, "leaderboard", games=games, map_path=map_path, yardstick=False, workers=1)
     seconds = time.perf_counter() - t0
     return seconds, sum(g.steps for g in report.games), [g.score for g in report.games]
 
@@ -70,7 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sb3-realm-bench-") as tmp:
         folder = Path(tmp) / "package"
         build_submission(args.model, folder)
-        evaluate(args.model, "leaderboard", games=1, map_path=args.map_path, oracle_gap=False)  # warm-up
+        evaluate(args.model, "leaderboard", games=1, map_path=args.map_path, yardstick=False)  # warm-up
         model_s, model_steps, model_scores = _timed_eval(args.model, args.games, args.map_path)
         package_s, package_steps, package_scores = _timed_eval(str(folder), args.games, args.map_path)
         stages = _stages(folder, args.map_path)

@@ -66,7 +66,7 @@ def _check_run(label: str, params: dict, base, seed: int, args, out: Path) -> di
     else:
         env_kwargs = {k: v for k, v in config.env.env_kwargs(usr_conf=False).items() if k != "map_path"}
         report = evaluate(str(final), "leaderboard", map_path=config.env.map_path, seed=args.check_eval_seed,
-                          treasures=args.treasures, games=args.check_games, max_step=args.max_step, oracle_gap=False,
+                          treasures=args.treasures, games=args.check_games, max_step=args.max_step, yardstick=False,
                           env_kwargs=env_kwargs)
         summary = report.summary()
         row = {"mean_score": summary["mean_score"], "win_rate": summary["win_rate"],

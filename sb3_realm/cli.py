@@ -19,7 +19,7 @@ from .agents.load import policy_game
 from .arguments import ArgumentParser, json_dict, map_file
 from .atomic import check_output_file
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
-from .evaluation.reports import check_outputs_apart, input_paths
+from .evaluation.reports import check_outputs_apart, input_paths, with_yardstick_keys
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
@@ -59,35 +59,45 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
     demo.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
 
+    # the per-game parts of the help texts, from the games registered when the parser is built
+    specs = list(games.GAMES.values())
+    experts = "; ".join(f"{_either([repr(name) for name in spec.experts])} for {spec.title}" for spec in specs
+                        if spec.experts)
+    yardsticks = ", ".join(f"{spec.title}'s {spec.evaluation.yardstick!r}" for spec in specs)
+    open_maps = "; ".join(f"{spec.title}: {spec.maps.competition_file}" for spec in specs
+                          if "maps_dir" in spec.env.options)  # the games that read maps from a folder
+    one_map = _either([spec.title for spec in specs if "maps_dir" not in spec.env.options])  # and the others
     ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
-    ev.add_argument("policy", help="an SB3 checkpoint (.zip), 'random', or an expert of the game: 'oracle', "
-                    "'oracle-refined' (its tour played step-exactly) for the Realm, 'scripted' for Gorge Chase")
-    ev.add_argument("--protocol", choices=PROTOCOLS, default=None,
-                    help="default: the game's first (the Realm: leaderboard; Gorge Chase: hidden, the stand-ins "
-                         "for its hidden maps)")
+    ev.add_argument("policy", help=f"an SB3 checkpoint (.zip), 'random', or an expert of the game ({experts})")
+    # the protocols of every game registered when the parser is built (PROTOCOLS: those registered at import)
+    protocols = list(dict.fromkeys([*PROTOCOLS, *(p for spec in games.GAMES.values()
+                                                  for p in spec.evaluation.protocols)]))
+    ev.add_argument("--protocol", choices=protocols, default=None,
+                    help=f"default: the game's first ({'; '.join(_first_protocol(spec) for spec in specs)})")
     ev.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
     ev.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
-    ev.add_argument("--games", type=int, default=None, help="games of the Realm's leaderboard protocol (default 30); "
-                    "Gorge Chase: games per map (default 20)")
+    ev.add_argument("--games", type=int, default=None, help="how many games the protocol plays, per map where it "
+                    "plays several (a protocol of fixed games takes none; default: the game's own)")
     ev.add_argument("--sets", type=_treasure_sets, default=None, help="custom protocol: '3,4,5;6,7,8'")
     ev.add_argument("--maps", type=_map_list, default=None,
-                    help="Gorge Chase, --protocol maps: the maps to play, e.g. own_2,open_5,path/to/map.json")
+                    help=f"--protocol maps ({_either([s.title for s in specs if 'maps' in s.evaluation.protocols])}"
+                         "): the maps to play, e.g. own_2,open_5,path/to/map.json")
     ev.add_argument("--maps-dir", default=None, metavar="DIR",
-                    help="Gorge Chase: the folder of the open maps gorge_chase_map_<k>.json (default: the "
-                         "SB3_REALM_GORGE_MAPS environment variable)")
+                    help=f"the folder of a game's open maps ({open_maps}; default: the SB3_REALM_GORGE_MAPS "
+                         "environment variable)")
     ev.add_argument("--allow-overlap", action="store_true",
                     help="score a checkpoint on maps its run trained on too (refused by default)")
-    ev.add_argument("--max-step", type=int, default=None, help="default: the game's (the Realm 2000, Gorge Chase "
-                    "1000)")
+    ev.add_argument("--max-step", type=int, default=None, help="max_step of every game (default: the game's own)")
     ev.add_argument("--settings", choices=SETTINGS, default="default", help=SETTINGS_HELP)
     ev.add_argument("--workers", type=int, default=1, help="processes")
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
     ev.add_argument("--worst", type=_worst_count, default=10, help="how many of the worst games to list (1 or more)")
-    ev.add_argument("--no-oracle", action="store_true", help="skip the yardstick's score (the Realm's oracle, Gorge "
-                    "Chase's scripted policy; no gap column)")
+    ev.add_argument("--no-yardstick", action="store_true", help=f"skip the yardstick's score ({yardsticks}; no "
+                    "gap column)")
+    ev.add_argument("--no-oracle", dest="no_yardstick", action="store_true", help=argparse.SUPPRESS)  # the old name
     ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")
     ev.add_argument("--no-buff", action="store_true", help="expert policy: ignore the buff")
     ev.add_argument("--mask-wall-moves", action="store_true",
@@ -114,9 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="no progress bar for this command (also without a terminal): one line per held-out "
                          "evaluation on stderr instead")
 
-    im = sub.add_parser("imitate", help="an expert teaches an SB3 policy (the Realm's oracle, Gorge Chase's scripted "
-                                        "policy): expert games, behaviour cloning, DAgger rounds; the best model by "
-                                        "held-out competition score (or resume a run)")
+    im = sub.add_parser("imitate", help=f"an expert teaches an SB3 policy (each game's yardstick: "
+                                        f"{yardsticks}): expert games, behaviour cloning, DAgger rounds; the best "
+                                        "model by held-out competition score (or resume a run)")
     im.add_argument("--config", default=None,
                     help="YAML config with an imitation section (configs/realm/imitate/quick.yaml, "
                          "configs/gorge/imitate.yaml)")
@@ -149,13 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="your official code package (the folder the Kaiwu client gives you): --out becomes a "
                          "complete copy of it, ready to upload, with only the needed lines of conf/ edited; without "
                          "it, --out holds the algorithm folder, ckpt/ and the lines to merge into your conf")
-    defaults = ", ".join(f"{spec.layouts[0]} for {spec.title}" for spec in games.GAMES.values() if spec.layouts)
+    defaults = ", ".join(f"{spec.submission.layouts[0]} for {spec.title}" for spec in games.GAMES.values()
+                         if spec.submission.layouts)
     bs.add_argument("--layout", default=None, help=f"platform layout (default: the model's game's: {defaults})")
-    bs.add_argument("--game", default=None, help="the game the model plays (realm, gorge); default: the one its run "
-                                                 "config records (needed for a model saved outside sb3-realm train)")
-    bs.add_argument("--algo-dir", default=None, help="the algorithm folder, one the platform registers: diy "
-                                                     "(default), dqn or target_dqn for the Realm; agent_diy "
-                                                     "(default) or agent_ppo for Gorge Chase")
+    bs.add_argument("--game", default=None, help=f"the game the model plays ({', '.join(games.GAMES)}); default: "
+                                                 "the one its run config records (needed for a model saved outside "
+                                                 "sb3-realm train)")
+    from .export import layouts  # lazy: the export layer (see the top); only for the layouts' folders and defaults
+
+    game_layouts = [(spec, layouts.get(name)) for spec in specs for name in spec.submission.layouts
+                    if name in layouts.names()]
+    its_own = "the game's own"
+    algo_dirs = "; ".join(
+        _either([f"{d} (default)" if d == layout.default_algo_dir else d for d in layout.algo_dirs])
+        + f" for {spec.title}" + (f" ({layout.name})" if len(spec.submission.layouts) > 1 else "")
+        for spec, layout in game_layouts)
+    bs.add_argument("--algo-dir", default=None, help=f"the algorithm folder, one the platform registers: {algo_dirs}")
     bs.add_argument("--ckpt-id", default=None, help="integer id of ckpt/model.ckpt-<id>.pkl, the preload and eval "
                                                     "model id (default: the model's timesteps)")
     bs.add_argument("--workflow", default="keep", choices=["keep", "finetune"],
@@ -170,22 +189,38 @@ def build_parser() -> argparse.ArgumentParser:
                          "models are the exported weights, and the saved model plays the leaderboard games (and "
                          "more, up to --check-states states) with every action and score equal to model.predict")
     bs.add_argument("--map", dest="map_path", type=map_file, default=None,
-                    help="Back to the Realm: map JSON of the --check's games; default: the map the model was "
-                         "trained on, as its run "
+                    help=(f"{one_map}: " if one_map else "")
+                         + "map JSON of the --check's games; default: the map the model was trained on, as its run "
                          "config records it (env.map_path, a file that must be there, else the shipped map that "
                          "env.map_name names, e.g. the shipped default map)")
     bs.add_argument("--maps-dir", default=None, metavar="DIR",
-                    help="Gorge Chase: the open maps (gorge_chase_map_<k>.json) for the --check's training task; "
-                         "default: the environment variable SB3_REALM_GORGE_MAPS, else the package's own ten maps")
+                    help=f"the open maps ({open_maps}) for the --check's training task; default: the "
+                         "environment variable SB3_REALM_GORGE_MAPS, else the package's own maps")
     bs.add_argument("--check-games", type=int, default=None,
-                    help="games of the check (default: the Realm's 30 leaderboard games; 10 Gorge Chase games)")
+                    help="games of the check, of the game's default protocol (default: the layout's: "
+                         + ", ".join(f"{getattr(layout, 'check_games', None) or its_own} for {spec.title}"
+                                     for spec, layout in game_layouts) + ")")
     bs.add_argument("--check-states", type=int, default=10_000, help="states the check compares at least")
     bs.add_argument("--check-max-step", type=int, default=None,
-                    help="max_step of the check's games (default: 2000 for the Realm, the game's own for Gorge Chase)")
+                    help="max_step of the check's games (default: the layout's: "
+                         + ", ".join(f"{getattr(layout, 'check_max_step', None) or its_own} for {spec.title}"
+                                     for spec, layout in game_layouts) + ")")
     bs.add_argument("--check-seed", type=seed_int, default=0, help="seed of the check's leaderboard draw")
     for command in (ev, tr, im, rp, bs):  # the commands that read SB3 checkpoints
         command.add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)
     return parser
+
+
+def _either(items: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``: the choices of a help text."""
+    return " or ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def _first_protocol(spec: games.GameSpec) -> str:
+    """A game's default protocol and what it plays, for ``eval --protocol``'s help."""
+    first = spec.evaluation.protocols[0]
+    plays = spec.evaluation.describe(first, None)
+    return f"{spec.title}: {first}" + (f", {plays}" if plays else "")
 
 
 def _treasure_sets(text: str) -> list[list[int]]:
@@ -252,10 +287,10 @@ def _cmd_imitate(args) -> None:
         config = load_imitate_config(args.config, overrides)
     _model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
                              talk=sys.stderr)
-    report = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    report = with_yardstick_keys(json.loads((run_dir / "eval.json").read_text(encoding="utf-8")))
     print(json.dumps({"run_dir": str(run_dir), "final_model": str(run_dir / "final_model.zip"),
                       "best_round": report["best_round"], "best_mean_score": report["best_mean_score"],
-                      "oracle_mean_score": report["oracle_mean_score"],
+                      "yardstick_mean_score": report["yardstick_mean_score"],
                       "dataset_states": report["history"][-1]["states"], "wall_s": report["history"][-1]["wall_s"]},
                      indent=2))
 
@@ -314,12 +349,12 @@ def _eval_env_kwargs(args) -> dict:
     spec = policy_game(args.policy, args.game)
     kwargs: dict = {}
     if args.mask_wall_moves:
-        if "mask_wall_moves" not in spec.env_options:
+        if "mask_wall_moves" not in spec.env.options:
             raise ValueError(f"--mask-wall-moves is an option of another game's env; {spec.title} masks its illegal "
                              "actions itself: drop --mask-wall-moves")
         kwargs["mask_wall_moves"] = True
     maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
-    if maps_dir is not None and "maps_dir" in spec.env_options:
+    if maps_dir is not None and "maps_dir" in spec.env.options:
         if not os.path.isdir(maps_dir):  # before any game, naming where the folder came from
             given = (f"--maps-dir {maps_dir!r}" if args.maps_dir is not None
                      else f"the environment variable SB3_REALM_GORGE_MAPS={maps_dir!r}")
@@ -328,7 +363,7 @@ def _eval_env_kwargs(args) -> dict:
                              f"or {'leave --maps-dir out' if args.maps_dir is not None else 'unset the variable'}")
         kwargs["maps_dir"] = maps_dir
     elif args.maps_dir is not None:
-        others = [other for other in games.GAMES.values() if "maps_dir" in other.env_options]
+        others = [other for other in games.GAMES.values() if "maps_dir" in other.env.options]
         hint = "".join(f" (or pass --game {other.name}: --maps-dir is an option of {other.title})" for other in others
                        if args.game is None)
         raise ValueError(f"--maps-dir {args.maps_dir!r}: {spec.title} plays one map, given with --map PATH: drop "
@@ -343,7 +378,7 @@ def _cmd_eval(args) -> None:
     check_outputs_apart({"--json": args.json_path, "--plot": args.plot}, input_paths(args.policy, args.map_path))
     report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
                       games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
-                      oracle_gap=not args.no_oracle, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
+                      yardstick=not args.no_yardstick, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
                       use_buff=not args.no_buff, env_kwargs=_eval_env_kwargs(args) or None, game=args.game,
                       maps=args.maps, allow_overlap=args.allow_overlap, settings=args.settings)
     print(format_report(report, worst=args.worst))

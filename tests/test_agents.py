@@ -38,7 +38,7 @@ def test_detect_algorithm(checkpoints, algo):
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))
 def test_checkpoint_plays_deterministically_through_evaluator(checkpoints, algo):
-    kw = {"protocol": "custom", "custom": [[3, 4, 5]], "max_step": 60, "oracle_gap": False,
+    kw = {"protocol": "custom", "custom": [[3, 4, 5]], "max_step": 60, "yardstick": False,
           "env_kwargs": {"map_name": "small"}, "trust_pickle": True}
     a = evaluate(str(checkpoints[algo]), **kw)
     b = evaluate(str(checkpoints[algo]), **kw)

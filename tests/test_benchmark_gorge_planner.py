@@ -109,7 +109,7 @@ def test_the_games_are_those_of_eval_protocol_maps(monkeypatch):
 
     monkeypatch.setattr(eval_protocols, "play_episode", record)
     evaluate("random", "maps", maps=["own_6", "own_7"], games=3, seed=module.TEST_SEED, game="gorge",
-             oracle_gap=False, settings="final")
+             yardstick=False, settings="final")
     args = Namespace(maps=["own_6", "own_7"], games=3, settings=["final"], policies=["planner"])
     jobs = module.jobs_of(args, None)
     assert [job.map_name for job in jobs] == ["own_6", "own_7"]

@@ -85,6 +85,25 @@ def test_a_changed_json_changes_the_table(monkeypatch):
     assert f"{n} of the {n} score above 300" in out
 
 
+def test_a_benchmark_file_with_the_old_yardstick_keys_reads(tmp_path, monkeypatch):
+    """The docs/*.json written before the yardstick's rename (``oracle_mean_score``, ...) read under the new keys, at
+    any depth; a file with the new keys reads the same."""
+    old = {
+        "held_out_oracle_mean_score": 380.5,
+        "exhaustive_9": {"oracle_mean_score": 390.0, "mean_gap_to_oracle": 2.0, "max_gap_to_oracle": 9.0},
+        "games": [{"score": 1.0, "oracle_score": 3.0, "oracle_steps": 40}],
+    }
+    new = {
+        "held_out_yardstick_mean_score": 380.5,
+        "exhaustive_9": {"yardstick_mean_score": 390.0, "mean_gap_to_yardstick": 2.0, "max_gap_to_yardstick": 9.0},
+        "games": [{"score": 1.0, "yardstick_score": 3.0, "yardstick_steps": 40}],
+    }
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    (tmp_path / "new.json").write_text(json.dumps(new), encoding="utf-8")
+    monkeypatch.setattr(page, "DOCS", tmp_path)
+    assert page.load("old.json") == page.load("new.json") == new
+
+
 ABSOLUTE = re.compile(r"^(/|[A-Za-z]:[\\/]|~)")
 
 

@@ -14,12 +14,17 @@ from PIL import Image
 from sb3_realm import cli, games
 
 
+def with_env_options(spec, options):
+    """``spec`` whose env takes the optional arguments ``options``."""
+    return dataclasses.replace(spec, env=dataclasses.replace(spec.env, options=options))
+
+
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sb3_realm.cli", *args], capture_output=True, text=True, check=check)
 
 
 def test_demo_writes_gif_and_summary(tmp_path):
-    out = run_cli("demo", "--out", str(tmp_path), "--seed", "3", "--usr-conf", '{"max_step": 120}')
+    out = run_cli("demo", "--game", "realm", "--out", str(tmp_path), "--seed", "3", "--usr-conf", '{"max_step": 120}')
     summary = json.loads(out.stdout)
     assert summary["steps"] <= 120 and summary["usr_conf"]["max_step"] == 120
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
@@ -29,10 +34,10 @@ def test_demo_writes_gif_and_summary(tmp_path):
 
 
 def test_demo_bad_input_is_one_clear_line(tmp_path):
-    out = run_cli("demo", "--out", str(tmp_path), "--usr-conf", '{"treasure_num": 20}', check=False)
+    out = run_cli("demo", "--game", "realm", "--out", str(tmp_path), "--usr-conf", '{"treasure_num": 20}', check=False)
     assert out.returncode == 2
     assert "treasure_num" in out.stderr and "Traceback" not in out.stderr
-    out = run_cli("demo", "--map", str(tmp_path / "missing.json"), check=False)
+    out = run_cli("demo", "--game", "realm", "--map", str(tmp_path / "missing.json"), check=False)
     assert out.returncode == 2 and "does not exist" in out.stderr
     assert not (tmp_path / "episode.gif").exists()
 
@@ -40,6 +45,18 @@ def test_demo_bad_input_is_one_clear_line(tmp_path):
 def test_console_script_is_installed():
     out = subprocess.run(["sb3-realm", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("sb3-realm ")
+
+
+def test_eval_no_yardstick_keeps_the_old_flag_as_a_hidden_alias():
+    """``--no-yardstick`` skips the game's yardstick; ``--no-oracle``, its old name, still does, and --help shows only
+    the new one."""
+    parser = cli.build_parser()
+    assert parser.parse_args(["eval", "random", "--game", "realm"]).no_yardstick is False
+    assert parser.parse_args(["eval", "random", "--game", "realm", "--no-yardstick"]).no_yardstick is True
+    assert parser.parse_args(["eval", "random", "--game", "realm", "--no-oracle"]).no_yardstick is True
+    out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "--no-yardstick" in out and "--no-oracle" not in out
 
 
 def _eval_args(game: str | None, **flags) -> argparse.Namespace:
@@ -53,14 +70,14 @@ def test_eval_takes_the_env_options_the_games_spec_lists(tmp_path, monkeypatch):
     realm, gorge = games.get("realm"), games.get("gorge")
     assert cli._eval_env_kwargs(_eval_args("realm", mask_wall_moves=True)) == {"mask_wall_moves": True}
     assert cli._eval_env_kwargs(_eval_args("gorge", maps_dir=str(tmp_path))) == {"maps_dir": str(tmp_path)}
-    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(realm, env_options=frozenset()))
+    monkeypatch.setitem(games.GAMES, "realm", with_env_options(realm, frozenset()))
     with pytest.raises(ValueError, match="--mask-wall-moves is an option of another game's env; Back to the Realm"):
         cli._eval_env_kwargs(_eval_args("realm", mask_wall_moves=True))
     with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir "
                                          r"\(or pass --game gorge: --maps-dir is an option of Gorge Chase\)"):
         cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # the default game
-    monkeypatch.setitem(games.GAMES, "gorge", dataclasses.replace(gorge, env_options=frozenset()))
+    monkeypatch.setitem(games.GAMES, "gorge", with_env_options(gorge, frozenset()))
     with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir$"):
         cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # no game takes it: none to suggest
-    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(realm, env_options=frozenset({"maps_dir"})))
+    monkeypatch.setitem(games.GAMES, "realm", with_env_options(realm, frozenset({"maps_dir"})))
     assert cli._eval_env_kwargs(_eval_args("realm", maps_dir=str(tmp_path))) == {"maps_dir": str(tmp_path)}

@@ -104,24 +104,24 @@ ROWS = [
     (["eval", "garbage.zip"], "garbage.zip"),
     (["eval", "notes.txt"], "notes.txt"),
     (["eval", "existing"], "is not a built submission"),
-    (["eval", "random", "--sets", "3,4"], "--protocol custom"),
-    (["eval", "random", "--treasures", "14"], "--treasures 14 is out of range"),
-    (["eval", "random", "--games", "0"], "--games 0"),
-    (["eval", "random", "--workers", "0"], "--workers 0"),
-    (["eval", "random", "--max-step", "0"], "max_step"),
-    (["eval", "random", "--json", "afile/report.json"], "afile"),
-    (["eval", "random", "--plot", "afile/scores.png"], "afile"),
-    (["eval", "random", "--map", "missing.json"], "missing.json"),
-    (["eval", "random", "--protocol", "custom", "--sets", "3,99"], "99"),
+    (["eval", "random", "--game", "realm", "--sets", "3,4"], "--protocol custom"),
+    (["eval", "random", "--game", "realm", "--treasures", "14"], "--treasures 14 is out of range"),
+    (["eval", "random", "--game", "realm", "--games", "0"], "--games 0"),
+    (["eval", "random", "--game", "realm", "--workers", "0"], "--workers 0"),
+    (["eval", "random", "--game", "realm", "--max-step", "0"], "max_step"),
+    (["eval", "random", "--game", "realm", "--json", "afile/report.json"], "afile"),
+    (["eval", "random", "--game", "realm", "--plot", "afile/scores.png"], "afile"),
+    (["eval", "random", "--game", "realm", "--map", "missing.json"], "missing.json"),
+    (["eval", "random", "--game", "realm", "--protocol", "custom", "--sets", "3,99"], "99"),
     # ---------------------------------------------------------------- replay, demo
     (["replay", "missing.zip", "--out", "ep.gif"], "missing.zip"),
-    (["replay", "random", "--out", "existing"], "existing"),
-    (["replay", "random", "--out", "afile/ep.gif"], "afile"),
-    (["replay", "random", "--usr-conf", "{bad json"], "JSON"),
-    (["replay", "random", "--usr-conf", '{"treasure_num": 99}'], "treasure_num"),
-    (["demo", "--out", "notes.txt"], "notes.txt"),
-    (["demo", "--usr-conf", '{"max_step": 0}'], "max_step"),
-    (["demo", "--map", "missing.json"], "missing.json"),
+    (["replay", "random", "--game", "realm", "--out", "existing"], "existing"),
+    (["replay", "random", "--game", "realm", "--out", "afile/ep.gif"], "afile"),
+    (["replay", "random", "--game", "realm", "--usr-conf", "{bad json"], "JSON"),
+    (["replay", "random", "--game", "realm", "--usr-conf", '{"treasure_num": 99}'], "treasure_num"),
+    (["demo", "--game", "realm", "--out", "notes.txt"], "notes.txt"),
+    (["demo", "--game", "realm", "--usr-conf", '{"max_step": 0}'], "max_step"),
+    (["demo", "--game", "realm", "--map", "missing.json"], "missing.json"),
     # ---------------------------------------------------------------- build-submission
     (["build-submission", "missing.zip", "--out", "sub"], "missing.zip"),
     (["build-submission", "garbage.zip", "--out", "sub"], "garbage.zip"),
@@ -137,20 +137,22 @@ ROWS = [
     ([str(REPO / "tuning" / "tune_hparams.py"), "--config", TINY, "--storage",
       "postgresql://me:secret@127.0.0.1:1/db"], "'postgresql://me:***@127.0.0.1:1/db': the database server refused"),
     # an empty output path names no folder or file, for every command (never the current folder)
-    (["demo", "--out", ""], "names no folder"),
-    (["replay", "random", "--out", ""], "names no file"),
-    (["eval", "random", "--games", "1", "--no-oracle", "--json", ""], "names no file"),
+    (["demo", "--game", "realm", "--out", ""], "names no folder"),
+    (["replay", "random", "--game", "realm", "--out", ""], "names no file"),
+    (["eval", "random", "--game", "realm", "--games", "1", "--no-yardstick", "--json", ""], "names no file"),
     (["build-submission", "garbage.zip", "--out", ""], "names no folder"),
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--out", ""], "--out '' is empty"),
     # paths and values that are not what they look like: one line naming the value and the fix
-    (["eval", "random", "--seed", "-1"], "argument --seed: -1 is negative"),
+    (["eval", "random", "--game", "realm", "--seed", "-1"], "argument --seed: -1 is negative"),
     (["eval", ""], "policy '' is empty"),
-    (["eval", "random", "--map", ""], "map file '' is empty"),
-    (["eval", "random", "--map", "existing"], "map file 'existing' is a folder, not a file"),
-    (["eval", "random", "--map", "huge_map.json"], "position 3 x = 1000000000000000000000000000000 is out of range"),
+    (["eval", "random", "--game", "realm", "--map", ""], "map file '' is empty"),
+    (["eval", "random", "--game", "realm", "--map", "existing"], "map file 'existing' is a folder, not a file"),
+    (["eval", "random", "--game", "realm", "--map", "huge_map.json"],
+     "position 3 x = 1000000000000000000000000000000 is out of range"),
     (["build-submission", "existing", "--out", "sub"], "model file 'existing' is a folder, not an SB3 checkpoint file"),
-    (["demo", "--out", "x" * 300], "is too long; use a shorter one"),
-    (["eval", "random", "--games", "1", "--no-oracle", "--json", "/".join(["d" * 200] * 25)], "is too long"),
+    (["demo", "--game", "realm", "--out", "x" * 300], "is too long; use a shorter one"),
+    (["eval", "random", "--game", "realm", "--games", "1", "--no-yardstick", "--json", "/".join(["d" * 200] * 25)],
+     "is too long"),
     (["train", "--resume", "imitated"], "is an imitation run; continue it with sb3-realm imitate --resume"),
     # a study's inputs are all checked before it is created (a study stores its map and config)
     ([str(REPO / "tuning" / "tune_rewards.py"), "--config", TINY, "--map", "split_map.json", "--out", "study"],
@@ -196,7 +198,7 @@ def test_checkpoints_of_another_game_or_algorithm_are_named_as_such(tmp_path):
                            ("cartpole_dqn", "is not a model of this game"),
                            ("realm_a2c", "is a model of another algorithm (policy class MultiInputActorCriticPolicy, "
                                          "no PPO clip_range)")):
-        for command in (["eval", f"{name}.zip", "--games", "1", "--no-oracle"], ["replay", f"{name}.zip"],
+        for command in (["eval", f"{name}.zip", "--games", "1", "--no-yardstick"], ["replay", f"{name}.zip"],
                         ["build-submission", f"{name}.zip", "--out", "sub"]):
             out = subprocess.run([*CLI, *command], capture_output=True, text=True, cwd=tmp_path)
             assert out.returncode == 2 and fragment in out.stderr, out.stderr[-2000:]
@@ -231,7 +233,8 @@ def test_damaged_checkpoints_and_packages_are_named_in_one_line(models, tmp_path
     weightless = _rezip(models["ppo"], tmp_path / "weightless.zip", lambda m: m.pop("policy.pth"))
     for path, fragment in ((damaged, "its member policy.pth does not read back whole"),
                            (weightless, "has no policy.pth")):
-        out = subprocess.run([*CLI, "eval", str(path), "--games", "1", "--no-oracle"], capture_output=True, text=True)
+        out = subprocess.run([*CLI, "eval", str(path), "--games", "1", "--no-yardstick"], capture_output=True,
+                             text=True)
         assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
     from sb3_realm.export import build_submission
 
@@ -265,7 +268,7 @@ def test_damaged_checkpoints_and_packages_are_named_in_one_line(models, tmp_path
                 manifest["files"][rel + ".sha256"] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
     (pickled / "diy" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     for folder, fragment in ((broken, "is not a readable manifest"), (pickled, "not plain tensors")):
-        out = subprocess.run([*CLI, "eval", str(folder), "--games", "1", "--no-oracle"], capture_output=True,
+        out = subprocess.run([*CLI, "eval", str(folder), "--games", "1", "--no-yardstick"], capture_output=True,
                              text=True)
         assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert not marker.exists()

@@ -48,13 +48,13 @@ def test_bad_protocol_arguments(kwargs, match):
 
 def test_bad_policy_arguments(tmp_path):
     with pytest.raises(ValueError, match="neither 'random', 'oracle', 'oracle-refined', an existing"):
-        evaluate(str(tmp_path / "missing.zip"), "fixed", oracle_gap=False)
+        evaluate(str(tmp_path / "missing.zip"), "fixed", yardstick=False)
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a Stable-Baselines3 checkpoint"):
-        evaluate(str(junk), "fixed", oracle_gap=False)
+        evaluate(str(junk), "fixed", yardstick=False)
     with pytest.raises(ValueError, match="--workers 0"):
-        evaluate("random", "fixed", workers=0, oracle_gap=False)
+        evaluate("random", "fixed", workers=0, yardstick=False)
 
 
 class EastPolicy:
@@ -80,7 +80,7 @@ def line_map_file(tmp_path):
 
 def test_scores_equal_hand_computed_values(tmp_path):
     report = evaluate(EastPolicy(), "custom", custom=[[3, 4], [3], [5]], map_path=line_map_file(tmp_path),
-                      oracle_gap=False)
+                      yardstick=False)
     # 6000 units to the end, reached within 1000: ceil(5000 / 700) = 8 steps; the line passes 3 and 4
     steps = 8
     assert [r.steps for r in report.games] == [steps] * 3
@@ -106,7 +106,7 @@ def test_scores_equal_hand_computed_values(tmp_path):
 
 @pytest.mark.processes
 def test_parallel_results_equal_serial_results():
-    kw = {"protocol": "leaderboard", "games": 6, "max_step": 150, "seed": 3, "oracle_gap": False}
+    kw = {"protocol": "leaderboard", "games": 6, "max_step": 150, "seed": 3, "yardstick": False}
     serial = evaluate("random", workers=1, **kw)
     parallel = evaluate("random", workers=2, **kw)
     assert [(r.score, r.steps, r.treasures, r.missed) for r in serial.games] == \
@@ -114,7 +114,7 @@ def test_parallel_results_equal_serial_results():
 
 
 def test_report_files(tmp_path):
-    report = evaluate("random", "leaderboard", games=3, max_step=100, oracle_gap=False)
+    report = evaluate("random", "leaderboard", games=3, max_step=100, yardstick=False)
     data = json.loads(write_json_atomic(report.to_dict(), tmp_path / "r" / "eval.json").read_text())
     assert data["summary"]["games"] == 3 and len(data["games"]) == 3
     assert list((tmp_path / "r").iterdir()) == [tmp_path / "r" / "eval.json"]  # no temporary file left
@@ -144,7 +144,30 @@ def test_eval_worst_below_one_is_refused(worst, capsys):
     from sb3_realm.cli import build_parser
 
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["eval", "random", "--worst", worst])
+        build_parser().parse_args(["eval", "random", "--game", "realm", "--worst", worst])
     err = capsys.readouterr().err
     assert "give a count of games >= 1" in err and worst.lstrip("-") in err
-    assert build_parser().parse_args(["eval", "random", "--worst", "30"]).worst == 30
+    assert build_parser().parse_args(["eval", "random", "--game", "realm", "--worst", "30"]).worst == 30
+
+
+def test_the_yardstick_keys_and_a_report_written_before_their_rename():
+    """A report writes the yardstick's score under ``yardstick_*`` keys; one written before the rename (``oracle_*``
+    keys) reads back under the new names (``with_yardstick_keys``), and ``GameResult.oracle_score`` still reads."""
+    from sb3_realm.evaluation import EvalReport, GameResult
+    from sb3_realm.evaluation.reports import OLD_YARDSTICK_KEYS, with_yardstick_keys
+
+    games = [GameResult(index=i, treasure_ids=(3,), score=score, reached_end=True, treasures=1, missed=(), steps=10,
+                        yardstick_score=310.0, yardstick_steps=9) for i, score in enumerate([300.0, 290.0])]
+    report = EvalReport("random", "custom", "default", 0, games, game="realm")
+    data = json.loads(json.dumps(report.to_dict()))
+    s, game = data["summary"], data["games"][0]
+    assert (s["yardstick_mean_score"], s["mean_gap_to_yardstick"], s["max_gap_to_yardstick"]) == (310.0, 15.0, 20.0)
+    assert (game["yardstick_score"], game["yardstick_steps"], game["gap"]) == (310.0, 9, 10.0)
+    assert not [key for key in [*s, *game] if "oracle" in key]
+    assert report.games[0].oracle_score == 310.0 and report.games[0].oracle_steps == 9  # the old names, read-only
+    assert "oracle mean 310.00  gap mean 15.00  max 20.00" in format_report(report)  # the Realm's yardstick
+    old_name = {new: old for old, new in OLD_YARDSTICK_KEYS.items()}
+    for written in (s, game):
+        old = {old_name.get(key, key): value for key, value in written.items()}
+        assert any(key in OLD_YARDSTICK_KEYS for key in old)
+        assert with_yardstick_keys(old) == written

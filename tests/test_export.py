@@ -174,7 +174,7 @@ def test_guarded_process_cannot_import_sb3_realm(built):
 def test_eval_of_the_folder_matches_the_model(built, models):
     from sb3_realm.evaluation import evaluate
 
-    kw = {"map_path": None, "games": 4, "max_step": 150, "oracle_gap": False, "seed": 3}
+    kw = {"map_path": None, "games": 4, "max_step": 150, "yardstick": False, "seed": 3}
     folder = evaluate(str(built["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
     model = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
     assert [g.score for g in folder.games] == [g.score for g in model.games]
@@ -202,7 +202,7 @@ def test_a_wall_masked_checkpoint_plays_with_its_runs_mask_in_any_env(models):
             obs, _, terminated, truncated, _ = env.step(action)
             done = terminated or truncated
     assert differ > 0  # the games met walls: the env's own mask would have let the model bump into them
-    kw = {"map_path": None, "games": 4, "max_step": 150, "oracle_gap": False, "seed": 3}
+    kw = {"map_path": None, "games": 4, "max_step": 150, "yardstick": False, "seed": 3}
     default = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small"}, **kw)
     flagged = evaluate(str(models["maskable_ppo"]), env_kwargs={"map_name": "small", "mask_wall_moves": True}, **kw)
     assert [(g.score, g.steps) for g in default.games] == [(g.score, g.steps) for g in flagged.games]
@@ -224,7 +224,7 @@ def test_eval_refuses_a_package_changed_after_the_build(built, tmp_path):
                                          r"missing diy/model/spec.json; extra diy/extra.py\).*Rebuild it"):
         SubmissionPolicy(folder)
     out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(folder), "--games", "1",
-                          "--no-oracle"], capture_output=True, text=True)
+                          "--no-yardstick"], capture_output=True, text=True)
     assert out.returncode == 2 and "changed diy/feature/features.py" in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -279,7 +279,7 @@ def test_cli_build_check_and_eval(models, tmp_path):
     result = json.loads(run.stdout)
     assert result["check"]["ok"] and result["size_bytes"] > 0
     run = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(out), "--games", "2", "--max-step", "50",
-                          "--no-oracle"], capture_output=True, text=True)
+                          "--no-yardstick"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "game" in run.stdout
 
@@ -392,7 +392,7 @@ def test_a_model_of_an_older_feature_version_is_refused_by_build_and_warned_by_e
         build_submission(run / "final_model.zip", tmp_path / "out")
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
     with pytest.warns(FeatureVersionWarning, match="features version 1"):
-        evaluate(str(run / "final_model.zip"), games=1, max_step=20, oracle_gap=False,
+        evaluate(str(run / "final_model.zip"), games=1, max_step=20, yardstick=False,
                  env_kwargs={"map_name": "small"})
     out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "build-submission", str(run / "final_model.zip"),
                           "--out", str(tmp_path / "out")], capture_output=True, text=True)

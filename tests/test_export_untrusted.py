@@ -122,7 +122,7 @@ def test_planted_bytecode_never_runs_in_eval_or_replay_of_a_2024_folder(models, 
     marker = tmp_path / "bytecode_ran"
     _plant_bytecode(folder / "diy" / "algorithm" / "agent.py", marker)
     assert _would_run(folder, "diy.algorithm.agent", marker)  # the plant works on a plain import
-    out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(folder), "--games", "2", "--no-oracle",
+    out = subprocess.run([sys.executable, "-m", "sb3_realm.cli", "eval", str(folder), "--games", "2", "--no-yardstick",
                           "--max-step", "30"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert not marker.exists()
@@ -152,7 +152,7 @@ def test_planted_bytecode_never_runs_in_eval_of_a_gorge15_folder(tmp_path, capsy
     _plant_bytecode(folder / "agent_diy" / "agent.py", marker)
     assert _would_run(folder, "agent_diy.agent", marker)
     assert main(["eval", str(folder), "--game", "gorge", "--protocol", "maps", "--maps", "own_1", "--games", "2",
-                 "--no-oracle", "--max-step", "30"]) == 0
+                 "--no-yardstick", "--max-step", "30"]) == 0
     assert not marker.exists()
 
 

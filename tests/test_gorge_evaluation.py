@@ -23,13 +23,14 @@ from sb3_realm.games.gorge.protocols import HIDDEN_STAND_INS, MAP_LISTS, PROTOCO
 
 def test_registered_with_gymnasium_and_the_registry():
     spec = games.get("gorge")
-    assert spec.title == "Gorge Chase" and spec.yardstick == "scripted" and spec.protocols[0] == "hidden"
+    assert spec.title == "Gorge Chase" and spec.evaluation.yardstick == "scripted"
+    assert spec.evaluation.protocols[0] == "hidden"
     env = gym.make("sb3_realm/GorgeChase-v0")
     obs, info = env.reset(seed=0)
     assert set(obs) == {"maps", "vector"} and info["map"] == "default"
     assert isinstance(env.unwrapped, GorgeEnv)
-    assert spec.same_map(spec.builtin_maps["own_2"](), spec.builtin_maps["own_2"]())
-    assert not spec.same_map(spec.builtin_maps["own_2"](), spec.builtin_maps["own_3"]())
+    assert spec.maps.same(spec.maps.builtin["own_2"](), spec.maps.builtin["own_2"]())
+    assert not spec.maps.same(spec.maps.builtin["own_2"](), spec.maps.builtin["own_3"]())
 
 
 def test_map_lists_keep_training_and_test_maps_apart():
@@ -77,7 +78,7 @@ def test_free_neighbours_counts_the_ways_out():
 
 
 def test_evaluate_reports_per_map_and_catches():
-    report = evaluate("random", "maps", game="gorge", maps=["own_2", "own_4"], games=2, oracle_gap=False)
+    report = evaluate("random", "maps", game="gorge", maps=["own_2", "own_4"], games=2, yardstick=False)
     assert report.game == "gorge" and report.map == "own_2, own_4"
     assert [g.map for g in report.games] == ["own_2", "own_2", "own_4", "own_4"]
     s = report.summary()
@@ -91,14 +92,14 @@ def test_evaluate_reports_per_map_and_catches():
     assert "own_4" in text and "survived" in text and "died>su" in text
     data = report.to_dict()
     assert data["games"][0]["map"] == "own_2" and "survived" in data["games"][0]["details"]
-    again = evaluate("random", "maps", game="gorge", maps=["own_2", "own_4"], games=2, oracle_gap=False)
+    again = evaluate("random", "maps", game="gorge", maps=["own_2", "own_4"], games=2, yardstick=False)
     assert [g.score for g in again.games] == [g.score for g in report.games]  # fixed env seeds
 
 
 def test_evaluate_beside_the_scripted_yardstick(tmp_path):
     report = evaluate("random", "maps", game="gorge", maps=["own_3"], games=2, max_step=150)
     s = report.summary()
-    assert "oracle_mean_score" in s and s["per_map"]["own_3"]["yardstick_mean_score"] == s["oracle_mean_score"]
+    assert "yardstick_mean_score" in s and s["per_map"]["own_3"]["yardstick_mean_score"] == s["yardstick_mean_score"]
     assert "scripted mean" in format_report(report)
     assert plot_scores(report, tmp_path / "scores.png").stat().st_size > 0
 
@@ -130,7 +131,7 @@ def test_replay_draws_the_monsters_and_the_catch(tmp_path):
 def test_cli_eval_and_demo(tmp_path, capsys):
     path = tmp_path / "report.json"
     main(["eval", "random", "--game", "gorge", "--protocol", "maps", "--maps", "own_5", "--games", "1",
-          "--no-oracle", "--json", str(path)])
+          "--no-yardstick", "--json", str(path)])
     out = capsys.readouterr().out
     assert "protocol maps (1 games)" in out and "own_5" in out
     assert json.loads(path.read_text(encoding="utf-8"))["summary"]["per_map"]["own_5"]["games"] == 1
@@ -147,11 +148,11 @@ def test_cli_refuses_options_of_the_other_game(tmp_path, capsys):
 
 def test_open_maps_play_from_the_maps_folder():
     folder = gorge_maps_dir()
-    report = evaluate("random", "validation", game="gorge", games=1, oracle_gap=False,
+    report = evaluate("random", "validation", game="gorge", games=1, yardstick=False,
                       env_kwargs={"maps_dir": str(folder)})
     assert [g.map for g in report.games] == ["open_8"]
     with pytest.raises(ValueError, match="--maps-dir"):
-        evaluate("random", "validation", game="gorge", games=1, oracle_gap=False)
+        evaluate("random", "validation", game="gorge", games=1, yardstick=False)
 
 
 def test_every_protocol_is_known_to_the_cli():
@@ -178,7 +179,7 @@ def test_a_maskable_ppo_checkpoint_plays_the_protocol(tmp_path):
                                        "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}})
     model.learn(32)
     model.save(tmp_path / "model.zip")
-    report = evaluate(str(tmp_path / "model.zip"), "maps", game="gorge", maps=["own_7"], games=2, oracle_gap=False,
+    report = evaluate(str(tmp_path / "model.zip"), "maps", game="gorge", maps=["own_7"], games=2, yardstick=False,
                       trust_pickle=True)
     assert report.game == "gorge" and [g.map for g in report.games] == ["own_7", "own_7"]
     assert all(g.steps >= 1 for g in report.games)

@@ -50,7 +50,7 @@ def test_gorge_states_round_trip_in_the_games_layout():
 
 
 def test_the_scripted_expert_labels_its_games_on_the_named_maps():
-    conf = games.get("gorge").episode_config.from_usr_conf({"max_step": 60}).training_usr_conf(4)
+    conf = games.get("gorge").episodes.config.from_usr_conf({"max_step": 60}).training_usr_conf(4)
     with Collector(1) as collector:
         rollouts = collector.run({"map_names": ["own_1", "own_2"]}, [(11, conf), (12, conf)], expert=SCRIPTED)
     block = rollouts.block
@@ -70,7 +70,8 @@ def test_training_games_use_the_games_own_conf_keys():
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["imitation.selection={games: sweep}"], r"sweeps treasure sets, which Gorge Chase has not"),
-    (["imitation.refine_beam_width=30"], r"imitation.refine_beam_width = 30 sets a search of the Realm's refined"),
+    (["imitation.refine_beam_width=30"],
+     r"imitation.refine_beam_width = 30 sets a search of Back to the Realm's 'oracle-refined' expert"),
     (["imitation.expert=oracle"], r"imitation.expert = 'oracle' is neither 'scripted'"),
     (["imitation.tie_break=random"], r"imitation.tie_break = 'random'; use one of \['index'\]"),
 ])
@@ -92,15 +93,15 @@ def test_a_gorge_imitation_run_reports_the_expert_beside_the_model(tmp_path):
     assert "eval_missed_treasure_games" not in history[0]
     # the expert's held-out score is sb3-realm eval's for the same games: own_5, eval_seed, max_step 80
     expert = evaluate("scripted", "maps", maps=["own_5"], seed=config.eval_seed, games=2, max_step=80,
-                      oracle_gap=False, game="gorge").summary()
-    assert report["oracle_mean_score"] == pytest.approx(expert["mean_score"])
+                      yardstick=False, game="gorge").summary()
+    assert report["yardstick_mean_score"] == pytest.approx(expert["mean_score"])
     dataset = ExpertDataset.open(run_dir / "dataset")
     assert dataset.layout == Layout.of("gorge") and dataset.meta["expert"] == "scripted"
     assert len(dataset.all()) == dataset.states == history[1]["states"]
     for block in dataset.all().blocks:  # the yardstick may stand still against a wall: its label stays allowed
         assert block.masks[np.arange(len(block.actions)), block.actions].all()
     saved = algorithm_class("maskable_ppo").load(run_dir / "final_model.zip")
-    assert saved.feature_version == games.get("gorge").features.FEATURE_VERSION
+    assert saved.feature_version == games.get("gorge").submission.features.FEATURE_VERSION
     assert run_game(run_dir / "final_model.zip").name == "gorge"
     # a resumed run reads its records back and plays one more round
     imitate(read_run_config(run_dir, ["imitation.rounds=2"]), resume=run_dir)

@@ -64,7 +64,7 @@ def test_eval_settings_final_plays_every_game_under_them_and_records_them(tmp_pa
 
 def test_eval_default_settings_play_the_game_as_shipped(monkeypatch):
     played = _record_games(monkeypatch)
-    report = evaluate("random", "maps", game="gorge", maps=["own_5"], games=1, oracle_gap=False)
+    report = evaluate("random", "maps", game="gorge", maps=["own_5"], games=1, yardstick=False)
     (_, config), = played
     assert (config.talent_cooldown, config.monster_interval, config.monster_speedup) == (100, 300, 500)
     assert report.summary()["settings"] == "default" and report.summary()["settings_values"] == {}
@@ -72,7 +72,7 @@ def test_eval_default_settings_play_the_game_as_shipped(monkeypatch):
 
 def test_eval_max_step_wins_over_the_settings(monkeypatch):
     played = _record_games(monkeypatch)
-    report = evaluate("random", "maps", game="gorge", maps=["own_5"], games=1, oracle_gap=False, max_step=30,
+    report = evaluate("random", "maps", game="gorge", maps=["own_5"], games=1, yardstick=False, max_step=30,
                       settings="final")
     (_, config), = played
     assert config.max_step == 30 and config.talent_cooldown == 200 and config.monster_interval == 200
@@ -101,7 +101,7 @@ def test_env_settings_reach_the_env_and_the_held_out_games():
     config = load_config(RECIPE, ["env.settings=final", "env.usr_conf={max_step: 60}", "eval_games=1"])
     kwargs = config.env.env_kwargs()
     assert kwargs["settings"] == ["final"]
-    env = games.get("gorge").make_env(**kwargs)
+    env = games.get("gorge").env.make(**kwargs)
     _, info = env.reset(seed=0)
     assert info["settings"] == "final"
     assert {k: info["usr_conf"][k] for k in FINAL} == {**FINAL, "max_step": 60}  # env.usr_conf's own key wins
@@ -112,7 +112,7 @@ def test_env_settings_reach_the_env_and_the_held_out_games():
 
 def test_a_mix_of_settings_plays_both_and_holds_out_games_under_each():
     config = load_config(RECIPE, ["env.settings=[default, final]", "env.usr_conf={max_step: 60}", "eval_games=1"])
-    env = games.get("gorge").make_env(**config.env.env_kwargs())
+    env = games.get("gorge").env.make(**config.env.env_kwargs())
     seen = {}
     for seed in range(12):
         _, info = env.reset(seed=seed)
@@ -127,7 +127,7 @@ def test_a_config_without_settings_is_unchanged():
     config = load_config(RECIPE, ["eval_games=1"])
     assert config.env.settings == "default" and "settings" not in config.env.env_kwargs()
     spec = games.get("gorge")
-    assert config.held_out_configs() == spec.held_out_configs(config.env.usr_conf, 1, config.eval_seed,
+    assert config.held_out_configs() == spec.evaluation.held_out_configs(config.env.usr_conf, 1, config.eval_seed,
                                                               config.eval_maps)
     _, info = GorgeEnv().reset(seed=0)
     assert info["settings"] == "default" and info["usr_conf"]["talent_cooldown"] == 100

@@ -413,8 +413,8 @@ def test_cli_builds_and_the_folder_plays_as_the_model(setup, tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["weights"]["file"] == "agent_diy/ckpt/model.ckpt-64.pkl"
     assert "训练任务" in captured.err and 'algo = "diy"' in captured.err and "exploit(env_obs)" in captured.err
-    folder = evaluate(str(out), "maps", game="gorge", maps=["own_7"], games=2, oracle_gap=False)
-    model = evaluate(str(setup["model"]), "maps", game="gorge", maps=["own_7"], games=2, oracle_gap=False,
+    folder = evaluate(str(out), "maps", game="gorge", maps=["own_7"], games=2, yardstick=False)
+    model = evaluate(str(setup["model"]), "maps", game="gorge", maps=["own_7"], games=2, yardstick=False,
                      trust_pickle=True)
     assert [g.score for g in folder.games] == [g.score for g in model.games]
     assert main(["build-submission", str(setup["model"]), "--out", str(tmp_path / "x"), "--game", "gorge",

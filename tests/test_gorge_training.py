@@ -37,7 +37,8 @@ def test_the_recipe_trains_on_its_maps_and_selects_on_others():
     assert config.game == "gorge" and config.env.map_names == ["own_1", "own_2", "own_3", "own_4"]
     held_out = config.held_out_configs()
     assert {c["map_name"] for c in held_out} == {"own_5"} and len(held_out) == config.eval_games
-    assert not set(config.env.map_names) & set(games.get("gorge").protocols)  # protocols name lists, not maps
+    # protocols name lists, not maps
+    assert not set(config.env.map_names) & set(games.get("gorge").evaluation.protocols)
     for test_map in ("open_9", "open_10", "own_6"):
         assert test_map not in config.env.map_names + config.eval_maps
 
@@ -68,7 +69,7 @@ def test_a_run_logs_the_games_metrics_resumes_and_packages(tmp_path, capsys):
     # the held-out games are those of eval_seed, as sb3-realm eval and a study play them: the best model, saved when
     # it was evaluated, scores what its evaluation logged (the final model has one more update after the last one)
     best = evaluate(str(run_dir / "best_model.zip"), "maps", maps=["own_5"], games=2, max_step=60,
-                    seed=config.eval_seed, oracle_gap=False, game="gorge", allow_overlap=True)
+                    seed=config.eval_seed, yardstick=False, game="gorge", allow_overlap=True)
     assert max(h["mean_score"] for h in history) == pytest.approx(best.summary()["mean_score"])
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -142,7 +143,7 @@ def test_a_short_run_survives_longer_than_a_random_policy(tmp_path):
     config = load_config(RECIPE, [f"out={json.dumps(str(out))}", "total_timesteps=150000", "env.map_names=[own_1]",
                                   "eval_freq=0", "progress_bar=false", "env.n_envs=8", "checkpoint_freq=1000000"])
     train(config)
-    played = {policy: evaluate(policy, "maps", maps=["own_1"], games=20, seed=7, game="gorge", oracle_gap=False,
+    played = {policy: evaluate(policy, "maps", maps=["own_1"], games=20, seed=7, game="gorge", yardstick=False,
                                allow_overlap=True).summary()["mean_steps"]
               for policy in (str(out / "final_model.zip"), "random")}
     assert played[str(out / "final_model.zip")] > played["random"], played

@@ -227,7 +227,7 @@ def test_batched_play_of_a_recurrent_model_is_the_evaluation(tmp_path):
     torch.manual_seed(1)
     model = small_model("recurrent_ppo", LSTM)
     model.save(tmp_path / "lstm.zip")
-    report = evaluate(str(tmp_path / "lstm.zip"), games=5, max_step=60, oracle_gap=False, seed=4,
+    report = evaluate(str(tmp_path / "lstm.zip"), games=5, max_step=60, yardstick=False, seed=4,
                       env_kwargs={"map_name": "small"})
     confs = protocol_configs("leaderboard", seed=4, games=5, max_step=60)
     played = play_games(model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in enumerate(confs)],
@@ -343,7 +343,7 @@ def test_batched_play_is_the_evaluation(run):
     from sb3_realm.evaluation.batched import play_games
 
     policy = SB3Policy(run / "final_model.zip")
-    report = evaluate(policy, games=5, max_step=120, oracle_gap=False, seed=4, env_kwargs={"map_name": "small"})
+    report = evaluate(policy, games=5, max_step=120, yardstick=False, seed=4, env_kwargs={"map_name": "small"})
     confs = protocol_configs("leaderboard", seed=4, games=5, max_step=120)
     played = play_games(policy.model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in
                                                                       enumerate(confs)], batch=2)
@@ -729,7 +729,7 @@ def test_a_cloned_model_works_in_eval_replay_and_build_submission(run, tmp_path)
     from sb3_realm.export import build_submission, check_submission
 
     model = run / "final_model.zip"
-    report = evaluate(str(model), games=2, max_step=100, oracle_gap=False, env_kwargs={"map_name": "small"})
+    report = evaluate(str(model), games=2, max_step=100, yardstick=False, env_kwargs={"map_name": "small"})
     assert len(report.games) == 2
     assert Path(replay(str(model), tmp_path / "ep.gif", usr_conf={"max_step": 50}, seed=1)["gif"]).is_file()
     build_submission(model, tmp_path / "sub")
@@ -902,7 +902,7 @@ def test_imitation_on_the_small_map_wins_its_games(tmp_path):
                       env_kwargs={"map_name": "small"}, workers=2)
     summary = report.summary()
     assert summary["wins"] == 20 and summary["games_with_missed_treasure"] == 0
-    assert summary["mean_gap_to_oracle"] < 5.0
+    assert summary["mean_gap_to_yardstick"] < 5.0
     assert os.path.getsize(run_dir / "final_model.zip") > 0
 
 
@@ -924,17 +924,24 @@ def test_a_round_record_round_trips_and_reads_the_old_names():
               "learner_wins": 2, "games_cut": 1, "games_taken_over": 1, "learner_mean_score": 400.0, "bc_loss": 0.1,
               "bc_accuracy": 0.97, "bc_entropy": 0.2, "updates": 30, "eval_mean_score": 380.0,
               "eval_reached_end": 3, "eval_wins": 2, "eval_games": 3, "eval_mean_steps": 60.0,
-              "eval_missed_treasure_games": 1, "oracle_mean_score": 385.0, "best_round": 1, "collect_s": 1.0,
+              "eval_missed_treasure_games": 1, "yardstick_mean_score": 385.0, "best_round": 1, "collect_s": 1.0,
               "fit_s": 2.0, "eval_s": 3.0, "wall_s": 9.0, "screen_games": 6, "screen_reached_end": 5}
     record = RoundRecord(**fields)
     assert record.to_dict() == fields  # the optional counts a round did not make are left out
     assert RoundRecord.from_dict(record.to_dict()) == record
-    old = {k: v for k, v in fields.items() if k not in ("eval_reached_end", "eval_wins", "screen_reached_end")}
+    old = {k: v for k, v in fields.items() if k not in ("eval_reached_end", "eval_wins", "screen_reached_end",
+                                                         "yardstick_mean_score")}
     old.update(eval_wins=3, eval_full_wins=2, screen_wins=5)  # eval_wins counted the games that reached the end
+    old.update(oracle_mean_score=385.0)  # the yardstick's old name
     assert RoundRecord.from_dict(old) == record
     state = RunState(round=1, history=[record], best_key=(-1, 380.0), best_score=380.0, best_round=1,
-                     oracle_score=385.0, elapsed=9.0, updates=30, reference={"key": "k", "steps": [50]})
-    assert RunState.from_dict(json.loads(json.dumps(state.to_dict(shards=2)))) == state
+                     yardstick_score=385.0, elapsed=9.0, updates=30, reference={"key": "k", "steps": [50]})
+    saved = json.loads(json.dumps(state.to_dict(shards=2)))
+    assert "yardstick_score" in saved and "oracle_score" not in saved
+    assert RunState.from_dict(saved) == state
+    saved["oracle_score"] = saved.pop("yardstick_score")  # a checkpoint written before the yardstick's rename
+    saved["history"] = [old]
+    assert RunState.from_dict(saved) == state
 
 
 def test_the_expert_spec_names_its_data_and_labels_as_configured():
@@ -982,8 +989,10 @@ def test_a_sweep_needs_a_game_of_treasure_sets():
     sweep = SelectionConfig(games="sweep")
     ImitationConfig(selection=sweep).validate(realm)
     with pytest.raises(ValueError, match="sweeps treasure sets, which Back to the Realm has not"):
-        ImitationConfig(selection=sweep).validate(dataclasses.replace(realm, treasure_sets=False))
-    ImitationConfig(expert="scripted", selection=sweep).validate(dataclasses.replace(gorge, treasure_sets=True))
+        ImitationConfig(selection=sweep).validate(
+            dataclasses.replace(realm, episodes=dataclasses.replace(realm.episodes, treasure_sets=False)))
+    ImitationConfig(expert="scripted", selection=sweep).validate(
+        dataclasses.replace(gorge, episodes=dataclasses.replace(gorge.episodes, treasure_sets=True)))
 
 
 def test_the_held_out_games_are_reported_as_the_specs_protocol(monkeypatch):

@@ -77,7 +77,7 @@ def _main(args: list[str], capsys) -> str:
 
 
 # ------------------------------------------------------------------------------------ a model of the other game
-@pytest.mark.parametrize("command", [["eval", "MODEL", "--game", "realm", "--games", "1", "--no-oracle"],
+@pytest.mark.parametrize("command", [["eval", "MODEL", "--game", "realm", "--games", "1", "--no-yardstick"],
                                      ["replay", "MODEL", "--game", "realm", "--out", "ep.gif"]])
 def test_a_gorge_model_played_as_the_realm_names_its_game(command, gorge_model, tmp_path):
     shutil.copyfile(gorge_model, tmp_path / "model.zip")
@@ -97,7 +97,7 @@ def test_a_realm_model_played_as_gorge_names_its_game(models, tmp_path):
 def test_a_model_that_records_no_game_is_known_by_its_observation_space(gorge_model, tmp_path, capsys):
     strip_feature_version(gorge_model, tmp_path / "model.zip")  # as saved by the user's own SB3 code
     model = str(tmp_path / "model.zip")
-    err = _main(["eval", model, "--games", "1", "--no-oracle"], capsys)
+    err = _main(["eval", model, "--games", "1", "--no-yardstick"], capsys)
     assert "is a model of Gorge Chase (its observation space is Gorge Chase's), not of Back to the Realm (the " \
            "default game)" in err and "pass --game gorge" in err
     err = _main(["replay", model, "--out", str(tmp_path / "ep.gif")], capsys)
@@ -177,10 +177,13 @@ def test_scripted_without_game_under_gorge_options_says_pass_game_gorge(tmp_path
     (["replay", "scripted", "--out", "ep.gif"], ["an expert of Gorge Chase", "pass --game gorge"]),
     (["eval", "oracle", "--game", "gorge"], ["'oracle' is an expert of Back to the Realm, not of Gorge Chase "
                                              "(--game gorge)", "pass --game realm"]),
-    (["eval", "random", "--protocol", "maps"], ["--protocol 'maps' is a protocol of Gorge Chase", "pass --game gorge"]),
+    (["eval", "random", "--game", "realm", "--protocol", "maps"],
+     ["--protocol 'maps' is a protocol of Gorge Chase", "pass --game gorge"]),
+    (["eval", "random", "--protocol", "maps"],
+     ["policy 'random': the random policy plays any game; say which with --game"]),
     (["eval", "random", "--game", "gorge", "--protocol", "leaderboard"],
      ["--protocol 'leaderboard' is a protocol of Back to the Realm", "pass --game realm"]),
-    (["eval", "random", "--maps-dir", "."], ["Back to the Realm plays one map", "or pass --game gorge"]),
+    (["eval", "random", "--game", "realm", "--maps-dir", "."], ["Back to the Realm plays one map"]),
     (["eval", "random", "--game", "gorge", "--maps-dir", "nowhere"], ["--maps-dir 'nowhere' does not exist"]),
 ])
 def test_an_expert_protocol_or_option_of_the_other_game_names_it(args, fragments, tmp_path, capsys, monkeypatch):
@@ -222,7 +225,7 @@ def test_a_zip_that_is_not_a_checkpoint_is_named_before_the_protocol(tmp_path, c
 def test_a_python_tag_in_the_config_beside_a_checkpoint_is_one_line_and_never_runs(models, tmp_path):
     strip_feature_version(models["ppo"], tmp_path / "model.zip")  # no run config inside: config.yaml is read
     (tmp_path / "config.yaml").write_text(PYTHON_TAG, encoding="utf-8")
-    err = _cli(["eval", "model.zip", "--games", "1", "--no-oracle"], tmp_path)
+    err = _cli(["eval", "model.zip", "--games", "1", "--no-yardstick"], tmp_path)
     assert "'config.yaml', the run config beside the checkpoint 'model.zip', is not plain YAML data" in err
     assert "python/object/apply:os.system" in err and "nothing in it ran" in err
     assert "ConstructorError" not in err and not (tmp_path / "RAN").exists()
@@ -273,7 +276,7 @@ def test_eval_outputs_never_overwrite_an_input_or_each_other(models, tmp_path, c
             (["--json", model], f"--json {model!r} is the policy"),
             (["--plot", str(config)], "is the run config of the policy"),
             (["--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "r.json")], "--json and --plot are both")):
-        err = _main(["eval", model, "--games", "1", "--no-oracle", *args], capsys)
+        err = _main(["eval", model, "--games", "1", "--no-yardstick", *args], capsys)
         assert fragment in err
     assert models["ppo"].read_bytes() == before and not (tmp_path / "r.json").exists()
 
@@ -311,5 +314,5 @@ def _with_config(data: dict, **changes) -> dict:
 ])
 def test_a_checkpoint_whose_data_is_of_another_kind_is_named(change, fragment, gorge_model, tmp_path, capsys):
     model = _rewrite_data(gorge_model, tmp_path / "model.zip", change)
-    err = _main(["eval", str(model), "--protocol", "maps", "--maps", "own_6", "--games", "1", "--no-oracle"], capsys)
+    err = _main(["eval", str(model), "--protocol", "maps", "--maps", "own_6", "--games", "1", "--no-yardstick"], capsys)
     assert "'model.zip'" in err.replace(str(tmp_path) + os.sep, "") and fragment in err

@@ -22,7 +22,7 @@ from sb3_realm.models.saved import CONFIG_ENTRY
 from sb3_realm.tuning.script import build_parser as tuning_parser
 
 REPO = Path(__file__).resolve().parents[1]
-FAST_EVAL = ["--protocol", "fixed", "--treasures", "1", "--max-step", "20", "--no-oracle"]
+FAST_EVAL = ["--protocol", "fixed", "--treasures", "1", "--max-step", "20", "--no-yardstick"]
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -81,7 +81,8 @@ def small_model(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- a missing --map file
-@pytest.mark.parametrize("argv", [["eval", "random"], ["replay", "random"], ["demo"], ["train"], ["imitate"],
+@pytest.mark.parametrize("argv", [["eval", "random", "--game", "realm"], ["replay", "random", "--game", "realm"],
+                                  ["demo", "--game", "realm"], ["train"], ["imitate"],
                                   ["build-submission", "model.zip", "--out", "sub"]])
 def test_a_missing_map_file_says_where_the_map_comes_from(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -154,7 +155,7 @@ def test_eval_of_another_zip_says_it_is_not_a_checkpoint(capsys, tmp_path):
 # ------------------------------------------------------------------------------------------- replay --out x.png
 def test_replay_out_png_writes_a_gif_and_a_png_and_reports_both(capsys, tmp_path):
     out = tmp_path / "x.png"
-    code, stdout, err = _run(["replay", "random", "--out", str(out), "--usr-conf",
+    code, stdout, err = _run(["replay", "random", "--game", "realm", "--out", str(out), "--usr-conf",
                               '{"max_step": 20, "treasure_num": 1}'], capsys)
     assert code == 0, err
     report = json.loads(stdout)
@@ -189,7 +190,7 @@ def test_a_flag_the_protocol_does_not_use_is_refused_before_any_game(argv, fragm
         raise AssertionError("a game was played")
 
     monkeypatch.setattr(protocols, "_run_one", no_games)
-    code, _, err = _run(["eval", "random", *argv], capsys)
+    code, _, err = _run(["eval", "random", "--game", "realm", *argv], capsys)
     message = _error(err)
     assert code == 2
     for fragment in fragments:
@@ -197,8 +198,8 @@ def test_a_flag_the_protocol_does_not_use_is_refused_before_any_game(argv, fragm
 
 
 def test_games_still_counts_leaderboard_games(capsys, tmp_path):
-    code, _, err = _run(["eval", "random", "--games", "2", "--max-step", "10", "--no-oracle", "--json",
-                         str(tmp_path / "r.json")], capsys)
+    code, _, err = _run(["eval", "random", "--game", "realm", "--games", "2", "--max-step", "10", "--no-yardstick",
+                         "--json", str(tmp_path / "r.json")], capsys)
     assert code == 0, err
     assert len(json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["games"]) == 2
 
@@ -237,13 +238,13 @@ def test_a_misspelled_flag_suggests_the_right_one_in_every_command(command, caps
 
 
 def test_misspellings_of_values_and_commands_and_of_the_tuning_scripts(capsys):
-    code, _, err = _run(["eval", "random", "--protocl", "exhaustive"], capsys)
+    code, _, err = _run(["eval", "random", "--game", "realm", "--protocl", "exhaustive"], capsys)
     assert code == 2 and "unrecognized arguments: --protocl exhaustive (did you mean --protocol?)" in _error(err)
-    code, _, err = _run(["eval", "random", "--protocol", "exhastive"], capsys)
+    code, _, err = _run(["eval", "random", "--game", "realm", "--protocol", "exhastive"], capsys)
     assert code == 2 and "did you mean 'exhaustive'?" in _error(err)
     code, _, err = _run(["evl", "random"], capsys)
     assert code == 2 and "did you mean 'eval'?" in _error(err)
-    code, _, err = _run(["eval", "random", "--gmes=3", "--zzzz"], capsys)
+    code, _, err = _run(["eval", "random", "--game", "realm", "--gmes=3", "--zzzz"], capsys)
     message = _error(err)
     assert code == 2 and "--gmes: did you mean --games?" in message and "--zzzz:" not in message
     for kind in ("rewards", "hparams"):

@@ -30,7 +30,7 @@ def test_override_and_bad_values(monkeypatch):
 
 def test_evaluation_workers_run_under_spawn(monkeypatch):
     monkeypatch.setenv(START_METHOD_ENV, "spawn")
-    kw = {"games": 2, "max_step": 40, "oracle_gap": False, "env_kwargs": {"map_name": "small"}}
+    kw = {"games": 2, "max_step": 40, "yardstick": False, "env_kwargs": {"map_name": "small"}}
     spawned = evaluate("random", workers=2, **kw)
     serial = evaluate("random", workers=1, **kw)
     assert [g.score for g in spawned.games] == [g.score for g in serial.games]

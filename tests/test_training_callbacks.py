@@ -68,10 +68,10 @@ def test_promised_keys_reach_tensorboard(tmp_path):
     env = venv(2)
     model = PPO("MultiInputPolicy", env, tensorboard_log=str(tmp_path / "tb"), **PPO_KW)
     curriculum = CurriculumCallback([{"usr_conf": {"treasure_num": 1}, "until_step": 64},
-                                     {"usr_conf": {"treasure_num": 2}}])
+                                     {"usr_conf": {"treasure_num": 2}}], game="realm")
     evaluation = CompetitionEvalCallback(32, CONFIGS, tmp_path / "best" / "best_model.zip", env_kwargs={
-        "map_name": "small"}, json_path=tmp_path / "best" / "eval.json", replay_every=2)
-    model.learn(128, callback=[MetricsCallback(window=10), curriculum, evaluation])
+        "map_name": "small"}, json_path=tmp_path / "best" / "eval.json", replay_every=2, game="realm")
+    model.learn(128, callback=[MetricsCallback(window=10, game="realm"), curriculum, evaluation])
     acc = EventAccumulator(str(next((tmp_path / "tb").iterdir())), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()
     scalars = set(acc.Tags()["scalars"])
@@ -109,7 +109,8 @@ def test_best_model_kept_by_competition_score(tmp_path, monkeypatch):
     monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
     folder = tmp_path / "best"
-    cb = CompetitionEvalCallback(2, CONFIGS, folder / "best_model", json_path=folder / "eval.json", batched=False)
+    cb = CompetitionEvalCallback(2, CONFIGS, folder / "best_model", json_path=folder / "eval.json", batched=False,
+                                 game="realm")
     cb.init_callback(model)
     kept = []
     for k in range(1, 11):
@@ -122,7 +123,7 @@ def test_best_model_kept_by_competition_score(tmp_path, monkeypatch):
     assert cb.best_score == 20.0
     policy, protocol, kwargs = calls[0]
     assert isinstance(policy, ModelPolicy) and protocol == "custom"
-    assert kwargs["oracle_gap"] is False and kwargs["workers"] == 1 and kwargs["max_step"] == 24
+    assert kwargs["yardstick"] is False and kwargs["workers"] == 1 and kwargs["max_step"] == 24
     assert kwargs["custom"] == [c["treasure_id"] for c in CONFIGS]
     history = json.loads((folder / "eval.json").read_text())
     assert [h["mean_score"] for h in history] == [10.0, 5.0, 20.0, 20.0, 15.0]
@@ -140,8 +141,9 @@ def test_the_evaluation_plays_and_logs_what_the_games_spec_says(tmp_path, monkey
         return fake_report(10.0)
 
     realm = games.get("realm")
-    toy = dataclasses.replace(realm, name="toy", evaluate_args=lambda confs: {"protocol": "fixed", "max_step": 7},
-                              success=dataclasses.replace(realm.success, rate="wins"))
+    toy = dataclasses.replace(realm, name="toy", evaluation=dataclasses.replace(
+        realm.evaluation, evaluate_args=lambda confs: {"protocol": "fixed", "max_step": 7},
+        success=dataclasses.replace(realm.evaluation.success, rate="wins")))
     monkeypatch.setitem(games.GAMES, "toy", toy)
     monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
@@ -156,13 +158,14 @@ def test_the_evaluation_plays_and_logs_what_the_games_spec_says(tmp_path, monkey
 
 def test_the_metrics_callback_keeps_its_old_name():
     assert RealmMetricsCallback is MetricsCallback
-    assert MetricsCallback(game="gorge").episode_metrics is games.get("gorge").episode_metrics
+    assert MetricsCallback(game="gorge").episode_metrics is games.get("gorge").env.episode_metrics
 
 
 def test_vecnormalize_statistics_used_and_saved(tmp_path):
     env = VecNormalize(venv(2), norm_obs_keys=["vector"], norm_reward=False)
     model = PPO("MultiInputPolicy", env, **PPO_KW)
-    cb = CompetitionEvalCallback(32, CONFIGS[:1], tmp_path / "best_model.zip", env_kwargs={"map_name": "small"})
+    cb = CompetitionEvalCallback(32, CONFIGS[:1], tmp_path / "best_model.zip", env_kwargs={"map_name": "small"},
+                                 game="realm")
     model.learn(64, callback=cb)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best_model.zip", "vecnormalize.json"]  # numbers, no pickle
     saved = load_vecnormalize(tmp_path, venv(1))
@@ -192,11 +195,12 @@ def test_frame_stack_is_replayed_for_evaluation():
 
 def test_eval_config_errors(tmp_path):
     with pytest.raises(ValueError, match="start 2, end 1"):
-        CompetitionEvalCallback(1, [{"start": 3, "end": 1, "treasure_random": 0, "treasure_id": [4]}], tmp_path / "b")
+        CompetitionEvalCallback(1, [{"start": 3, "end": 1, "treasure_random": 0, "treasure_id": [4]}], tmp_path / "b",
+                                game="realm")
     with pytest.raises(ValueError, match="eval_freq"):
-        CompetitionEvalCallback(0, CONFIGS, tmp_path / "b")
+        CompetitionEvalCallback(0, CONFIGS, tmp_path / "b", game="realm")
     with pytest.raises(ValueError, match="configs is empty"):
-        CompetitionEvalCallback(1, [], tmp_path / "b")
+        CompetitionEvalCallback(1, [], tmp_path / "b", game="realm")
 
 
 # ---------------------------------------------------------------------------------------------- curriculum
@@ -212,7 +216,7 @@ def confs(env) -> list[tuple[int, int, int]]:
 def test_curriculum_advances_by_step_and_changes_the_envs(tmp_path):
     env = venv(2)
     model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
-    cb = CurriculumCallback(PHASES)
+    cb = CurriculumCallback(PHASES, game="realm")
     cb.init_callback(model)
     assert cb.phase == 0 and confs(env) == [(1, 20, 2)] * 2
     drive(cb, model, 63, [{}, {}], [False, False])
@@ -229,7 +233,7 @@ def test_curriculum_advances_by_success(tmp_path):
     env = venv(2)
     model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
     cb = CurriculumCallback([{"usr_conf": {"treasure_num": 1}, "until_success": 0.5}, {"usr_conf": {
-        "treasure_num": 4}}], window=4)
+        "treasure_num": 4}}], window=4, game="realm")
     cb.init_callback(model)
     drive(cb, model, 1, [finished(True), finished(True)], [True, True])  # episodes begun before the phase: skipped
     assert list(cb.recent) == []
@@ -247,7 +251,7 @@ def test_curriculum_random_start(tmp_path):
     env = venv(2)
     model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
     phase = {"usr_conf": {"treasure_random": 0, "treasure_id": [3, 4, 5], "end": 1}, "random_start": True}
-    cb = CurriculumCallback([phase], seed=3)
+    cb = CurriculumCallback([phase], seed=3, game="realm")
     cb.init_callback(model)
     seen = set()
     for k in range(40):
@@ -263,14 +267,14 @@ def test_curriculum_random_start(tmp_path):
 def test_curriculum_state_dict_round_trip(tmp_path):
     env = venv(2)
     model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
-    cb = CurriculumCallback(PHASES)
+    cb = CurriculumCallback(PHASES, game="realm")
     cb.init_callback(model)
     drive(cb, model, 100, [{}, {}], [False, False])
     state = json.loads(json.dumps(cb.state_dict()))  # checkpoints store it as JSON
     assert state["phase"] == 1
     env2 = venv(2)
     model2 = with_logger(PPO("MultiInputPolicy", env2, **PPO_KW), tmp_path)
-    restored = CurriculumCallback(PHASES)
+    restored = CurriculumCallback(PHASES, game="realm")
     restored.load_state_dict(state)  # before training, as train.py does on resume
     restored.init_callback(model2)
     assert restored.phase == 1 and confs(env2) == [(2, 25, 2)] * 2
@@ -294,12 +298,13 @@ def test_curriculum_state_dict_round_trip(tmp_path):
 ])
 def test_bad_phases_raise(phases, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        CurriculumCallback(phases, **kwargs)
+        CurriculumCallback(phases, **kwargs, game="realm")
 
 
 def test_bad_phase_values_raise_when_training_starts(tmp_path):
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path)
-    cb = CurriculumCallback([{"usr_conf": {"treasure_num": 1}, "until_step": 5}, {"usr_conf": {"treasure_num": 20}}])
+    cb = CurriculumCallback([{"usr_conf": {"treasure_num": 1}, "until_step": 5}, {"usr_conf": {"treasure_num": 20}}],
+                            game="realm")
     with pytest.raises(ValueError, match=r"curriculum phase 1: usr_conf\['treasure_num'\] = 20 is out of range"):
         cb.init_callback(model)
 
@@ -310,7 +315,7 @@ def test_metrics_with_subproc_vecnormalize(tmp_path):
     env = VecNormalize(venv(2, SubprocVecEnv, max_step=10), norm_obs_keys=["vector"])
     try:
         model = with_logger(PPO("MultiInputPolicy", env, **PPO_KW), tmp_path)
-        cb = MetricsCallback(window=50)
+        cb = MetricsCallback(window=50, game="realm")
         model.learn(64, callback=cb)
     finally:
         env.close()
@@ -338,7 +343,8 @@ def test_maskable_evaluation_respects_masks(tmp_path, monkeypatch):
         return original(self, action)
 
     monkeypatch.setattr(RealmEnv, "step", checked_step)
-    cb = CompetitionEvalCallback(16, CONFIGS, tmp_path / "best_model.zip", env_kwargs={"map_name": "small"})
+    cb = CompetitionEvalCallback(16, CONFIGS, tmp_path / "best_model.zip", env_kwargs={"map_name": "small"},
+                                 game="realm")
     model.learn(32, callback=cb)
     assert cb.n_evals == 2 and played["illegal"] == 0 and played["flash_masked"] > 20
     # control: without the mask the same network would play the illegal flash
@@ -374,7 +380,7 @@ def test_batched_evaluation_is_the_sequential_one(tmp_path, cls):
     entries = []
     for batched in (True, False):
         cb = CompetitionEvalCallback(1, configs, tmp_path / f"{batched}.zip", env_kwargs={"map_name": "small"},
-                                     batched=batched)
+                                     batched=batched, game="realm")
         cb.init_callback(model)
         assert cb._plays_batched() is batched
         entries.append({k: v for k, v in cb.evaluate_now().items() if k != "wall_s"})
@@ -384,7 +390,7 @@ def test_batched_evaluation_is_the_sequential_one(tmp_path, cls):
 
 def test_frame_stacked_models_are_evaluated_one_game_at_a_time(tmp_path):
     model = with_logger(PPO("MultiInputPolicy", VecFrameStack(venv(1), n_stack=2), **PPO_KW), tmp_path)
-    cb = CompetitionEvalCallback(1, CONFIGS, tmp_path / "best.zip", env_kwargs={"map_name": "small"})
+    cb = CompetitionEvalCallback(1, CONFIGS, tmp_path / "best.zip", env_kwargs={"map_name": "small"}, game="realm")
     cb.init_callback(model)
     assert not cb._plays_batched()
     assert cb.evaluate_now()["games"] == len(CONFIGS)

@@ -96,7 +96,7 @@ def test_a_checkpoint_with_no_config_anywhere_is_refused(lone, tmp_path):
 
 
 @pytest.mark.parametrize("command", [
-    ["eval", "{model}", "--games", "1", "--max-step", "20", "--no-oracle"],
+    ["eval", "{model}", "--games", "1", "--max-step", "20", "--no-yardstick"],
     ["replay", "{model}", "--out", "{tmp}/episode.gif", "--usr-conf", '{{"max_step": 30}}'],
     ["build-submission", "{model}", "--out", "{tmp}/upload"],
 ])

@@ -162,8 +162,30 @@ WORDS = {
 }
 
 
+#: the yardstick's keys as the benchmark files written before the rename name them: old -> new
+OLD_YARDSTICK_KEYS = {
+    "oracle_score": "yardstick_score",
+    "oracle_steps": "yardstick_steps",
+    "oracle_mean_score": "yardstick_mean_score",
+    "mean_gap_to_oracle": "mean_gap_to_yardstick",
+    "max_gap_to_oracle": "max_gap_to_yardstick",
+    "held_out_oracle_mean_score": "held_out_yardstick_mean_score",
+}
+
+
+def yardstick_keys(data: dict) -> dict:
+    """One mapping of a benchmark file with the yardstick's keys of a file written before the rename
+    (``oracle_mean_score``, ...) under their new names; a new key already there wins."""
+    for old, new in OLD_YARDSTICK_KEYS.items():
+        if old in data:
+            value = data.pop(old)
+            data.setdefault(new, value)
+    return data
+
+
 def load(name: str) -> dict:
-    return json.loads((DOCS / name).read_text(encoding="utf-8"))
+    """A benchmark file of docs/, old or new yardstick keys alike read under the new names."""
+    return json.loads((DOCS / name).read_text(encoding="utf-8"), object_hook=yardstick_keys)
 
 
 def half_up(x: float) -> int:
@@ -260,7 +282,9 @@ def imitation_default_map(w: dict) -> str:
     rows = [
         [
             w["curve"].format(
-                last=curve[-1]["round"], games=curve[0]["eval_games"], oracle=f"{d['held_out_oracle_mean_score']:.2f}"
+                last=curve[-1]["round"],
+                games=curve[0]["eval_games"],
+                oracle=f"{d['held_out_yardstick_mean_score']:.2f}",
             ),
             ", ".join(values),
         ],
@@ -271,7 +295,7 @@ def imitation_default_map(w: dict) -> str:
                 n=ex["games"],
                 missed=ex["games_with_missed_treasure"],
                 mean=f"{ex['mean_score']:.2f}",
-                oracle=f"{ex['oracle_mean_score']:.2f}",
+                oracle=f"{ex['yardstick_mean_score']:.2f}",
             ),
         ],
         [w["other"], w["other_v"].format(rw=rw, rg=rg, fw=fw, fg=fg)],
@@ -562,7 +586,7 @@ def _real_fast() -> tuple[str, str]:
     )
     rw, rg, fw, fg = other_games_counts(d)
     return (
-        f"held-out curve (200 games, oracle {d['held_out_oracle_mean_score']:.2f}), rounds 0 to "
+        f"held-out curve (200 games, oracle {d['held_out_yardstick_mean_score']:.2f}), rounds 0 to "
         f"{d['curve'][-1]['round']}: {curve}",
         f"{d['exhaustive_9']['games_with_missed_treasure']} with a missed treasure; other games: {rw + fw} / {rg + fg}",
     )

@@ -1,6 +1,6 @@
 """Evaluation by the competition's own scoring, over the fixed games of a game's protocols.
 
-A game's protocols are lists of fixed ``usr_conf`` dicts (:attr:`~sb3_realm.games.GameSpec.protocol_configs`), so
+A game's protocols are lists of fixed ``usr_conf`` dicts (:attr:`~sb3_realm.games.GameSpec.evaluation.configs`), so
 every policy plays exactly the same games; the Realm's are ``leaderboard`` (30 games of 9 random treasures drawn from
 ``seed``), ``exhaustive`` (every treasure set: C(13, 9) = 715 games), ``fixed`` and ``custom``
 (:mod:`sb3_realm.games.realm.protocols`); Gorge Chase's play named lists of maps, a number of games each
@@ -28,17 +28,31 @@ from .training_map import check_training_maps, warn_training_map
 __all__ = ["PROTOCOLS", "evaluate", "game_seed", "protocol_configs"]
 
 #: the protocols of every game, in order (each game's own are its spec's ``protocols``)
-PROTOCOLS = tuple(dict.fromkeys(p for spec in _games.GAMES.values() for p in spec.protocols))
+PROTOCOLS = tuple(dict.fromkeys(p for spec in _games.GAMES.values() for p in spec.evaluation.protocols))
 
 
 def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None, games: int | None = None,
                      custom: list[list[int]] | None = None, max_step: int | None = None,
                      game: str | None = None, maps: list[str] | None = None) -> list[dict]:
-    """The ``usr_conf`` dicts of a protocol of ``game`` (None: the default game): the Realm's with fixed treasure
-    ids, Gorge Chase's with a map each (``map_name``). None takes the game's default (the Realm: 30 leaderboard
-    games, max_step 2000; Gorge Chase: 20 games a map, its configured max_step)."""
-    return _games.get(game).protocol_configs(protocol, seed=seed, treasures=treasures, games=games, custom=custom,
-                                             max_step=max_step, maps=maps)
+    """The ``usr_conf`` dicts of a protocol of ``game`` (None: the one game that has a protocol of this name; a
+    ``ValueError`` asks for ``game`` when several have, or none): the Realm's with fixed treasure ids, Gorge Chase's
+    with a map each (``map_name``). None takes the game's default (the Realm: 30 leaderboard games, max_step 2000;
+    Gorge Chase: 20 games a map, its configured max_step)."""
+    return protocol_game(protocol, game).evaluation.configs(protocol, seed=seed, treasures=treasures, games=games,
+                                                            custom=custom, max_step=max_step, maps=maps)
+
+
+def protocol_game(protocol: str, game: str | None = None) -> _games.GameSpec:
+    """The game of ``protocol``: ``game``, else the one game that has a protocol of this name (a ``ValueError`` asks
+    for ``game`` when several games have one of this name, or none)."""
+    if game is not None:
+        return _games.get(game)
+    owners = [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
+    if len(owners) == 1:
+        return owners[0]
+    which = (f"{' and '.join(spec.title for spec in owners)} have a protocol of this name" if owners else
+             f"no game has it (the protocols are {list(PROTOCOLS)})")
+    raise ValueError(f"protocol {protocol!r}: {which}; name the game with game= ({', '.join(_games.GAMES)})")
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -60,14 +74,14 @@ def _setup_worker(*init) -> None:
     _setup(*init)
 
 
-def _setup(game: str, map_path: str | None, env_kwargs: dict, spec, oracle_gap: bool, seed: int) -> None:
+def _setup(game: str, map_path: str | None, env_kwargs: dict, spec, play_yardstick: bool, seed: int) -> None:
     game_spec = _games.get(game)
-    yardstick = game_spec.yardstick
-    env = game_spec.make_env(map_path=map_path, **env_kwargs)
+    yardstick = game_spec.evaluation.yardstick
+    env = game_spec.env.make(map_path=map_path, **env_kwargs)
     policy = spec.build(env) if isinstance(spec, PolicySpec) else spec
-    _WORKER.update(env=env, policy=policy, seed=seed, oracle=None, yardstick=yardstick, game=game_spec)
-    if oracle_gap and policy.name != yardstick:
-        _WORKER["oracle"] = PolicySpec(yardstick, game=game).build(env)
+    _WORKER.update(env=env, policy=policy, seed=seed, beside=None, yardstick=yardstick, game=game_spec)
+    if play_yardstick and policy.name != yardstick:
+        _WORKER["beside"] = PolicySpec(yardstick, game=game).build(env)
 
 
 def _run_one(job: tuple[int, dict]) -> GameResult:
@@ -75,23 +89,23 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
     env, policy = _WORKER["env"], _WORKER["policy"]
     seed = game_seed(_WORKER["seed"], index)
     info = play_episode(env, policy, seed, conf)
-    oracle = _WORKER["oracle"] if _WORKER["oracle"] is not None else (
+    beside = _WORKER["beside"] if _WORKER["beside"] is not None else (
         policy if policy.name == _WORKER["yardstick"] else None)
     extra = {}
-    if oracle is not None:
-        o = info if oracle is policy else play_episode(env, oracle, seed, conf)
-        extra = {"oracle_score": float(o["score"]), "oracle_steps": int(o["steps"])}
+    if beside is not None:
+        o = info if beside is policy else play_episode(env, beside, seed, conf)
+        extra = {"yardstick_score": float(o["score"]), "yardstick_steps": int(o["steps"])}
     return GameResult.from_summary(info, index=index, treasure_ids=conf.get("treasure_id", ()), seed=seed,
                                    planned_steps=getattr(policy, "planned_steps", None), map=conf.get("map_name"),
-                                   details=_WORKER["game"].result_details(info), **extra)
+                                   details=_WORKER["game"].results.details(info), **extra)
 
 
 def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | None) -> None:
     """A ``ValueError`` for a protocol of another game than the one ``policy`` plays, naming that game and the
     ``--game`` to pass (a protocol of no game is left to the game's own message)."""
-    if protocol in played.protocols:
+    if protocol in played.evaluation.protocols:
         return
-    owners = [spec for spec in _games.GAMES.values() if protocol in spec.protocols]
+    owners = [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
     if not owners:
         return
     fix = " or ".join(f"pass --game {spec.name}" for spec in owners)
@@ -104,13 +118,14 @@ def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | 
     else:
         why = "the default game"
     raise ValueError(f"--protocol {protocol!r} is a protocol of {' and '.join(spec.title for spec in owners)}, and "
-                     f"{str(policy)!r} plays {played.title} ({why}), whose protocols are {list(played.protocols)}: "
+                     f"{str(policy)!r} plays {played.title} ({why}), whose protocols are "
+                     f"{list(played.evaluation.protocols)}: "
                      f"{fix}, or choose one of {played.title}'s")
 
 
 def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None, seed: int = 0,
              treasures: int | None = None, games: int | None = None, custom: list[list[int]] | None = None,
-             max_step: int | None = None, workers: int = 1, oracle_gap: bool = True, env_kwargs: dict | None = None,
+             max_step: int | None = None, workers: int = 1, yardstick: bool = True, env_kwargs: dict | None = None,
              progress: bool = False, use_flash: bool = True, use_buff: bool = True,
              trust_pickle: bool | None = None, game: str | None = None, maps: list[str] | None = None,
              allow_overlap: bool = False, settings: str = "default") -> EvalReport:
@@ -125,7 +140,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     :param allow_overlap: play a checkpoint on maps its run trained on; by default a protocol that names its maps
         refuses them (scores on training maps say little about maps the policy never saw).
     :param workers: processes; 1 plays in this process. Results are the same for any number of workers.
-    :param oracle_gap: also play the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on each
+    :param yardstick: also play the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on each
         game and report the gap to its score.
     :param env_kwargs: extra arguments of the game's env (rules, mask_wall_moves, ...), as in training.
     :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
@@ -139,7 +154,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     played = policy_game(policy, game)
     name = played.name
     played.check_settings(settings, "--settings", _games.GAMES.values())
-    protocol = played.protocols[0] if protocol is None else protocol
+    protocol = played.evaluation.protocols[0] if protocol is None else protocol
     _check_protocol(protocol, played, policy, game)
     keep = ("max_step",) if max_step is not None else ()
     configs = [played.apply_settings(settings, conf, keep=keep)
@@ -159,7 +174,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
         raise ValueError(f"policy must be 'random', 'oracle' or a checkpoint path (a policy object only with "
                          f"workers=1), got {policy!r}")
     env_kwargs = dict(env_kwargs or {})
-    init = (name, str(map_path) if map_path is not None else None, env_kwargs, spec, oracle_gap, seed)
+    init = (name, str(map_path) if map_path is not None else None, env_kwargs, spec, yardstick, seed)
     _setup(*init)  # validates the policy and the map here, with a clear error, before any worker starts
     if not named_maps:
         warn_training_map(policy, _WORKER["env"].game_map, game=name)

@@ -21,8 +21,27 @@ __all__ = [
     "format_report",
     "input_paths",
     "plot_scores",
+    "with_yardstick_keys",
     "write_json_atomic",
 ]
+
+#: the yardstick's keys as reports written before the rename name them (a game's result, a report's summary):
+#: old -> new
+OLD_YARDSTICK_KEYS = {"oracle_score": "yardstick_score", "oracle_steps": "yardstick_steps",
+                      "oracle_mean_score": "yardstick_mean_score", "mean_gap_to_oracle": "mean_gap_to_yardstick",
+                      "max_gap_to_oracle": "max_gap_to_yardstick"}
+
+
+def with_yardstick_keys(data: Mapping) -> dict:
+    """``data`` (a game's result or a report's summary read back from JSON) with the yardstick's keys of a file
+    written before the rename (``oracle_score``, ``oracle_mean_score``, ``mean_gap_to_oracle``, ...) under their new
+    names; a new key already there wins."""
+    out = dict(data)
+    for old, new in OLD_YARDSTICK_KEYS.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -38,9 +57,10 @@ class GameResult:
     :param cut: stopped at a step limit before the game was over (imitation's ``dagger_max_steps``).
     :param expert_steps: collection: the steps the expert played.
     :param taken_over: collection: the step at which the expert took the game over from the learner (0: never).
-    :param oracle_score, oracle_steps: the game's yardstick (the Realm's oracle) on the same game, where it was
-        played beside.
-    :param planned_steps: the oracle's own plan, when the policy is the oracle.
+    :param yardstick_score, yardstick_steps: the game's yardstick (the Realm's oracle, Gorge Chase's scripted
+        policy) on the same game, where it was played beside (a result written before the rename names them
+        ``oracle_score``, ``oracle_steps``: :func:`with_yardstick_keys` reads it).
+    :param planned_steps: the Realm's oracle's own plan, when the policy is the oracle.
     :param map: the map of the game, where a protocol names one per game.
     :param details: the game's own figures (its spec's ``result_details``), e.g. Gorge Chase's catch.
     """
@@ -58,8 +78,8 @@ class GameResult:
     cut: bool = False
     expert_steps: int | None = None
     taken_over: int = 0
-    oracle_score: float | None = None
-    oracle_steps: int | None = None
+    yardstick_score: float | None = None
+    yardstick_steps: int | None = None
     planned_steps: int | None = None
     map: str | None = None
     details: dict = field(default_factory=dict)
@@ -71,6 +91,16 @@ class GameResult:
                    reached_end=bool(info.get("win", False)), treasures=int(info["treasures"]),
                    missed=tuple(int(i) for i in info.get("treasures_missed", ())), steps=int(info["steps"]),
                    flash_used=int(info.get("flash_used", 0)), buff_used=int(info.get("buff_used", 0)), **extra)
+
+    @property
+    def oracle_score(self) -> float | None:
+        """The old name of :attr:`yardstick_score`, read-only, for code that still reads it."""
+        return self.yardstick_score
+
+    @property
+    def oracle_steps(self) -> int | None:
+        """The old name of :attr:`yardstick_steps` (read-only)."""
+        return self.yardstick_steps
 
     def to_dict(self) -> dict:
         """The result as plain data, with ``won`` and ``gap``; ``map`` and ``details`` only where the game has them."""
@@ -88,7 +118,8 @@ class GameResult:
 
     @property
     def gap(self) -> float | None:
-        return None if self.oracle_score is None else self.oracle_score - self.score
+        """The yardstick's score less the policy's (None where the yardstick did not play beside)."""
+        return None if self.yardstick_score is None else self.yardstick_score - self.score
 
 
 @dataclass
@@ -110,7 +141,8 @@ class EvalReport:
     def summary(self) -> dict:
         """The protocol's figures: the shared ones (score, treasures, steps, flash and buff use), the game's own (its
         spec's ``summarize``: the Realm's wins and missed treasures, Gorge Chase's survival and catches per map) and
-        the gap to the game's yardstick (``oracle_*`` keys) where it played beside."""
+        the game's yardstick's mean score and the gap to it (``yardstick_mean_score``, ``mean_gap_to_yardstick``,
+        ``max_gap_to_yardstick``) where it played beside."""
         g = self.games
         scores = np.array([r.score for r in g], dtype=np.float64)
         out = {
@@ -121,11 +153,11 @@ class EvalReport:
             "mean_steps": float(np.mean([r.steps for r in g])),
             "flash_games": int(sum(r.flash_used > 0 for r in g)), "buff_games": int(sum(r.buff_used > 0 for r in g)),
         }
-        out.update(_games.get(self.game).summarize(g))
+        out.update(_games.recorded(self.game, "the evaluation report").results.summarize(g))
         gaps = [r.gap for r in g if r.gap is not None]
         if gaps:
-            out.update(oracle_mean_score=float(np.mean([r.oracle_score for r in g])), mean_gap_to_oracle=float(
-                np.mean(gaps)), max_gap_to_oracle=float(np.max(gaps)))
+            out.update(yardstick_mean_score=float(np.mean([r.yardstick_score for r in g])),
+                       mean_gap_to_yardstick=float(np.mean(gaps)), max_gap_to_yardstick=float(np.max(gaps)))
         return out
 
     def to_dict(self) -> dict:
@@ -134,18 +166,18 @@ class EvalReport:
 
 def format_report(report: EvalReport, worst: int = 10) -> str:
     """A readable summary and the worst games (lowest score first)."""
-    spec = _games.get(report.game)
+    spec = _games.recorded(report.game, "the evaluation report")
     s = report.summary()
-    yardstick = spec.yardstick
+    yardstick = spec.evaluation.yardstick
     played = "" if s["settings"] == "default" and not s["settings_values"] else (
         f" | settings {s['settings']} " + " ".join(f"{k}={v}" for k, v in s["settings_values"].items())).rstrip()
     lines = [f"policy {s['policy']} | protocol {s['protocol']} ({s['games']} games) | map {s['map']} | seed "
-             f"{s['seed']}{played}", *spec.report_lines(s, yardstick)]
-    if "oracle_mean_score" in s:
-        lines.append(f"{yardstick} mean {s['oracle_mean_score']:.2f}  gap mean {s['mean_gap_to_oracle']:.2f}  "
-                     f"max {s['max_gap_to_oracle']:.2f}")
+             f"{s['seed']}{played}", *spec.results.report_lines(s, yardstick)]
+    if "yardstick_mean_score" in s:
+        lines.append(f"{yardstick} mean {s['yardstick_mean_score']:.2f}  gap mean {s['mean_gap_to_yardstick']:.2f}  "
+                     f"max {s['max_gap_to_yardstick']:.2f}")
     lines.append("")
-    table = spec.worst_table(report.games, worst, yardstick)
+    table = spec.results.worst_table(report.games, worst, yardstick)
     if table:
         shown = min(worst, len(report.games))
         lines.append(f"all {shown} games, lowest score first:" if shown == len(report.games) else
@@ -221,13 +253,13 @@ def plot_scores(report: EvalReport, path: str | os.PathLike) -> Path:
     path = Path(path)
     scores = [r.score for r in report.games]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    top = max(scores + [r.oracle_score or 0.0 for r in report.games]) + 1
+    top = max(scores + [r.yardstick_score or 0.0 for r in report.games]) + 1
     bins = np.linspace(min([*scores, 0.0]), top, 40).tolist()
     ax.hist(scores, bins=bins, alpha=0.7, label=f"{report.policy} (mean {np.mean(scores):.1f})")
-    oracle = [r.oracle_score for r in report.games if r.oracle_score is not None]
-    yardstick = _games.get(report.game).yardstick
-    if oracle and report.policy != yardstick:
-        ax.hist(oracle, bins=bins, alpha=0.5, label=f"{yardstick} (mean {np.mean(oracle):.1f})")
+    beside = [r.yardstick_score for r in report.games if r.yardstick_score is not None]
+    yardstick = _games.recorded(report.game, "the evaluation report").evaluation.yardstick
+    if beside and report.policy != yardstick:
+        ax.hist(beside, bins=bins, alpha=0.5, label=f"{yardstick} (mean {np.mean(beside):.1f})")
     ax.set_xlabel("competition score")
     ax.set_ylabel("games")
     ax.set_title(f"{report.protocol}: {len(scores)} games on {'maps' if ', ' in report.map else 'map'} "

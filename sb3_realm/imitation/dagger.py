@@ -86,9 +86,11 @@ def expert_spec(config: ImitateConfig) -> ExpertSpec:
 def _held_out(config: ImitateConfig) -> tuple[str, list[tuple[int, dict]]]:
     """The held-out games (the game's held-out configs of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
     ``eval_maps``) with their env seeds, and the protocol they are reported as (the game's
-    :attr:`~sb3_realm.games.GameSpec.held_out_protocol`: the Realm's ``leaderboard``, Gorge Chase's ``maps``)."""
+    :attr:`~sb3_realm.games.GameSpec.evaluation.held_out_protocol`: the Realm's ``leaderboard``, Gorge Chase's
+    ``maps``)."""
     confs = config.held_out_configs()
-    return config.spec.held_out_protocol, [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
+    seeded = [(game_seed(config.eval_seed, i), conf) for i, conf in enumerate(confs)]
+    return config.spec.evaluation.held_out_protocol, seeded
 
 
 def evaluate_model(model, config: ImitateConfig, collector: Collector, map_name: str) -> dict:
@@ -120,7 +122,7 @@ class Imitation:
         self.config, self.im, self.run_dir = config, config.imitation, run_dir
         self.env_kwargs = config.env.env_kwargs(usr_conf=False, game=config.spec)
         #: the leaderboard's episode config (``env.usr_conf``): its treasure count is the sweep's main count
-        self.usr = config.spec.episode_config.from_usr_conf(config.env.usr_conf)
+        self.usr = config.spec.episodes.config.from_usr_conf(config.env.usr_conf)
         self.algo = algorithm(config.algo.name)
         self.expert = expert_spec(config)
         self.state = RunState()
@@ -130,7 +132,7 @@ class Imitation:
         self.stats: dict = {}  # the current round's selection counts (screening, sweep labels, slow games)
         self.swept: list[GameResult] | None = None  # the sweep of the model as it stands
         # the model's env (spaces, and the rollout size its hyperparameters are checked against); never stepped here
-        self.venv = DummyVecEnv([lambda: config.spec.make_env(**self.env_kwargs)] * config.env.n_envs)
+        self.venv = DummyVecEnv([lambda: config.spec.env.make(**self.env_kwargs)] * config.env.n_envs)
         self.map_name = cast(GameEnv, self.venv.envs[0].unwrapped).game_map.name
 
     def close(self) -> None:
@@ -264,7 +266,7 @@ class Imitation:
 
     def _record(self, round_no: int, source: str, rollouts: Rollouts, dataset: ExpertDataset, bc: BCStats,
                 summary: dict, key: tuple, seconds: tuple[float, float, float]) -> RoundRecord:
-        played, success = rollouts.games, self.config.spec.success
+        played, success = rollouts.games, self.config.spec.evaluation.success
         sweep = {} if self.swept is None else {"sweep_games": len(self.swept),
                                                "sweep_lost": sum(not r.won for r in self.swept),
                                                "sweep_mean_score": key[1]}
@@ -279,7 +281,7 @@ class Imitation:
             eval_reached_end=summary[success.reached], eval_wins=summary[success.count], eval_games=summary["games"],
             eval_mean_steps=summary["mean_steps"],
             eval_missed_treasure_games=summary.get("games_with_missed_treasure"),
-            oracle_mean_score=self.state.oracle_score, best_round=self.state.best_round,
+            yardstick_mean_score=self.state.yardstick_score, best_round=self.state.best_round,
             collect_s=round(seconds[0], 2), fit_s=round(seconds[1], 2), eval_s=round(seconds[2], 2),
             wall_s=round(self.state.elapsed, 2), **self.stats, **sweep)
 
@@ -378,7 +380,7 @@ def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: b
 def round_line(record: RoundRecord, rounds: int) -> str:
     """One line for a finished round: the round out of the run's ``rounds``, the states in the dataset, the held-out
     score (and the yardstick's, where known), the best round so far, the round's time and the run's."""
-    yardstick = "" if record.oracle_mean_score is None else f" (yardstick {record.oracle_mean_score:.1f})"
+    yardstick = "" if record.yardstick_mean_score is None else f" (yardstick {record.yardstick_mean_score:.1f})"
     took = record.collect_s + record.fit_s + record.eval_s
     return (f"round {record.round}/{rounds}: {record.states:,} states, held-out score {record.eval_mean_score:.1f}"
             f"{yardstick}, best round {record.best_round}, {took:.0f} s ({record.wall_s / 60:.1f} min in all)")
@@ -411,8 +413,8 @@ def _imitate(config: ImitateConfig, resume, progress: bool, talk: TextIO | None 
             bar = tqdm(total=config.imitation.rounds + 1, initial=run.state.round + 1, desc="imitate", unit="round")
         with Collector(config.imitation.workers) as collector:
             run.collector = collector
-            if run.state.oracle_score is None and config.imitation.expert == config.spec.yardstick:
-                run.state.oracle_score = evaluate_expert(config, collector, run.map_name)["mean_score"]
+            if run.state.yardstick_score is None and config.imitation.expert == config.spec.evaluation.yardstick:
+                run.state.yardstick_score = evaluate_expert(config, collector, run.map_name)["mean_score"]
             for round_no in rounds:
                 record = run.play_round(model, dataset, round_no)
                 if talk is not None:

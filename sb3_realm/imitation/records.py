@@ -63,6 +63,17 @@ def _a(value) -> str:
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
+def _renamed(data: dict, renamed: dict[str, str]) -> dict:
+    """A copy of ``data`` (read from a file) with the keys of an older record under their new names (``renamed``:
+    old -> new); a new key already there wins."""
+    data = dict(data)
+    for old, new in renamed.items():
+        if old in data:
+            value = data.pop(old)
+            data.setdefault(new, value)
+    return data
+
+
 def _checked(data: dict, where: str, kinds: dict[str, str], optional: tuple[str, ...] = ()) -> dict:
     """``data`` once each key of ``kinds`` is there (or in ``optional``) with a value of its kind."""
     for key, kind in kinds.items():
@@ -102,7 +113,7 @@ class RoundRecord:
     eval_games: int
     eval_mean_steps: float
     eval_missed_treasure_games: int | None
-    oracle_mean_score: float | None
+    yardstick_mean_score: float | None
     best_round: int
     collect_s: float
     fit_s: float
@@ -118,8 +129,9 @@ class RoundRecord:
     sweep_lost: int | None = None
     sweep_mean_score: float | None = None
 
-    #: keys of records written before the won / reached-the-end names: old -> new
-    RENAMED: ClassVar[dict[str, str]] = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end"}
+    #: keys of records written before the won / reached-the-end names and the yardstick's: old -> new
+    RENAMED: ClassVar[dict[str, str]] = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end",
+                                         "oracle_mean_score": "yardstick_mean_score"}
 
     def to_dict(self) -> dict:
         optional = {f.name for f in fields(self) if f.default is None} | {"eval_missed_treasure_games"}
@@ -133,9 +145,7 @@ class RoundRecord:
         data = dict(_mapping(data, source))
         if "eval_full_wins" in data and "eval_wins" in data:
             data["eval_reached_end"] = data.pop("eval_wins")
-        for old, new in cls.RENAMED.items():
-            if old in data:
-                data[new] = data.pop(old)
+        data = _renamed(data, cls.RENAMED)
         data.setdefault("eval_missed_treasure_games", None)  # a game without an end to reach does not record it
         kinds = {f.name: str(f.type) for f in fields(cls)}
         unknown = sorted(str(k) for k in data if k not in kinds)
@@ -154,12 +164,17 @@ class RunState:
     best_key: tuple = (-np.inf,)  # what the kept round is chosen by (selection.keep_key)
     best_score: float = -np.inf  # held-out mean score of the kept round
     best_round: int = -1
-    oracle_score: float | None = None
+    #: the mean score of the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on the held-out
+    #: games, where the expert is the yardstick
+    yardstick_score: float | None = None
     elapsed: float = 0.0
     updates: int = 0
     #: the expert's steps on the sweep's sets of the leaderboard's count and the key of the games and expert they
     #: were played with (``{"key": ..., "steps": [...]}``), for the slow games
     reference: dict | None = None
+
+    #: keys of states written before the yardstick's rename: old -> new
+    RENAMED: ClassVar[dict[str, str]] = {"oracle_score": "yardstick_score"}
 
     def choose(self, key: tuple, held_out_mean: float, round_no: int) -> bool:
         """Whether round ``round_no`` (chosen by ``key``) is now the kept one: at least as good as the kept one
@@ -175,7 +190,7 @@ class RunState:
         of its shards: a resume checks that its dataset is the one this state was trained on)."""
         out = {"round": self.round, "shards": shards, "history": [r.to_dict() for r in self.history],
                "best_score": self.best_score, "best_key": list(self.best_key), "best_round": self.best_round,
-               "oracle_score": self.oracle_score, "reference": self.reference, "elapsed": self.elapsed,
+               "yardstick_score": self.yardstick_score, "reference": self.reference, "elapsed": self.elapsed,
                "updates": self.updates}
         if shard_sha256 is not None:
             out["shard_sha256"] = list(shard_sha256)
@@ -184,10 +199,11 @@ class RunState:
     @classmethod
     def from_dict(cls, im: dict, source: str = "the run's state") -> RunState:
         """The state :meth:`to_dict` wrote; a :class:`RecordError` naming ``source`` and the key for one of another
-        shape (a missing key, a value of the wrong type, rounds that do not follow each other)."""
-        im = _checked(_mapping(im, source), source, {"round": "int", "best_score": "float", "best_round": "int",
-                                                     "oracle_score": "float | None", "elapsed": "float",
-                                                     "updates": "int"})
+        shape (a missing key, a value of the wrong type, rounds that do not follow each other); a state written
+        before the yardstick's rename (``oracle_score``) reads too."""
+        im = _renamed(_mapping(im, source), cls.RENAMED)
+        im = _checked(im, source, {"round": "int", "best_score": "float", "best_round": "int",
+                                   "yardstick_score": "float | None", "elapsed": "float", "updates": "int"})
         if "history" not in im:
             raise RecordError(f"{source} lacks 'history'; {_FIX}")
         if not isinstance(im["history"], list):
@@ -212,7 +228,7 @@ class RunState:
             raise RecordError(f"{source}.reference = {shown(reference)} must be null or a mapping of key (text) and "
                               f"steps (a list of integers); {_FIX}")
         return cls(round=im["round"], history=history, best_key=tuple(key), best_score=im["best_score"],
-                   best_round=im["best_round"], oracle_score=im["oracle_score"], elapsed=im["elapsed"],
+                   best_round=im["best_round"], yardstick_score=im["yardstick_score"], elapsed=im["elapsed"],
                    updates=im["updates"], reference=reference)
 
 
@@ -300,8 +316,8 @@ class RunWriter:
         if record.sweep_lost is not None:
             self.logger.record("eval/sweep_lost", record.sweep_lost)
             self.logger.record("eval/sweep_mean_score", record.sweep_mean_score)
-        if state.oracle_score is not None:
-            self.logger.record("eval/gap_to_oracle", state.oracle_score - record.eval_mean_score)
+        if state.yardstick_score is not None:
+            self.logger.record("eval/gap_to_yardstick", state.yardstick_score - record.eval_mean_score)
         self.logger.dump(state.updates)
         folder = self.run_dir / "checkpoints"
         extra = {"imitation": state.to_dict(len(shards), [entry["sha256"] for entry in shards])}
@@ -316,7 +332,7 @@ class RunWriter:
     def eval_json(self, state: RunState) -> None:
         """Write ``eval.json``: the rounds of ``state`` and the kept one."""
         text = json.dumps({"history": [r.to_dict() for r in state.history], "best_round": state.best_round,
-                           "best_mean_score": state.best_score, "oracle_mean_score": state.oracle_score},
+                           "best_mean_score": state.best_score, "yardstick_mean_score": state.yardstick_score},
                           indent=2) + "\n"
         atomic_write(self.run_dir / "eval.json", lambda f: f.write(text.encode("utf-8")))
 

@@ -86,13 +86,13 @@ def _duration(seconds: float) -> str:
 def eval_line(entry: Mapping, total_timesteps: int | None = None, game: str | None = None) -> str:
     """One line for a finished held-out evaluation (an entry of ``eval.json``): the evaluation's number, the model's
     timesteps (out of the run's total, where known), the mean competition score, the game's successful games (its
-    :attr:`~sb3_realm.games.GameSpec.success`: the Realm's games won, Gorge Chase's survived to max_step), the best
-    score so far (marked when this evaluation set it) and the run's time so far.
+    :attr:`~sb3_realm.games.GameSpec.evaluation.success`: the Realm's games won, Gorge Chase's survived to max_step),
+    the best score so far (marked when this evaluation set it) and the run's time so far.
 
-    :param game: the game played (None: the default game).
+    :param game: the game played, one of :func:`sb3_realm.games.names` (required).
     """
     total = "" if total_timesteps is None else f"/{total_timesteps:,}"
-    success = games.get(game).success
+    success = games.get(game).evaluation.success
     rate = (f", {success.verb} {entry[success.count]}/{entry['games']} games"
             if success.count in entry and "games" in entry else "")
     new = " (new best)" if entry.get("new_best") else ""
@@ -101,8 +101,9 @@ def eval_line(entry: Mapping, total_timesteps: int | None = None, game: str | No
             f"{_duration(entry['wall_s'])} in all")
 
 
-#: the default game's curriculum success metrics (each game's are its spec's ``success_metrics``)
-SUCCESS_METRICS: Mapping[str, Callable[[dict], float]] = games.get().success_metrics
+#: the old name of the Realm's curriculum success metrics, from when the package played only Back to the Realm (each
+#: game's are its spec's ``env.success_metrics``)
+SUCCESS_METRICS: Mapping[str, Callable[[dict], float]] = games.GAMES[games.LEGACY_GAME].env.success_metrics
 
 
 def _finished(locals_: dict[str, Any]) -> Iterator[tuple[int, dict]]:
@@ -132,7 +133,7 @@ class StopAtTimesteps(BaseCallback):
 class MetricsCallback(BaseCallback):
     """Log competition metrics of the training episodes (played by the sampling policy, with its exploration: not
     the held-out ``eval/*`` games), averaged over the last ``window`` finished episodes, at the end of every rollout,
-    as ``train_episodes/<name>``: the game's :attr:`~sb3_realm.games.GameSpec.episode_metrics`. The Realm's:
+    as ``train_episodes/<name>``: the game's :attr:`~sb3_realm.games.GameSpec.env.episode_metrics`. The Realm's:
     ``score``, ``win_rate``, ``treasures``, ``steps``, ``flash_rate`` and ``buff_rate`` (fraction of episodes that
     used the flash / took the buff at least once), ``bumps`` and ``reward_by_term/<term>`` (each reward term's
     contribution to the episode's return). Gorge Chase's: ``score``, ``steps``, ``treasures``, ``survival_rate``,
@@ -141,7 +142,7 @@ class MetricsCallback(BaseCallback):
 
     :param window: episodes in the moving averages.
     :param verbose: verbosity level.
-    :param game: the game of the training envs (None: the default game).
+    :param game: the game of the training envs, one of :func:`sb3_realm.games.names` (required).
     """
 
     def __init__(self, window: int = 100, verbose: int = 0, game: str | None = None) -> None:
@@ -149,7 +150,7 @@ class MetricsCallback(BaseCallback):
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window = {window!r} must be an integer >= 1 (episodes in the moving average)")
         self.window = window
-        self.episode_metrics = games.get(game).episode_metrics
+        self.episode_metrics = games.get(game).env.episode_metrics
         self.episodes: deque[dict[str, float]] = deque(maxlen=window)
 
     def _on_step(self) -> bool:
@@ -206,8 +207,8 @@ class CompetitionEvalCallback(BaseCallback):
     :func:`~sb3_realm.evaluation.evaluate` and keep the model with the best mean competition score (not shaped reward).
 
     Logs ``eval/score``, ``eval/treasures``, ``eval/steps``, ``eval/best_score`` and the game's own rate
-    (its :attr:`~sb3_realm.games.GameSpec.success` rate: ``eval/win_rate`` for the Realm, ``eval/survival_share``
-    for Gorge Chase); every
+    (its :attr:`~sb3_realm.games.GameSpec.evaluation.success` rate: ``eval/win_rate`` for the Realm,
+    ``eval/survival_share`` for Gorge Chase); every
     ``replay_every``-th evaluation also ``eval/route`` (route PNG of the first game, TensorBoard only). The best
     model is written atomically to ``best_model_path``; when the training env has a ``VecNormalize``, evaluation
     normalises observations with its current statistics (see :class:`~sb3_realm.agents.ModelPolicy`) and saves them
@@ -217,7 +218,7 @@ class CompetitionEvalCallback(BaseCallback):
     :param eval_freq: evaluate every ``eval_freq`` callback calls (that many calls' worth of env steps, counted on the
         model's total timesteps, so that a resumed run evaluates at the same steps).
     :param configs: the games' ``usr_conf`` dicts as made by :func:`~sb3_realm.evaluation.protocol_configs` (a
-        game's :attr:`~sb3_realm.games.GameSpec.held_out_configs`): the Realm's with start 2, end 1, fixed
+        game's :attr:`~sb3_realm.games.GameSpec.evaluation.held_out_configs`): the Realm's with start 2, end 1, fixed
         ``treasure_id`` and one ``max_step`` (played as the ``custom`` protocol on their sets); Gorge Chase's with
         their map under ``map_name``, the same number of games on each map (played as the ``maps`` protocol).
     :param best_model_path: file of the best model (``.zip`` is appended when it has no suffix).
@@ -234,7 +235,7 @@ class CompetitionEvalCallback(BaseCallback):
         that hundreds of held-out games are affordable). Models that read stacked frames or normalised
         observations, or another observation than the env's, are played one game at a time whatever this says.
     :param verbose: 1 prints each evaluation's :func:`eval_line` to stdout.
-    :param game: the game played (None: the default game).
+    :param game: the game played, one of :func:`sb3_realm.games.names` (required).
     :param talk: a text stream that gets each evaluation's :func:`eval_line` as it ends (``sb3-realm train`` passes
         ``sys.stderr`` when no progress bar shows); None = none.
     """
@@ -255,7 +256,7 @@ class CompetitionEvalCallback(BaseCallback):
         if not configs:
             raise ValueError("configs is empty; pass usr_conf dicts, e.g. protocol_configs('leaderboard', seed=..., "
                              "games=...)")
-        parsed = games.get(self.game).check_eval_configs(list(configs))
+        parsed = games.get(self.game).evaluation.check_configs(list(configs))
         self.map_names = [c["map_name"] for c in configs if "map_name" in c]
         self.env_kwargs = dict(env_kwargs or {})
         if "map_path" in self.env_kwargs:
@@ -334,14 +335,15 @@ class CompetitionEvalCallback(BaseCallback):
     def evaluate_now(self) -> dict:
         """Evaluate the current model, log, keep it if best, append to the JSON; returns the summary."""
         policy = ModelPolicy(self.model, self.training_env, name=f"step_{self.num_timesteps}")
-        played = games.get(self.game).evaluate_args(self.configs)  # the protocol and arguments of these games
+        # the protocol and arguments of these games
+        played = games.get(self.game).evaluation.evaluate_args(self.configs)
         if self._plays_batched():
             report = evaluate_batched(self.model.policy, self.configs, seed=self.seed, name=policy.name,
                                       env_kwargs={**self.env_kwargs, "map_path": self.map_path},
                                       masked=algorithm_of(self.model).maskable, game=self.game,
                                       protocol=played["protocol"])
         else:  # the same games as the batched play, one at a time
-            report = evaluate(policy, **played, map_path=self.map_path, seed=self.seed, workers=1, oracle_gap=False,
+            report = evaluate(policy, **played, map_path=self.map_path, seed=self.seed, workers=1, yardstick=False,
                               env_kwargs=self.env_kwargs, game=self.game, allow_overlap=True)
         summary = report.summary()
         self.n_evals += 1
@@ -355,7 +357,7 @@ class CompetitionEvalCallback(BaseCallback):
         self.history.append(entry)
         self.last_summary = entry
         self._write_history()
-        rate = games.get(self.game).success.rate  # the game's own: a win (the Realm), survival (Gorge Chase)
+        rate = games.get(self.game).evaluation.success.rate  # the game's own: a win (the Realm), survival (Gorge Chase)
         for key, name in (("score", "mean_score"), (rate, rate), ("treasures", "mean_treasures"),
                           ("steps", "mean_steps"), ("best_score", "best_score")):
             if name in entry:
@@ -378,7 +380,7 @@ class CompetitionEvalCallback(BaseCallback):
             return False
         if self._batchable is None:
             normalize = self.model.get_vec_normalize_env()
-            env = games.get(self.game).make_env(map_path=self.map_path, **self.env_kwargs)
+            env = games.get(self.game).env.make(map_path=self.map_path, **self.env_kwargs)
             try:
                 self._batchable = (unwrap_vec_wrapper(self.training_env, VecFrameStack) is None
                                    and not (normalize is not None and normalize.norm_obs)
@@ -428,23 +430,23 @@ class CurriculumCallback(BaseCallback):
     :param window: episodes in the success average (it must be full before a phase can advance).
     :param seed: seed of the random starts.
     :param verbose: 1 prints each phase change.
-    :param game: the game of the training envs (None: the default game).
+    :param game: the game of the training envs, one of :func:`sb3_realm.games.names` (required).
     """
 
     def __init__(self, phases: Sequence[Mapping], metric: str | None = None, window: int = 50,
                  seed: int | None = None, verbose: int = 0, game: str | None = None) -> None:
         super().__init__(verbose)
         self.spec = games.get(game)
-        metric = next(iter(self.spec.success_metrics)) if metric is None else metric
-        if metric not in self.spec.success_metrics:
-            raise ValueError(f"metric = {metric!r}; choose one of {list(self.spec.success_metrics)} "
+        metric = next(iter(self.spec.env.success_metrics)) if metric is None else metric
+        if metric not in self.spec.env.success_metrics:
+            raise ValueError(f"metric = {metric!r}; choose one of {list(self.spec.env.success_metrics)} "
                              f"({self.spec.title})")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window = {window!r} must be an integer >= 1")
         if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence) or not phases:
             raise ValueError(f"phases must be a non-empty list of dicts like {{'usr_conf': {{'treasure_num': 1}}, "
                              f"'until_step': 100000}}, got {phases!r}")
-        self.phases = [self._check_phase(i, p, len(phases), metric, self.spec.usr_conf_keys)
+        self.phases = [self._check_phase(i, p, len(phases), metric, self.spec.episodes.usr_conf_keys)
                        for i, p in enumerate(phases)]
         self.metric, self.window = metric, window
         self.phase = 0
@@ -510,10 +512,10 @@ class CurriculumCallback(BaseCallback):
         self.configs = []
         for i, phase in enumerate(self.phases):
             try:
-                config = self.spec.episode_config.from_usr_conf(phase["usr_conf"], base=config)
+                config = self.spec.episodes.config.from_usr_conf(phase["usr_conf"], base=config)
             except ValueError as exc:
                 raise ValueError(f"curriculum phase {i}: {exc}") from exc
-            if phase["random_start"] and not self.spec.random_starts(config):
+            if phase["random_start"] and not self.spec.episodes.random_starts(config):
                 raise ValueError(f"curriculum phase {i}: random_start has no allowed start id (every id is the end "
                                  f"or a fixed treasure: {config.to_usr_conf()})")
             self.configs.append(config)
@@ -528,12 +530,12 @@ class CurriculumCallback(BaseCallback):
                 self._random_start(i)
 
     def _random_start(self, env_index: int) -> None:
-        starts = self.spec.random_starts(self.configs[self.phase])
+        starts = self.spec.episodes.random_starts(self.configs[self.phase])
         start = starts[int(self.rng.choice(len(starts)))]  # the draw of rng.choice(starts)
         self.training_env.env_method("set_config", **start, indices=[env_index])
 
     def _on_step(self) -> bool:
-        score = self.spec.success_metrics[self.metric]
+        score = self.spec.env.success_metrics[self.metric]
         for i, info in _finished(self.locals):
             if self._skip[i]:
                 self._skip[i] -= 1

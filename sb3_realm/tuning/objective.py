@@ -4,8 +4,8 @@ shaped reward), reporting intermediate evaluations to Optuna's pruner and catchi
 Every trial of a study plays the same games, the base config's held-out games as ``sb3-realm train`` evaluates them:
 for the Realm the leaderboard protocol drawn from ``eval_seed`` (``eval_games`` games, its ``usr_conf`` treasure count
 and ``max_step``), for Gorge Chase ``eval_games`` games on each map of ``eval_maps``. A trial's ``win_rate`` is the
-share of the game's successful games (:attr:`~sb3_realm.games.GameSpec.success`): the Realm's games won, Gorge
-Chase's survived to max_step.
+share of the game's successful games (:attr:`~sb3_realm.games.GameSpec.evaluation.success`): the Realm's games won,
+Gorge Chase's survived to max_step.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
             entry = self.evaluate_now()
             self.trial.report(entry["mean_score"], self.step_offset + self.num_timesteps)
         self.final_score = float(entry["mean_score"])
-        self.final_win_rate = float(entry[games.get(self.game).success.rate])
+        self.final_win_rate = float(entry[games.get(self.game).evaluation.success.rate])
         self.final_treasures = float(entry["mean_treasures"])
         if not math.isfinite(self.final_score):
             self.diverged = f"final score {self.final_score}"
@@ -123,8 +123,8 @@ class TrialEvalCallback(CompetitionEvalCallback):
         order = np.random.default_rng(self.shuffle_seed).permutation(len(self.configs))
         for index in order.tolist():
             # one game alone plays as it does among the others only in a game of treasure sets (StudyConfig checks)
-            report = evaluate(policy, **spec.evaluate_args([self.configs[index]]), map_path=self.map_path,
-                              seed=self.seed, workers=1, oracle_gap=False, env_kwargs=self.env_kwargs, game=self.game,
+            report = evaluate(policy, **spec.evaluation.evaluate_args([self.configs[index]]), map_path=self.map_path,
+                              seed=self.seed, workers=1, yardstick=False, env_kwargs=self.env_kwargs, game=self.game,
                               allow_overlap=True)
             score = float(report.games[0].score)
             self.game_scores[index], self._game_results[index] = score, report.games[0]
@@ -134,7 +134,7 @@ class TrialEvalCallback(CompetitionEvalCallback):
                                f"{np.mean(list(self.game_scores.values())):.2f}")
                 return
         self.final_score = float(np.mean(list(self.game_scores.values())))
-        self.final_win_rate = float(np.mean([spec.success.of_game(g) for g in self._game_results.values()]))
+        self.final_win_rate = float(np.mean([spec.evaluation.success.of_game(g) for g in self._game_results.values()]))
         self.final_treasures = float(np.mean([g.treasures for g in self._game_results.values()]))
 
 
