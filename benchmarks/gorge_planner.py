@@ -177,7 +177,7 @@ def jobs_of(args, maps_dir: str | None) -> list[Job]:
     from sb3_realm.evaluation import game_seed  # main process only (see the imports)
 
     spec = _games.get("gorge")
-    confs = spec.protocol_configs("maps", maps=list(args.maps), games=args.games)  # map by map
+    confs = spec.evaluation.configs("maps", maps=list(args.maps), games=args.games)  # map by map
     jobs = []
     for policy in args.policies:
         for settings in args.settings:

@@ -96,7 +96,7 @@ def jobs_for(policy: str, maps: list[str], settings: list[str], games: int, seed
     from sb3_realm.evaluation import game_seed  # main process only (torch)
 
     spec = _games.get("gorge")
-    confs = spec.protocol_configs("maps", maps=list(maps), games=games)
+    confs = spec.evaluation.configs("maps", maps=list(maps), games=games)
     frozen = tuple(sorted(weights.items()))
     jobs = []
     for name in settings:

@@ -18,7 +18,7 @@ from sb3_realm import games
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import TERMS, RewardWeights
 
-ALL_IDS = sorted(env_id for spec in games.GAMES.values() for env_id in spec.env_ids)
+ALL_IDS = sorted(env_id for spec in games.GAMES.values() for env_id in spec.env.ids)
 
 
 def rollout(env, seed: int, n: int = 300) -> list:

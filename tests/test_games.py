@@ -25,38 +25,48 @@ SPECS = sorted(games.GAMES.values(), key=lambda spec: spec.name)
 
 
 def test_the_registry_knows_the_realm_and_refuses_an_unknown_game():
-    assert games.get() is games.get(games.DEFAULT_GAME) is games.GAMES["realm"]
+    assert games.get("realm") is games.get(games.LEGACY_GAME) is games.GAMES["realm"]
+    with pytest.raises(ValueError, match=r"^no game given: name the game to play, one of \['realm', 'gorge'"):
+        games.get(None)  # there is no default game
     with pytest.raises(ValueError, match=r"game = 'gorge2' is not a game of this package; choose one of \['realm'"):
         games.get("gorge2")
 
 
 #: what a game may leave empty: the treasure counts of the Realm's parity games (Gorge Chase's check plays more games
-#: of its protocol's maps) and the imitation expert's options (a game whose experts do not label games)
-NOT_YET = {"parity_treasure_counts", "expert_options"}
+#: of its protocol's maps)
+NOT_YET = {"parity_treasure_counts"}
+
+
+def filled(value) -> bool:
+    return value is not None and value != "" and value != () and value != {}
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_every_field_of_a_spec_is_filled(spec):
     for field in dataclasses.fields(spec):
         value = getattr(spec, field.name)
-        if field.name in NOT_YET and spec.name != games.DEFAULT_GAME:
-            continue
-        assert value is not None and value != "" and value != () and value != {}, field.name
-    assert spec.layouts and all(layout in LAYOUTS for layout in spec.layouts)  # every game ships to its platform
-    assert spec.protocols and spec.yardstick in spec.experts
-    assert set(spec.reward_ranges) <= set(spec.reward_terms)
-    assert spec.protocol_file.is_file()
+        assert filled(value), field.name
+        if dataclasses.is_dataclass(value):  # a part: every field of it
+            for inner in dataclasses.fields(value):
+                if inner.name in NOT_YET and spec.name != "realm":
+                    continue
+                assert filled(getattr(value, inner.name)), f"{field.name}.{inner.name}"
+    assert spec.experts.options is not None  # the game's experts label games for imitation
+    assert spec.submission.layouts and all(layout in LAYOUTS for layout in spec.submission.layouts)  # it ships
+    assert spec.evaluation.protocols and spec.evaluation.yardstick in spec.experts
+    assert set(spec.env.reward_ranges) <= set(spec.env.reward_terms)
+    assert spec.submission.protocol_file.is_file()
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_a_spec_builds_its_env_whose_spaces_it_states(spec):
-    env = spec.make_env(map_name=next(iter(spec.builtin_maps)))
-    observation, action = spec.spaces()
+    env = spec.env.make(map_name=next(iter(spec.maps.builtin)))
+    observation, action = spec.env.spaces()
     assert env.observation_space == observation and env.action_space == action
     obs, _ = env.reset(seed=0)
     assert observation.contains(obs)
-    assert action.n == spec.features.N_ACTIONS == 16
-    for env_id in spec.env_ids:
+    assert action.n == spec.submission.features.N_ACTIONS == 16
+    for env_id in spec.env.ids:
         assert isinstance(gym.make(env_id).unwrapped, type(env))
 
 
@@ -64,46 +74,46 @@ def test_a_spec_builds_its_env_whose_spaces_it_states(spec):
 def test_a_spec_states_the_env_options_its_env_takes(spec):
     """The shared layers read a game's env options from its spec, never from the env's signature: each option the
     spec lists is a parameter of its env, and only a game whose env takes a maps folder reads map names from one."""
-    takes = inspect.signature(spec.make_env).parameters
-    assert spec.env_options <= {"mask_wall_moves", "map_names", "maps_dir"}
-    assert all(option in takes for option in spec.env_options), sorted(spec.env_options - set(takes))
-    if "maps_dir" not in spec.env_options:
-        assert not any(spec.needs_maps_dir(name) for name in ("open_5", "default", *spec.builtin_maps))
+    takes = inspect.signature(spec.env.make).parameters
+    assert spec.env.options <= {"mask_wall_moves", "map_names", "maps_dir"}
+    assert all(option in takes for option in spec.env.options), sorted(spec.env.options - set(takes))
+    if "maps_dir" not in spec.env.options:
+        assert not any(spec.maps.in_folder(name) for name in ("open_5", "default", *spec.maps.builtin))
 
 
 def test_only_gorge_chases_open_maps_are_read_from_the_maps_folder():
     gorge, realm = games.get("gorge"), games.get("realm")
-    assert gorge.needs_maps_dir("open_5") and gorge.needs_maps_dir("open_12")
-    assert not any(gorge.needs_maps_dir(name) for name in ("default", "open_", "open_x", "own_1", "maps/open_5.json"))
-    assert not realm.needs_maps_dir("open_5")
-    assert realm.env_options == {"mask_wall_moves"} and gorge.env_options == {"map_names", "maps_dir"}
+    assert gorge.maps.in_folder("open_5") and gorge.maps.in_folder("open_12")
+    assert not any(gorge.maps.in_folder(name) for name in ("default", "open_", "open_x", "own_1", "maps/open_5.json"))
+    assert not realm.maps.in_folder("open_5")
+    assert realm.env.options == {"mask_wall_moves"} and gorge.env.options == {"map_names", "maps_dir"}
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_evaluate_args_play_exactly_the_held_out_games(spec):
     """A run's evaluation replays its held-out games with the protocol and arguments the spec gives: that protocol
     makes the very same games, in order."""
-    held_out = spec.held_out_configs({}, 4, 11, ())
-    args = spec.evaluate_args(held_out)
+    held_out = spec.evaluation.held_out_configs({}, 4, 11, ())
+    args = spec.evaluation.evaluate_args(held_out)
     protocol = args.pop("protocol")
-    assert protocol in spec.protocols and spec.held_out_protocol in spec.protocols
-    assert spec.protocol_configs(protocol, seed=11, **args) == held_out
-    one = spec.evaluate_args(held_out[2:3])  # one game alone, as a study's Wilcoxon pruner plays it
-    assert spec.protocol_configs(one.pop("protocol"), seed=11, **one) == held_out[2:3]
+    assert protocol in spec.evaluation.protocols and spec.evaluation.held_out_protocol in spec.evaluation.protocols
+    assert spec.evaluation.configs(protocol, seed=11, **args) == held_out
+    one = spec.evaluation.evaluate_args(held_out[2:3])  # one game alone, as a study's Wilcoxon pruner plays it
+    assert spec.evaluation.configs(one.pop("protocol"), seed=11, **one) == held_out[2:3]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_a_summary_holds_the_success_figures_the_spec_names(spec):
-    """The keys of :attr:`GameSpec.success` are figures of the game's evaluation summary, and its per-game test
-    counts the games the summary counts."""
+    """The keys of :attr:`GameSpec.evaluation.success` are figures of the game's evaluation summary, and its per-game
+    test counts the games the summary counts."""
     caught = {"caught": True, "steps": 50, "caught_after_speedup": False, "free_neighbours": 2}
     played = [GameResult(index=0, treasure_ids=(1, 2), score=100.0, reached_end=True, treasures=2, missed=(), steps=90,
-                         details=spec.result_details({"caught": False, "steps": 90})),
+                         details=spec.results.details({"caught": False, "steps": 90})),
               GameResult(index=1, treasure_ids=(1, 2), score=10.0, reached_end=False, treasures=1, missed=(2,),
-                         steps=50, details=spec.result_details(caught))]
-    summary = EvalReport(policy="p", protocol=spec.protocols[0], map="m", seed=0, games=played,
+                         steps=50, details=spec.results.details(caught))]
+    summary = EvalReport(policy="p", protocol=spec.evaluation.protocols[0], map="m", seed=0, games=played,
                          game=spec.name).summary()
-    success = spec.success
+    success = spec.evaluation.success
     assert summary[success.count] == sum(success.of_game(g) for g in played) == 1
     assert summary[success.rate] == 0.5 and summary[success.reached] == 1
     assert success.verb in ("won", "survived")
@@ -127,37 +137,39 @@ def test_reward_weights_are_their_terms_in_order(weights):
 
 def test_the_realms_directions_are_its_cores_and_action_2_is_plus_z():
     realm = games.get("realm")
-    assert realm.directions == tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS)
-    assert realm.directions[2] == (0, 1) and realm.directions[6] == (0, -1) and realm.directions[0] == (1, 0)
-    assert len(set(realm.directions)) == 8
+    assert realm.episodes.directions == tuple((round(dx), round(dz)) for dx, dz in DIRECTIONS)
+    directions = realm.episodes.directions
+    assert directions[2] == (0, 1) and directions[6] == (0, -1) and directions[0] == (1, 0)
+    assert len(set(realm.episodes.directions)) == 8
 
 
 def test_gorge_chase_directions_are_its_rules_and_action_2_is_minus_z():
     from sb3_realm.games.gorge.rules import DIRECTIONS as GORGE_DIRECTIONS
 
     gorge = games.get("gorge")
-    assert gorge.directions == GORGE_DIRECTIONS and gorge.directions[2] == (0, -1)
+    assert gorge.episodes.directions == GORGE_DIRECTIONS and gorge.episodes.directions[2] == (0, -1)
     assert gorge.config_runs and games.get("realm").config_runs
 
 
 def test_the_realms_expert_options_match_the_imitation_defaults():
     """The imitation section's refine_* defaults are literals (a config class cannot ask a game); they must be the
     refined oracle's own."""
-    options = games.get("realm").expert_options
+    options = games.get("realm").experts.options
     section = ImitationConfig()
-    assert dict(section.refine_settings()) == dict(options.defaults)
-    assert section.changed_refine_settings() == {}
-    assert section.tie_break == options.tie_breaks[0] and section.expert == games.get("realm").yardstick
+    assert dict(section.refine_settings(games.get("realm"))) == dict(options.defaults)
+    assert section.changed_refine_settings(games.get("realm")) == {}
+    assert section.tie_break == options.tie_breaks[0] and section.expert == games.get("realm").evaluation.yardstick
 
 
 def test_the_realms_protocols_are_the_evaluations():
     realm = games.get("realm")
-    assert len(realm.protocol_configs("exhaustive")) == 715
-    assert realm.describe_protocol("exhaustive", None) == "every set of 9 treasures out of the 13 slots (715 games)"
-    starts = realm.random_starts(realm.episode_config.from_usr_conf({"treasure_random": 0, "treasure_id": [3, 4]}))
+    assert len(realm.evaluation.configs("exhaustive")) == 715
+    assert realm.evaluation.describe("exhaustive", None) == "every set of 9 treasures out of the 13 slots (715 games)"
+    episode = realm.episodes.config.from_usr_conf({"treasure_random": 0, "treasure_id": [3, 4]})
+    starts = realm.episodes.random_starts(episode)
     assert {"start": 2, "end": 1} in starts and all(s["end"] == 1 and s["start"] not in (1, 3, 4) for s in starts)
     with pytest.raises(ValueError, match="evaluation configs need start 2, end 1"):
-        realm.check_eval_configs([{"start": 3, "end": 1, "treasure_random": 0, "treasure_id": [4]}])
+        realm.evaluation.check_configs([{"start": 3, "end": 1, "treasure_random": 0, "treasure_id": [4]}])
 
 
 def test_a_config_names_its_game_and_one_without_the_key_is_a_realm_config(tmp_path):
@@ -176,3 +188,25 @@ def test_a_config_names_its_game_and_one_without_the_key_is_a_realm_config(tmp_p
 def test_every_recipe_names_the_game_of_its_folder(path):
     game = path.relative_to(CONFIGS).parts[0]
     assert game in games.GAMES and read_config_file(path).get("game") == game
+
+
+def test_a_file_that_names_no_game_is_the_realms_with_a_one_line_note():
+    """Configs, checkpoints and packages made before the package had a second game name none: they read as the
+    Realm's, and say so in one line."""
+    with pytest.warns(games.LegacyGameNote, match=r"^config 'old\.yaml' names no game: read as Back to the Realm's "
+                      r"\(realm\), the game of everything made before there were two; add game: realm"):
+        assert games.recorded(None, "config 'old.yaml'") is games.GAMES["realm"]
+    assert games.recorded("gorge", "config 'new.yaml'") is games.GAMES["gorge"]
+
+
+def test_a_game_registered_from_elsewhere_is_a_game_until_unregistered():
+    toy = dataclasses.replace(games.get("realm"), name="toy_registry", title="Toy")
+    assert games.register(toy) is toy and games.get("toy_registry") is toy and "toy_registry" in games.names()
+    try:
+        with pytest.raises(ValueError, match="is already registered"):
+            games.register(dataclasses.replace(toy, title="Other"))
+    finally:
+        games.unregister("toy_registry")
+    assert "toy_registry" not in games.names()
+    with pytest.raises(ValueError, match="ships with the package"):
+        games.unregister("realm")

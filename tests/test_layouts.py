@@ -4,6 +4,7 @@ build-submission, its next steps and ``--check`` use without a change anywhere e
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -33,11 +34,12 @@ def test_the_shipped_layouts_are_registered_with_their_data():
         assert layout.spec == spec and layout.title == spec["title"] and layout.algo_dirs == spec["algo_dirs"]
         assert layout.default_algo_dir in layout.algo_dirs
     for game in games.GAMES.values():  # every layout a game names can be built
-        assert set(game.layouts) <= set(layouts.names())
+        assert set(game.submission.layouts) <= set(layouts.names())
 
 
 def test_each_shipped_layout_decides_its_weights_folder_zip_and_code_package_rule(tmp_path):
-    realm, gorge = layouts.get(games.get("realm").layouts[0]), layouts.get(games.get("gorge").layouts[0])
+    realm = layouts.get(games.get("realm").submission.layouts[0])
+    gorge = layouts.get(games.get("gorge").submission.layouts[0])
     algo_root = tmp_path / "algo"
     assert realm.weights_folder(tmp_path, algo_root) == tmp_path / "ckpt"
     assert gorge.weights_folder(tmp_path, algo_root) == algo_root / "ckpt"  # where its preload keys look
@@ -158,7 +160,8 @@ def toy(tmp_path, monkeypatch):
             "app_conf": "conf/toy.toml", "app_table": "app", "algo_conf": "conf/algos.toml"}
     layout = layouts.register(ToyLayout("toy", folder, spec))
     realm = games.get("realm")
-    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(realm, layouts=("toy", *realm.layouts)))
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(
+        realm, submission=dataclasses.replace(realm.submission, layouts=("toy", *realm.submission.layouts))))
     yield layout
     layouts.unregister("toy")
 
@@ -213,3 +216,20 @@ def test_a_layout_that_needs_a_code_package_says_so(toy, models, tmp_path, monke
                                           "only"):
         build_submission(models["ppo"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_no_layout_is_named_outside_the_registry_and_the_games_that_ship_into_it():
+    """The shared builder and the submission Agent never name a layout: a layout's name appears in no string of the
+    package but in its own module of :mod:`sb3_realm.export.layouts` and in the ``spec.py`` of the game whose models go
+    into it (``submission.layouts``)."""
+    package = Path(games.__file__).parent.parent
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, layouts.names())) + r")\b")
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("export/layouts/") or re.fullmatch(r"games/\w+/spec\.py", rel):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value):
+                found.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
+    assert found == []

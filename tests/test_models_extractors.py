@@ -219,7 +219,7 @@ def test_game_spaces_reads_any_games_space_and_keeps_its_old_name():
     assert observation_space.realm_spaces is observation_space.game_spaces
     assert {"game_spaces", "realm_spaces"} <= set(observation_space.__all__)
     for spec in games.GAMES.values():
-        space = spec.spaces()[0]
+        space = spec.env.spaces()[0]
         assert observation_space.game_spaces(space, "test") == (space["maps"], space["vector"])
     with pytest.raises(ValueError, match=r"test needs the observation space .*; got Discrete\(3\)"):
         observation_space.game_spaces(spaces.Discrete(3), "test")

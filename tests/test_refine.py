@@ -13,6 +13,7 @@ from sb3_realm.games.realm import EpisodeConfig, Game, competition_observation, 
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.experts import OraclePolicy
 from sb3_realm.games.realm.experts.refine import Refined, RefinedOraclePolicy, refine
+from sb3_realm.games.realm.spec import SPEC as REALM
 from sb3_realm.imitation.config import ImitationConfig
 
 SETS = [(3, 4, 5, 6, 7, 8, 9, 10, 11), (5, 6, 8, 9, 11, 12, 13, 14, 15), (3, 6, 7, 9, 10, 12, 13, 14, 15)]
@@ -129,7 +130,7 @@ def test_it_keeps_the_exact_position_and_recovers_from_a_learners_moves(seed):
 def test_the_imitation_config_takes_the_refined_expert():
     assert ImitationConfig(expert="oracle-refined").expert == "oracle-refined"
     with pytest.raises(ValueError, match="oracle-refined"):
-        ImitationConfig(expert="oracle-refind").validate()
+        ImitationConfig(expert="oracle-refind").validate(REALM)
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -140,13 +141,13 @@ def test_the_imitation_config_takes_the_refined_expert():
 ])
 def test_the_refine_settings_are_checked(key, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
-        ImitationConfig(expert="oracle-refined", **{key: value}).validate()
+        ImitationConfig(expert="oracle-refined", **{key: value}).validate(REALM)
 
 
 def test_the_refine_settings_need_the_refined_expert():
     with pytest.raises(ValueError, match=r"refine_max_refines = 8 sets the beam search of the 'oracle-refined' "
                                          r"expert, but imitation.expert = 'oracle'"):
-        ImitationConfig(expert="oracle", refine_max_refines=8).validate()
-    ImitationConfig(expert="oracle", refine_max_refines=RefinedOraclePolicy.max_refines).validate()
+        ImitationConfig(expert="oracle", refine_max_refines=8).validate(REALM)
+    ImitationConfig(expert="oracle", refine_max_refines=RefinedOraclePolicy.max_refines).validate(REALM)
     with pytest.raises(ValueError, match="'beam' is not a setting of the refined oracle"):
         RefinedOraclePolicy(default_map()).configure(beam=3)

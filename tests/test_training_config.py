@@ -56,8 +56,8 @@ RESOLVED_RL_RECIPES = {
         "total_timesteps": 4096, "out": "runs/tiny", "checkpoint_freq": 1024, "keep_checkpoints": 2,
         "eval_freq": 2048, "eval_games": 3, "progress_bar": False,
         "env": {"map_name": "small", "usr_conf": {"treasure_num": 3, "max_step": 300}, "n_envs": 4},
-        "algo": {"hyperparams": {"n_steps": 128, "batch_size": 256, "n_epochs": 2}, "extractor_kwargs": {
-            "features_dim": 64}, "net_arch": {"pi": [32], "vf": [32]}}},
+        "algo": {"extractor": "realm", "hyperparams": {"n_steps": 128, "batch_size": 256, "n_epochs": 2},
+                 "extractor_kwargs": {"features_dim": 64}, "net_arch": {"pi": [32], "vf": [32]}}},
     "realm/finetune": {
         "total_timesteps": 400_000, "torch_threads": 2, "out": "runs/finetune", "keep_checkpoints": 2,
         "eval_games": 1000, "eval_route_every": 0,
@@ -115,7 +115,8 @@ def test_an_rl_recipe_resolves_to_the_config_it_always_was(name):
     path = Path(f"configs/{name}.yaml")
     # a finetune recipe refuses to load without the model it starts from (--init-from); the file is never read
     config = load_config(path, ["finetune.init_from=model.zip"] if path.stem == "finetune" else [])
-    assert differs_from_defaults(config) == leaves(RESOLVED_RL_RECIPES[name])
+    # every recipe names its game (there is no default one)
+    assert differs_from_defaults(config) == {"game": path.parent.name, **leaves(RESOLVED_RL_RECIPES[name])}
     assert yaml.safe_load(path.read_text(encoding="utf-8")).get("base") == RL_RECIPE_BASES[name]
     assert config.game == path.parent.name
 
@@ -192,7 +193,8 @@ def test_the_refined_recipe_is_the_slow_recipe_with_the_step_exact_teacher():
     slow = recipe("competition_oracle_level", MAP)
     refined = recipe("competition_past_the_oracle", MAP)
     assert refined.imitation == replace(slow.imitation, expert="oracle-refined", rounds=12)
-    assert refined.imitation.changed_refine_settings() == {}  # the refined oracle's default beam, as measured
+    # the refined oracle's default beam, as measured
+    assert refined.imitation.changed_refine_settings(refined.spec) == {}
     assert (refined.algo, refined.env, refined.seed) == (slow.algo, slow.env, slow.seed)
 
 
@@ -355,11 +357,12 @@ def test_the_env_section_takes_the_options_the_games_spec_lists():
     """Which env options a config may set is the spec's list (``env_options``), not the game's name: the Realm with
     map lists in its list takes them; Gorge Chase without them refuses them, naming itself."""
     realm, gorge = games.get("realm"), games.get("gorge")
-    EnvConfig(map_names=["own_1"]).validate(replace(realm, env_options=realm.env_options | {"map_names"}))
+    EnvConfig(map_names=["own_1"]).validate(
+        replace(realm, env=replace(realm.env, options=realm.env.options | {"map_names"})))
     with pytest.raises(ValueError, match=r"env.map_names = \['own_1'\]: Back to the Realm plays one map"):
         EnvConfig(map_names=["own_1"]).validate(realm)
     with pytest.raises(ValueError, match=r"env.maps_dir = 'maps': Gorge Chase plays one map .*remove env.maps_dir"):
-        EnvConfig(maps_dir="maps").validate(replace(gorge, env_options=frozenset()))
+        EnvConfig(maps_dir="maps").validate(replace(gorge, env=replace(gorge.env, options=frozenset())))
 
 
 def test_the_maps_folder_goes_to_the_env_for_a_map_name_the_game_reads_from_it(monkeypatch, tmp_path):
@@ -371,7 +374,7 @@ def test_the_maps_folder_goes_to_the_env_for_a_map_name_the_game_reads_from_it(m
     assert "maps_dir" not in EnvConfig(map_name="default").env_kwargs(game=gorge)
     assert "maps_dir" not in EnvConfig(map_name="open_5").env_kwargs(game=realm)
     assert EnvConfig(map_name="open_5").env_kwargs()["maps_dir"] == str(tmp_path)  # Gorge Chase reads it
-    reader = replace(realm, needs_maps_dir=lambda name: name == "vault")
+    reader = replace(realm, maps=replace(realm.maps, in_folder=lambda name: name == "vault"))
     assert EnvConfig(map_name="vault").env_kwargs(game=reader)["maps_dir"] == str(tmp_path)
     assert "maps_dir" not in EnvConfig(map_name="vault").env_kwargs(game=gorge)
     monkeypatch.delenv("SB3_REALM_GORGE_MAPS")

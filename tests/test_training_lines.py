@@ -8,6 +8,8 @@ import json
 import re
 from unittest import mock
 
+import pytest
+
 from sb3_realm import games
 from sb3_realm.cli import main
 from sb3_realm.training.callbacks import eval_line
@@ -67,9 +69,10 @@ def test_eval_line_names_the_games_own_measure():
                                                     "survived 7/10 games, best 900.0, 12.6 min in all")
     realm = {"evaluation": 1, "timesteps": 2048, "games": 3, "mean_score": 150.0, "wins": 2, "win_rate": 2 / 3,
              "best_score": 150.0, "new_best": True, "wall_s": 9.4}
-    assert eval_line(realm) == "eval 1 at 2,048 steps: held-out score 150.0, won 2/3 games, best 150.0 (new best), " \
-                               "9 s in all"
-    assert eval_line(realm, game="realm") == eval_line(realm)  # the default game
+    assert eval_line(realm, game="realm") == ("eval 1 at 2,048 steps: held-out score 150.0, won 2/3 games, best 150.0 "
+                                              "(new best), 9 s in all")
+    with pytest.raises(ValueError, match=r"^no game given"):
+        eval_line(realm)  # there is no default game
 
 
 def test_eval_line_counts_what_the_games_spec_calls_a_success():
@@ -77,8 +80,8 @@ def test_eval_line_counts_what_the_games_spec_calls_a_success():
     entry = {"evaluation": 2, "timesteps": 4096, "games": 5, "mean_score": 10.0, "goals": 3, "wins": 1,
              "best_score": 10.0, "new_best": False, "wall_s": 3.0}
     realm = games.get("realm")
-    toy = dataclasses.replace(realm, name="toy", success=dataclasses.replace(realm.success, count="goals",
-                                                                             verb="scored"))
+    toy = dataclasses.replace(realm, name="toy", evaluation=dataclasses.replace(
+        realm.evaluation, success=dataclasses.replace(realm.evaluation.success, count="goals", verb="scored")))
     with mock.patch.dict(games.GAMES, {"toy": toy}):
         assert ", scored 3/5 games," in eval_line(entry, game="toy")
     assert ", won 1/5 games," in eval_line(entry, game="realm")

@@ -511,7 +511,8 @@ def test_a_study_replays_or_eases_games_only_in_a_game_of_treasure_sets(tmp_path
     """``--pruner wilcoxon`` and ``--curriculum`` ask the spec whether its games are treasure sets
     (``treasure_sets``): the Realm without them is refused as Gorge Chase is."""
     base = load_config("configs/realm/tiny.yaml")
-    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(games.get("realm"), treasure_sets=False))
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(
+        games.get("realm"), episodes=dataclasses.replace(games.get("realm").episodes, treasure_sets=False)))
     where = {"storage": f"sqlite:///{tmp_path}/s.db", "out": str(tmp_path)}
     with pytest.raises(ValueError, match="--pruner wilcoxon replays the held-out games one by one as treasure sets, "
                                          "which Back to the Realm's games are not"):
@@ -548,10 +549,9 @@ def test_a_trials_success_rate_and_games_are_the_games_own(tmp_path, monkeypatch
     ``success.of_game`` counts), and a game played alone uses the spec's ``evaluate_args``: a game that is the Realm
     in all but these answers gets them followed."""
     realm = games.get("realm")
-    toy = dataclasses.replace(realm, name="toy",
-                              evaluate_args=lambda confs: {"protocol": "fixed", "max_step": len(confs)},
-                              success=dataclasses.replace(realm.success, rate="mean_steps",
-                                                          of_game=lambda game: game.score > 50))
+    toy = dataclasses.replace(realm, name="toy", evaluation=dataclasses.replace(
+        realm.evaluation, evaluate_args=lambda confs: {"protocol": "fixed", "max_step": len(confs)},
+        success=dataclasses.replace(realm.evaluation.success, rate="mean_steps", of_game=lambda game: game.score > 50)))
     monkeypatch.setitem(games.GAMES, "toy", toy)
     scores = iter([100.0, 0.0, 100.0])
     calls = []

@@ -49,7 +49,7 @@ def trusted(trust_pickle: bool | None) -> bool:
 
 def _spaces(config: dict) -> tuple[spaces.Dict | spaces.Box, spaces.Discrete]:
     observation: spaces.Dict | spaces.Box
-    observation, action = games.get(config.get("game")).spaces()
+    observation, action = games.recorded(config.get("game"), "the checkpoint's run config").env.spaces()
     stack = int((config.get("env") or {}).get("frame_stack", 1) or 1)
     if stack > 1:  # as VecFrameStack stacks it
         # lazy: SB3 loads in seconds, and this module is imported by every command, `sb3-realm --help` included

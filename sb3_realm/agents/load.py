@@ -26,7 +26,8 @@ class PolicySpec:
     :param use_flash: the oracle may flash.
     :param use_buff: the oracle may take the buff.
     :param trust_pickle: a checkpoint's pickles may run (see :mod:`.checkpoint`); None: as the process says.
-    :param game: the game whose experts the names stand for (None: the default game).
+    :param game: the game whose experts the names stand for (None: the one game whose expert ``kind`` is, which
+        it then holds).
     """
 
     kind: str
@@ -36,6 +37,12 @@ class PolicySpec:
     trust_pickle: bool | None = None
     game: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.game is None:  # an expert's name says its game
+            owners = [spec.name for spec in games.GAMES.values() if self.kind in spec.experts]
+            if len(owners) == 1:
+                object.__setattr__(self, "game", owners[0])
+
     def build(self, env: GameEnv) -> Policy:
         return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff,
                            trust_pickle=self.trust_pickle, game=self.game)
@@ -43,9 +50,12 @@ class PolicySpec:
 
 def load_policy(spec: str, env: GameEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True,
                 trust_pickle: bool | None = None, game: str | None = None) -> Policy:
-    """Build the policy named by ``spec`` for ``env`` (an env of ``game``, None: the default game); a bad spec raises
-    ``ValueError`` saying what is accepted."""
-    experts = games.get(game).experts
+    """Build the policy named by ``spec`` for ``env`` (an env of ``game``; None: the game whose expert ``spec`` names,
+    if it names one); a bad spec raises ``ValueError`` saying what is accepted."""
+    if game is None and any(spec in other.experts for other in games.GAMES.values()):
+        game = _expert_game(spec, None).name
+    experts = games.get(game).experts if game is not None else {
+        name: make for other in games.GAMES.values() for name, make in other.experts.items()}
     if spec == "random":
         return RandomPolicy(seed)
     if spec in experts:
@@ -89,15 +99,21 @@ def run_folder(path: Path) -> None:
 
 
 def _expert_game(name: str, game: str | None) -> games.GameSpec:
-    """The game the policy name ``name`` (``random`` or an expert's name) is played in, or a ``ValueError`` when the
-    expert is another game's than ``game`` (None: the default game) says which game it is of and the ``--game`` to
-    pass."""
+    """The game the policy name ``name`` (``random`` or an expert's name) is played in: ``game``, else the one game
+    whose expert it is. A ``ValueError`` when the expert is another game's than ``game`` says which game it is of and
+    the ``--game`` to pass, and one for ``random`` (or an expert of several games) without ``game`` asks for it."""
+    owners = [other for other in games.GAMES.values() if name in other.experts]
+    if game is None:
+        if len(owners) == 1:
+            return owners[0]
+        which = "the random policy plays any game" if name == "random" else f"{name!r} is an expert of several games"
+        raise ValueError(f"policy {name!r}: {which}; say which with --game ({', '.join(games.GAMES)}), or game= "
+                         "in Python")
     spec = games.get(game)
     if name == "random" or name in spec.experts:
         return spec
-    owners = [other for other in games.GAMES.values() if name in other.experts]
     offered = ", ".join(repr(expert) for expert in ("random", *spec.experts))
-    where = f"--game {game}" if game is not None else "the default game"
+    where = f"--game {game}"
     hint = " or ".join(f"pass --game {other.name} to play {other.title}" for other in owners)
     raise ValueError(f"policy {name!r} is an expert of {' and '.join(o.title for o in owners)}, not of {spec.title} "
                      f"({where}); {hint}, or give a policy of {spec.title}: {offered}, an SB3 checkpoint or a "
@@ -106,13 +122,13 @@ def _expert_game(name: str, game: str | None) -> games.GameSpec:
 
 def _refuse_other_game(path: Path, recorded: games.GameSpec, why: str, game: str | None) -> None:
     """A ``ValueError`` when the policy at ``path``, of the game ``recorded`` (``why`` says how that is known), is
-    asked to play ``game`` (None: the default game): a network of one game cannot read another's observations."""
-    asked = games.get(game)
-    if recorded.name == asked.name:
+    asked to play ``game`` (None: no game asked, any is played): a network of one game cannot read another's
+    observations."""
+    if game is None or recorded.name == game:
         return
-    where = f"--game {game}" if game is not None else "the default game"
-    fix = f"pass --game {recorded.name}" + (" (or leave --game out: a model plays the game it records)"
-                                            if game is not None else "")
+    asked = games.get(game)
+    where = f"--game {game}"
+    fix = f"pass --game {recorded.name} (or leave --game out: a model plays the game it records)"
     raise ValueError(f"{str(path)!r} is a model of {recorded.title} ({why}), not of {asked.title} ({where}), whose "
                      f"observations its network cannot read; {fix}")
 
@@ -127,7 +143,7 @@ def _game_of_spaces(path: Path) -> games.GameSpec | None:
         return None
     found = []
     for spec in games.GAMES.values():
-        parts = getattr(spec.spaces()[0], "spaces", None)
+        parts = getattr(spec.env.spaces()[0], "spaces", None)
         if isinstance(parts, dict) and shown == repr(dict(parts)):
             found.append(spec)
     return found[0] if len(found) == 1 else None
@@ -146,12 +162,12 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
     if game is not None:
         games.get(game)  # an unknown game is named first
     if not isinstance(policy, (str, Path)):
-        return games.get(game)
+        return games.get(game if game is not None else getattr(policy, "game", None))
     text = str(policy)
     if isinstance(policy, str) and (text == "random" or any(text in spec.experts for spec in games.GAMES.values())):
         return _expert_game(text, game)
     if not text.strip():
-        return games.get(game)  # load_policy says what a policy is
+        return games.get(game or games.LEGACY_GAME)  # load_policy says what a policy is
     path = Path(policy)
     if path.is_dir():
         run_folder(path)
@@ -160,7 +176,8 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
             _refuse_other_game(path, recorded, f"its manifest records game: {recorded.name}", game)
         return recorded
     if not path.exists() and not path.is_symlink():
-        names = ", ".join(repr(expert) for expert in ("random", *games.get(game).experts))
+        experts = games.get(game).experts if game is not None else [e for s in games.GAMES.values() for e in s.experts]
+        names = ", ".join(repr(expert) for expert in ("random", *experts))
         raise ValueError(f"policy {text!r} does not exist: it is neither {names}, an existing SB3 checkpoint file "
                          "(.zip saved by model.save) nor a submission folder (built by build-submission); check the "
                          "path")
@@ -172,7 +189,8 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
         by_space = _game_of_spaces(path)
         if by_space is not None:
             _refuse_other_game(path, by_space, f"its observation space is {by_space.title}'s", game)
-        return games.get(game)
+            return by_space
+        return games.get(game) if game is not None else games.recorded(None, f"checkpoint {text!r}")
     if game is not None and (not isinstance(recorded_name, str) or recorded_name not in games.GAMES):
         return games.get(game)  # a game unknown here: --game decides
     recorded = run_game(path)  # a ValueError naming a game unknown here

@@ -337,10 +337,10 @@ class SubmissionProcess(_HarnessProcess):
         game_spec = games.get(game) if game is not None else folder_game(folder)
         if model_pool is None:
             layout = read_manifest(folder)["layout"]
-            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game_spec.protocol_file)]
+            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game_spec.submission.protocol_file)]
         else:
-            args = ["eval-model", str(LAYOUTS[layout or game_spec.layouts[0]]), str(folder),
-                    str(Path(model_pool).resolve()), str(game_spec.protocol_file)]
+            args = ["eval-model", str(LAYOUTS[layout or game_spec.submission.layouts[0]]), str(folder),
+                    str(Path(model_pool).resolve()), str(game_spec.submission.protocol_file)]
         super().__init__(args, folder)
         self.hello = self._recv_or_fail("failed to start")
         if "error" in self.hello:
@@ -367,7 +367,7 @@ def _clamped(usr_conf, max_step: int | None):
 
 class TrainingTaskProcess(_HarnessProcess):
     """A training task of the upload folder ``folder`` on the platform stand-in, in its own guarded process: its
-    workflow plays on ``env`` (a :attr:`~sb3_realm.games.GameSpec.competition_env`) served from this process.
+    workflow plays on ``env`` (a :attr:`~sb3_realm.games.GameSpec.submission.competition_env`) served from this process.
 
     :param task_dir: the task's own folder (the learner's saves, the saved models).
     :param options: of the task: ``episodes``, ``saves``, ``max_episodes``, ``step_seconds``, ``overrides`` (see
@@ -380,7 +380,7 @@ class TrainingTaskProcess(_HarnessProcess):
         folder = Path(folder).resolve()
         layout = read_manifest(folder)["layout"]
         super().__init__(["train", str(LAYOUTS[layout]), str(folder), str(Path(task_dir).resolve()),
-                          str(folder_game(folder).protocol_file), json.dumps(options)], folder)
+                          str(folder_game(folder).submission.protocol_file), json.dumps(options)], folder)
         self.max_step = max_step
         self.steps = 0
 
@@ -450,17 +450,19 @@ class PlatformProcess(_HarnessProcess):
 
 def manifest_game(manifest: dict) -> games.GameSpec:
     """The game a built submission plays: the ``game`` its manifest records, else that of the training config it
-    records (the default game when neither names one)."""
-    return games.get(manifest.get("game") or (manifest.get("training_config") or {}).get("game"))
+    records (:data:`~sb3_realm.games.LEGACY_GAME`'s, with a one-line note, when neither names one: a package built
+    before the toolkit had two games)."""
+    return games.recorded(manifest.get("game") or (manifest.get("training_config") or {}).get("game"),
+                          "the package's manifest")
 
 
 def folder_game(folder: str | os.PathLike) -> games.GameSpec:
-    """The game of a built submission folder (:func:`manifest_game`); the default game for a folder without a
-    manifest of the package, which the platform stand-in then refuses with its own message."""
+    """The game of a built submission folder (:func:`manifest_game`); for a folder without a manifest of the package,
+    which the platform stand-in then refuses with its own message, :data:`~sb3_realm.games.LEGACY_GAME`'s."""
     try:
         return manifest_game(read_manifest(folder))
     except ValueError:
-        return games.get()
+        return games.GAMES[games.LEGACY_GAME]
 
 
 def platform_obs(env: GameEnv):
@@ -479,7 +481,7 @@ def env_kwargs_of(manifest: dict, map_path: str | None) -> dict:
     else:
         map_name = "default"
     kwargs = {"map_path": map_path, "map_name": map_name, "rules": env_cfg.get("rules") or {}}
-    if "mask_wall_moves" in manifest_game(manifest).env_options:
+    if "mask_wall_moves" in manifest_game(manifest).env.options:
         kwargs["mask_wall_moves"] = bool(manifest["spec"]["mask_wall_moves"])
     return kwargs
 

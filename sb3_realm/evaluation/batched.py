@@ -28,7 +28,7 @@ def game_result(info: dict, env, *, index: int, seed: int, conf: dict | None, ga
     ``seed`` with ``usr_conf`` ``conf``: its treasure set, the map ``conf`` names and the game's own details."""
     return GameResult.from_summary(info, index=index, treasure_ids=getattr(env.game, "treasure_ids", ()),
                                    seed=int(seed), map=(conf or {}).get("map_name"),
-                                   details=_games.get(game).result_details(info), **extra)
+                                   details=_games.get(game).results.details(info), **extra)
 
 
 @torch.no_grad()
@@ -57,7 +57,7 @@ def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, maske
         raise ValueError(f"batch = {batch!r} must be >= 1")
     policy.set_training_mode(False)
     spec = _games.get(game)
-    make_env = spec.make_env
+    make_env = spec.env.make
     envs = [make_env(**env_kwargs) for _ in range(min(batch, len(games)))]
     results: list[GameResult | None] = [None] * len(games)
     slots: list[tuple[int, dict] | None] = [None] * len(envs)  # (game index, current obs) per env

@@ -48,7 +48,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
     object with ``reset(env)`` and ``act(env, obs)``) and record it. ``game``: the game to play (None: the one the
     policy records, else the default game)."""
     spec = policy_game(policy, game)
-    env = spec.make_env(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
+    env = spec.env.make(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
     pol = PolicySpec(policy, seed=seed, game=spec.name).build(env) if isinstance(policy, str) else policy
     warn_training_map(policy, env.game_map, game=spec.name)
     ep = Episode()
@@ -57,7 +57,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
         g = env.game
         if g.step_no == 0:  # just reset: the episode's configuration and start
             ep.usr_conf, ep.treasure_ids = info["usr_conf"], list(info.get("treasure_ids", ()))
-        spec.record_step(ep, env)
+        spec.results.record_step(ep, env)
         if frames and (g.step_no == 0 or g.step_no % frame_every == 0 or done):
             ep.frames.append(env.render())
 
@@ -68,7 +68,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
 def plot_route(ep: Episode, env: GameEnv, path: str | os.PathLike, title: str = "",
                game: str | None = None) -> Path:
     """The PNG of ``ep``'s route on ``env``'s map, drawn by ``game``'s own drawing (None: the default game)."""
-    return games.get(game).plot_route(ep, env, path, title)
+    return games.get(game).results.plot_route(ep, env, path, title)
 
 
 def save_gif(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: int = 10) -> Path:
@@ -113,7 +113,7 @@ def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, 
     ep, env = record_episode(policy, map_path=map_path, usr_conf=usr_conf, seed=seed, env_kwargs=env_kwargs,
                              game=spec.name)
     gif = save_gif(ep.frames, gif_path, fps=env.metadata["render_fps"])
-    png = spec.plot_route(ep, env, png_path)
+    png = spec.results.plot_route(ep, env, png_path)
     played = {k: ep.info[k] for k in _SUMMARY_KEYS if k in ep.info}
     if ep.treasure_ids:
         played["treasure_ids"] = ep.treasure_ids
@@ -126,7 +126,7 @@ def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, 
     write ``episode.gif`` (every 4th step) and ``summary.json`` under ``out``; returns the summary (``sb3-realm
     demo``)."""
     out = check_writable_folder(out, "demo --out")
-    env = games.get(game).make_env(map_path=map_path, render_mode="rgb_array" if gif else None)
+    env = games.get(game).env.make(map_path=map_path, render_mode="rgb_array" if gif else None)
     frames: list[np.ndarray] = []
     reset_info: dict = {}
 

@@ -57,7 +57,7 @@ def recorded_env(policy: str) -> dict | None:
 
 
 def _describe(game_map, game: games.GameSpec) -> str:
-    return (f"the shipped {game_map.name} map" if game_map.name in game.builtin_maps
+    return (f"the shipped {game_map.name} map" if game_map.name in game.maps.builtin
             else f"the map file {game_map.name!r}")
 
 
@@ -67,15 +67,15 @@ def _trained_on(env: dict, game: games.GameSpec) -> tuple[Any, str, str] | None:
     map_path, map_name = env.get("map_path"), env.get("map_name") or "default"
     if map_path:
         try:
-            trained = game.load_map(map_path)
+            trained = game.maps.load(map_path)
         except (ValueError, OSError):  # trained on another machine or from another folder
             return None, f"the map file {str(map_path)!r} (not found here)", "pass that map with --map PATH"
         return trained, f"the map file {str(map_path)!r}", f"pass --map {map_path}"
-    if map_name not in game.builtin_maps:
+    if map_name not in game.maps.builtin:
         return None
     fix = ("leave out --map" if map_name == "default"
            else f"use Python: evaluate(..., env_kwargs={{'map_name': {map_name!r}}})")
-    return game.builtin_maps[map_name](), f"the shipped {map_name} map", fix
+    return game.maps.builtin[map_name](), f"the shipped {map_name} map", fix
 
 
 def training_map_mismatch(policy: str, played, game: str | None = None) -> str | None:
@@ -88,10 +88,10 @@ def training_map_mismatch(policy: str, played, game: str | None = None) -> str |
     if env is None or found is None:
         return None
     trained, trained_text, fix = found
-    if trained is not None and spec.same_map(trained, played):
+    if trained is not None and spec.maps.same(trained, played):
         return None
     same_name = Path(played.name).name == Path(env["map_path"]).name if trained is None else False
-    if trained is None and played.name not in spec.builtin_maps and same_name:
+    if trained is None and played.name not in spec.maps.builtin and same_name:
         return None  # the training file is not here to compare; one of the same name is taken for it
     return (f"{policy!r} was trained on {trained_text} and plays here on {_describe(played, spec)}, a map it never "
             f"learned, so its scores say little about how it plays its own map; to play it there, {fix}")
@@ -130,7 +130,7 @@ def training_maps(policy, game: str | None = None) -> list[str]:
     history = env.get("map_history")
     names = [str(n) for n in history if isinstance(n, str)] if isinstance(history, list) else []
     spec = games.get(game)
-    return list(dict.fromkeys(spec.builtin_maps["default"]().name if n == "default" and "default" in spec.builtin_maps
+    return list(dict.fromkeys(spec.maps.builtin["default"]().name if n == "default" and "default" in spec.maps.builtin
                               else n for n in (*names, *env_maps(env))))
 
 
@@ -142,18 +142,18 @@ def _name_key(name: str) -> str:
 def named_map(spec: games.GameSpec, name: str, maps_dirs: Iterable[str | os.PathLike | None] = ()):
     """The map ``name`` names for ``spec``'s game (a shipped map, a map file, or a name the game's env reads from a
     maps folder of ``maps_dirs``, e.g. Gorge Chase's ``open_<k>``), or None when it cannot be loaded here."""
-    if name in spec.builtin_maps:
-        return spec.builtin_maps[name]()
+    if name in spec.maps.builtin:
+        return spec.maps.builtin[name]()
     if Path(name).is_file():
         try:
-            return spec.load_map(name)
+            return spec.maps.load(name)
         except (ValueError, OSError):
             return None
-    if not {"map_names", "maps_dir"} <= spec.env_options:  # the env reads no map name from a maps folder
+    if not {"map_names", "maps_dir"} <= spec.env.options:  # the env reads no map name from a maps folder
         return None
     for folder in dict.fromkeys(str(d) for d in maps_dirs if d):
         try:
-            env = spec.make_env(map_names=[name], maps_dir=folder)
+            env = spec.env.make(map_names=[name], maps_dir=folder)
         except (ValueError, OSError):
             continue
         try:
@@ -166,7 +166,7 @@ def named_map(spec: games.GameSpec, name: str, maps_dirs: Iterable[str | os.Path
 def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
               maps_dirs: Iterable[str | os.PathLike | None] = ()) -> list[tuple[str, str]]:
     """The pairs ``(name, other)`` of ``names`` and ``others`` that are the same map: the same name (a file: the same
-    name without folder), or maps of the same content (``spec.same_map``) where both load here
+    name without folder), or maps of the same content (``spec.maps.same``) where both load here
     (:func:`named_map`). Each name of ``names`` appears at most once, with the first match."""
     maps_dirs = list(maps_dirs)
     others = list(others)
@@ -184,7 +184,7 @@ def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
                 pairs.append((name, other))
                 break
             a, b = load(name), load(other)
-            if a is not None and b is not None and spec.same_map(a, b):
+            if a is not None and b is not None and spec.maps.same(a, b):
                 pairs.append((name, other))
                 break
     return pairs

@@ -114,7 +114,7 @@ def read_model(model_path: str | os.PathLike, trust_pickle: bool | None = None,
     try:
         algo = detect_algorithm(path)
         mismatch = feature_version_mismatch(path, None if game is None else game.name)
-        features = (game or run_game(path)).features
+        features = (game or run_game(path)).submission.features
     except ValueError as exc:
         raise ExportError(str(exc)) from exc
     if mismatch is not None:
@@ -224,7 +224,7 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, al
     for rel, data in kept.items():
         (algo_root / rel).parent.mkdir(parents=True, exist_ok=True)
         (algo_root / rel).write_bytes(data)
-    features = _game_of(exported).features
+    features = _game_of(exported).submission.features
     features_file = algo_root / layout.spec.get("features_file", "feature/features.py")
     source = Path(str(features.__file__))
     shutil.copyfile(source, features_file)
@@ -362,12 +362,12 @@ def _check_model_file(model_path: str | os.PathLike) -> None:
 
 
 def _model_game(model_path: str | os.PathLike) -> games.GameSpec:
-    """The game a model file records (the default game for a file that records none, or is no model: reading it
-    says what is wrong)."""
+    """The game a model file records (:data:`~sb3_realm.games.LEGACY_GAME`'s for a file that records none, or is no
+    model: reading it says what is wrong)."""
     try:
         return run_game(Path(model_path))
     except (ValueError, OSError):
-        return games.get()
+        return games.GAMES[games.LEGACY_GAME]
 
 
 def _records_game(model_path: str | os.PathLike) -> bool:
@@ -401,17 +401,18 @@ def _target(model_path, game: str | None, layout: str | None, algo_dir: str | No
         raise ExportError(f"--game {game!r}: {str(model_path)!r} was trained on {recorded.title} (its run config); "
                           "leave out --game")
     game_spec = spec_game
-    if not game_spec.layouts:
-        buildable = ", ".join(g.title for g in games.GAMES.values() if g.layouts)
+    if not game_spec.submission.layouts:
+        buildable = ", ".join(g.title for g in games.GAMES.values() if g.submission.layouts)
         raise ExportError(f"{str(model_path)!r} is a {game_spec.title} model, and build-submission cannot write a "
                           f"{game_spec.title} code package yet: it builds {buildable} models")
     if layout is None:
-        layout = game_spec.layouts[0]
+        layout = game_spec.submission.layouts[0]
     if layout not in layouts.names():
         raise ExportError(f"--layout {layout!r} is unknown; choose one of {layouts.names()}")
-    if layout not in game_spec.layouts:
+    if layout not in game_spec.submission.layouts:
         raise ExportError(f"--layout {layout!r} is a layout of another game; a {game_spec.title} model goes into "
-                          f"{', '.join(game_spec.layouts)}: leave out --layout, or give one of them (or --game if the "
+                          f"{', '.join(game_spec.submission.layouts)}: leave out --layout, or give one of them (or "
+                          "--game if the "
                           "model is of another game than its run config says)")
     chosen = layouts.get(layout)
     if algo_dir is None:
@@ -432,7 +433,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
     :param layout: the platform layout, one of :func:`sb3_realm.export.layouts.names`; None: the first of the model's
-        game's :attr:`~sb3_realm.games.GameSpec.layouts`.
+        game's :attr:`~sb3_realm.games.GameSpec.submission.layouts`.
     :param algo_dir: the algorithm folder, one the layout's platform registers (its ``algo_dirs``); None: the
         layout's default.
     :param ckpt_id: the integer id in ``model.ckpt-<id>.pkl`` (the preload and eval id); default: the model's

@@ -87,8 +87,9 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
     ``task_dir``; returns the task's report with ``exported_weights_kept`` (step 3)."""
     manifest = read_manifest(folder)
     game = manifest_game(manifest)
-    sim = game.make_env(**env_kwargs_of(manifest, map_path))
-    env = game.competition_env(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate, fault_seed=seed + 1)
+    sim = game.env.make(**env_kwargs_of(manifest, map_path))
+    env = game.submission.competition_env(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate,
+                                          fault_seed=seed + 1)
     options = {"episodes": episodes, "saves": 2, "max_episodes": max(30, 10 * episodes), "step_seconds": 1.0,
                "overrides": TASK_OVERRIDES}
     with TrainingTaskProcess(folder, task_dir, options, max_step=max_step) as task:
@@ -148,12 +149,12 @@ def _summary(task: dict) -> dict:
 
 def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
     game = manifest_game(manifest)
-    env = game.make_env(**env_kwargs_of(manifest, map_path))
+    env = game.env.make(**env_kwargs_of(manifest, map_path))
     leaderboard = protocol_configs("leaderboard", seed=seed, games=games, treasures=treasures, max_step=max_step,
                                    game=game.name)
     extra = (protocol_configs("leaderboard", seed=seed + 1 + k, games=1, treasures=int(t), max_step=max_step,
                               game=game.name)[0]
-             for k, t in enumerate(itertools.cycle(game.parity_treasure_counts)))
+             for k, t in enumerate(itertools.cycle(game.submission.parity_treasure_counts)))
     bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
     mismatches: list[dict] = []
     states, n_mismatch, sub_scores, index = 0, 0, [], 0
@@ -198,7 +199,7 @@ class _TaskEnv:
     injected (``env.reset`` returning None, ``env_reward`` None) at ``fault_rate``."""
 
     def __init__(self, game, maps, seed: int, max_step: int, fault_rate: float) -> None:
-        self.env = game.competition_env(maps, seed=seed)
+        self.env = game.submission.competition_env(maps, seed=seed)
         self.max_step, self.fault_rate = max_step, fault_rate
         self.rng = np.random.default_rng(seed + 1)
         self.faults = 0
@@ -226,9 +227,9 @@ def _open_maps(game, maps_dir: str | None) -> dict:
     """Map id -> map for the competition env: the open maps of ``maps_dir``, else the package's own ten (ids 1..10
     stand for own_1..own_10, so that a task runs without Tencent's files)."""
     if maps_dir is not None:
-        return {k: game.load_map(os.path.join(maps_dir, game.competition_map_file.replace("<k>", str(k))))
+        return {k: game.maps.load(os.path.join(maps_dir, game.maps.competition_file.replace("<k>", str(k))))
                 for k in range(1, 11)}
-    return {k: game.builtin_maps[f"own_{k}"]() for k in range(1, 11)}
+    return {k: game.maps.builtin[f"own_{k}"]() for k in range(1, 11)}
 
 
 def run_own_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *, maps_dir: str | None = None,
@@ -333,12 +334,12 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
                 return {"ok": False, "platform_task": summary, "states": 0, "identical_actions": False,
                         "identical_scores": False}
             first = task["saves"][0]
-            protocol = next(iter(game.protocols))
+            protocol = next(iter(game.evaluation.protocols))
             configs = protocol_configs(protocol, seed=seed, max_step=max_step, game=game.name)
             configs = [configs[(i * len(configs)) // games] for i in range(games)] if games < len(configs) else configs
             keep = ("max_step",) if max_step is not None else ()
             configs = [game.apply_settings(name, conf, keep=keep) for name in played for conf in configs]
-            env = game.make_env()
+            env = game.env.make()
             reference = SB3Policy(model_path, trust_pickle=trust_pickle)
             bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
             server = _ParityServer(env, reference, configs, seed, min_states, bar)

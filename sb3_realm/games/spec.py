@@ -16,7 +16,20 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
-__all__ = ["ExpertOptions", "GameEnv", "GameSpec", "Success", "TermWeights"]
+__all__ = [
+    "Env",
+    "Episodes",
+    "Evaluation",
+    "ExpertOptions",
+    "Experts",
+    "GameEnv",
+    "GameSpec",
+    "Maps",
+    "Results",
+    "Submission",
+    "Success",
+    "TermWeights",
+]
 
 
 class GameEnv(Protocol):
@@ -128,70 +141,109 @@ class Success:
 
 
 def no_maps_folder(name: str) -> bool:
-    """The :attr:`GameSpec.needs_maps_dir` of a game that reads no map from a maps folder."""
+    """The :attr:`Maps.in_folder` of a game that reads no map from a maps folder."""
     del name
     return False
 
 
 @dataclass(frozen=True)
-class GameSpec:
-    """One game as the shared layers see it.
+class Maps:
+    """A game's maps.
 
-    :param name: the registry key and a config's ``game:`` value.
-    :param title: the game's name for people (messages, ``--help``).
-    :param env_ids: Gymnasium id -> keyword arguments, registered on import of ``sb3_realm``.
-    :param env_entry_point: ``"module:Class"`` of the env, for Gymnasium's registry.
-    :param make_env: builds the env from keyword arguments (``map_path``, ``map_name``, ``rules``, ``reward_weights``,
-        ``render_mode``, the ``usr_conf`` keys, ...).
-    :param spaces: ``() -> (observation space, action space)`` of the env on any map.
-    :param builtin_maps: shipped map name -> loader.
-    :param load_map: map file -> map; ``ValueError`` for a file that is not one.
-    :param same_map: ``(a, b) -> bool``: two maps have the same walls and positions.
-    :param competition_map_file: the file name of the competition's own map (which is not shipped), for messages.
-    :param episode_config: the class of the competition's episode configuration (``usr_conf``):
-        ``from_usr_conf(dict, base=None)``, ``to_usr_conf()``, ``treasure_num`` and ``training_usr_conf(count)`` (a
-        fresh training game with ``count`` treasures placed from the env seed).
+    :param builtin: shipped map name -> loader.
+    :param load: map file -> map; ``ValueError`` for a file that is not one.
+    :param same: ``(a, b) -> bool``: two maps have the same walls and positions.
+    :param competition_file: the file name of the competition's own map (which is not shipped), for messages.
+    :param in_folder: ``(map name) -> bool``: the env reads the map of this name from the maps folder (``maps_dir``),
+        as Gorge Chase reads its open maps ``open_<k>``; never for a game without ``maps_dir`` in
+        :attr:`Env.options`.
+    """
+
+    builtin: Mapping[str, Callable[[], Any]]
+    load: Callable[[Any], Any]
+    same: Callable[[Any, Any], bool]
+    competition_file: str
+    in_folder: Callable[[str], bool] = no_maps_folder
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """A game's rules and what one episode may be set to.
+
+    :param config: the class of the competition's episode configuration (``usr_conf``): ``from_usr_conf(dict,
+        base=None)``, ``to_usr_conf()``, ``treasure_num`` and ``training_usr_conf(count)`` (a fresh training game with
+        ``count`` treasures placed from the env seed).
     :param usr_conf_keys: the keys of a ``usr_conf``.
     :param rules: the rule overrides' class (``from_dict``).
+    :param directions: action ``k % 8`` -> ``(dx, dz)`` in cells of the game's own axes.
+    :param max_treasures: the most treasures an episode can hold (``imitation.treasure_counts`` range).
+    :param random_starts: ``(episode_config) -> [set_config kwargs]``: where a curriculum's random start may put
+        the hero, each as the env's ``set_config`` arguments.
+    :param treasure_sets: a game is its treasure set: a ``usr_conf``'s ``treasure_id`` (with its start, end and
+        ``max_step``) fixes the game whatever the env seed, and ``treasure_num`` sets how many treasures it holds,
+        the fewer the easier. Only then can a study replay the held-out games one by one (``--pruner wilcoxon``)
+        and sample an easier first phase by treasure count (``--curriculum``), and imitation sweep every treasure
+        set (``imitation.selection.games``).
+    """
+
+    config: Any
+    usr_conf_keys: tuple[str, ...]
+    rules: Any
+    directions: tuple[tuple[int, int], ...]
+    max_treasures: int
+    random_starts: Callable[[Any], list[dict]]
+    treasure_sets: bool = False
+
+
+@dataclass(frozen=True)
+class Env:
+    """A game's Gymnasium env, its rewards and what a training run logs of it.
+
+    :param ids: Gymnasium id -> keyword arguments, registered on import of ``sb3_realm``.
+    :param entry_point: ``"module:Class"`` of the env, for Gymnasium's registry.
+    :param make: builds the env from keyword arguments (``map_path``, ``map_name``, ``rules``, ``reward_weights``,
+        ``render_mode``, the ``usr_conf`` keys, ...).
+    :param spaces: ``() -> (observation space, action space)`` of the env on any map.
     :param reward_weights: the reward weights' class (``from_dict``, ``to_dict``).
     :param reward_terms: the names of the reward terms.
     :param reward_ranges: term -> ``(low, high, log)``: the range a reward tuning study samples its weight from.
-    :param protocols: the evaluation protocols, the first the default.
-    :param protocol_configs: ``(protocol, seed=, treasures=, games=, custom=, max_step=, maps=) -> [usr_conf]``: the
-        fixed games of a protocol (None: the game's default for any of them); ``ValueError`` naming the fix for a bad
-        argument. A game's ``usr_conf`` may name its map under ``map_name``; the env then plays that map for it.
-    :param describe_protocol: ``(protocol, treasures) -> str``: what a protocol plays, for the CLI.
-    :param check_eval_configs: ``(usr_confs) -> parsed``: games a training evaluation may play (``ValueError``).
-    :param random_starts: ``(episode_config) -> [set_config kwargs]``: where a curriculum's random start may put
-        the hero, each as the env's ``set_config`` arguments.
-    :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through
-        (empty: the check plays more games of its protocol's maps).
-    :param max_treasures: the most treasures an episode can hold (``imitation.treasure_counts`` range).
-    :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
-        ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
-    :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
-    :param layouts: the platform layouts a submission of this game can take, the first the default (none: the
-        package cannot build its submission yet).
-    :param protocol_file: the path of the game's platform protocol module, loaded by file by the parity harness.
-    :param competition_env: ``(map, rules, seed=, fault_rate=, fault_seed=)`` -> the platform's env as the submission
-        sees it (observation and ``env_info`` frames), for the parity check.
-    :param yardstick: the expert whose score every evaluation reports beside a policy's (``oracle_gap``).
-    :param experts: shipped expert name -> ``(env, use_flash, use_buff) -> policy``.
-    :param expert_options: how imitation sets those experts up (None: the game's experts do not label for imitation).
-    :param directions: action ``k % 8`` -> ``(dx, dz)`` in cells of the game's own axes.
-    :param plot_route: ``(episode, env, path, title) -> Path``: the PNG of a replayed episode's route.
-    :param config_dir: the folder of the game's recipes, relative to the repository.
-    :param record_step: ``(episode, env) -> None``: what a replay records of the game after a reset and each step
-        (the hero's route, flashes, buffs, and whatever the game's :attr:`plot_route` draws).
-    :param result_details: ``(final info) -> dict``: a game's own per-game figures (``GameResult.details``).
-    :param summarize: ``(results) -> dict``: the game's own figures of an evaluation's games.
-    :param report_lines: ``(summary, yardstick) -> [str]``: the lines of a readable report between its first line
-        and the yardstick's.
-    :param worst_table: ``(results, worst, yardstick) -> [str]``: the table of the worst games, its header first.
     :param episode_metrics: ``(final info) -> {name: value}``: what a training run logs of each finished episode
         (``train_episodes/<name>``, averaged).
     :param success_metrics: a curriculum's success metrics: name -> ``(final info) -> value``, the first the
         default.
+    :param extractor: the features extractor (a name of :data:`sb3_realm.models.extractors.EXTRACTORS`, or
+        ``default``: SB3's own) of a config that names none (``algo.extractor``): one that reads this observation.
+    :param options: the optional arguments the env takes beyond the map, ``rules``, ``reward_weights``,
+        ``render_mode`` and the ``usr_conf`` keys, among those the shared layers pass: ``mask_wall_moves`` (the
+        action mask also forbids moves into an adjacent wall), ``map_names`` (each episode plays one of several
+        maps) and ``maps_dir`` (the folder a map name is read from). The shared layers learn here, never from the
+        env's signature, which of them a game takes: a config's ``env.map_names`` or ``env.maps_dir``, and
+        ``eval``'s ``--mask-wall-moves`` or ``--maps-dir``, are refused for a game without them.
+    """
+
+    ids: Mapping[str, Mapping[str, Any]]
+    entry_point: str
+    make: Callable[..., Any]
+    spaces: Callable[[], tuple[Any, Any]]
+    reward_weights: Any
+    reward_terms: tuple[str, ...]
+    reward_ranges: Mapping[str, tuple[float, float, bool]]
+    episode_metrics: Callable[[dict], dict[str, float]]
+    success_metrics: Mapping[str, Callable[[dict], float]]
+    extractor: str = "default"
+    options: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How a game's policies are evaluated, what counts as a success and who the yardstick is.
+
+    :param protocols: the evaluation protocols, the first the default.
+    :param configs: ``(protocol, seed=, treasures=, games=, custom=, max_step=, maps=) -> [usr_conf]``: the fixed
+        games of a protocol (None: the game's default for any of them); ``ValueError`` naming the fix for a bad
+        argument. A game's ``usr_conf`` may name its map under ``map_name``; the env then plays that map for it.
+    :param describe: ``(protocol, treasures) -> str``: what a protocol plays, for the CLI.
+    :param check_configs: ``(usr_confs) -> parsed``: games a training evaluation may play (``ValueError``).
     :param held_out_configs: ``(usr_conf, games, seed, maps) -> [usr_conf]``: a training run's (and a study's)
         held-out games from its episode configuration, ``eval_games``, ``eval_seed`` and ``eval_maps``.
     :param held_out_protocol: the protocol whose games :attr:`held_out_configs` draws (the Realm's ``leaderboard``,
@@ -200,78 +252,113 @@ class GameSpec:
         :func:`~sb3_realm.evaluation.evaluate` (``protocol`` and that protocol's own, e.g. ``custom``, ``maps``,
         ``games``, ``max_step``) that play exactly these games (held-out games from :attr:`held_out_configs`), in
         order.
+    :param yardstick: the expert whose score every evaluation reports beside a policy's.
     :param success: what counts as a successful game (the Realm's win, Gorge Chase's survival to ``max_step``).
+    """
+
+    protocols: tuple[str, ...]
+    configs: Callable[..., list[dict]]
+    describe: Callable[[str, int | None], str]
+    check_configs: Callable[[list], list]
+    held_out_configs: Callable[..., list[dict]]
+    held_out_protocol: str
+    evaluate_args: Callable[[Sequence[dict]], dict[str, Any]]
+    yardstick: str
+    success: Success
+
+
+@dataclass(frozen=True)
+class Results:
+    """What a game reports and draws of its played games.
+
+    :param details: ``(final info) -> dict``: a game's own per-game figures (``GameResult.details``).
+    :param summarize: ``(results) -> dict``: the game's own figures of an evaluation's games.
+    :param report_lines: ``(summary, yardstick) -> [str]``: the lines of a readable report between its first line
+        and the yardstick's.
+    :param worst_table: ``(results, worst, yardstick) -> [str]``: the table of the worst games, its header first.
+    :param record_step: ``(episode, env) -> None``: what a replay records of the game after a reset and each step
+        (the hero's route, flashes, buffs, and whatever :attr:`plot_route` draws).
+    :param plot_route: ``(episode, env, path, title) -> Path``: the PNG of a replayed episode's route.
+    """
+
+    details: Callable[[dict], dict]
+    summarize: Callable[[Any], dict]
+    report_lines: Callable[[dict, str], list[str]]
+    worst_table: Callable[[Any, int, str], list[str]]
+    record_step: Callable[[Any, Any], None]
+    plot_route: Callable[..., Path]
+
+
+class Experts(dict):
+    """A game's shipped experts: expert name -> ``(env, use_flash, use_buff) -> policy``, with :attr:`options`, how
+    imitation sets them up (None: the game's experts do not label games for imitation)."""
+
+    def __init__(self, policies: Mapping[str, Callable[..., Any]], options: ExpertOptions | None = None) -> None:
+        super().__init__(policies)
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"Experts({dict(self)!r}, options={self.options!r})"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a game's submission carries and how its check plays the platform.
+
+    :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
+        ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
+    :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
+    :param layouts: the platform layouts (:mod:`sb3_realm.export.layouts`) a submission of this game can take, the
+        first the default (none: the package cannot build its submission).
+    :param protocol_file: the path of the game's platform protocol module, loaded by file by the parity harness
+        (None: no submission).
+    :param competition_env: ``(map, rules, seed=, fault_rate=, fault_seed=)`` -> the platform's env as the submission
+        sees it (observation and ``env_info`` frames), for the parity check (None: no submission).
+    :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through
+        (empty: the check plays more games of its protocol's maps).
+    """
+
+    features: ModuleType
+    feature_version_note: str
+    layouts: tuple[str, ...] = ()
+    protocol_file: Path | None = None
+    competition_env: Callable[..., Any] | None = None
+    parity_treasure_counts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """One game as the shared layers see it: its name, its recipes and settings, and six parts.
+
+    :param name: the registry key and a config's ``game:`` value.
+    :param title: the game's name for people (messages, ``--help``).
+    :param maps: its maps (:class:`Maps`).
+    :param episodes: its rules and what an episode may be set to (:class:`Episodes`).
+    :param env: its Gymnasium env and rewards (:class:`Env`).
+    :param evaluation: its protocols, success and yardstick (:class:`Evaluation`).
+    :param results: what it reports and draws of played games (:class:`Results`).
+    :param experts: its shipped experts and how they label for imitation (:class:`Experts`).
+    :param submission: what its submission carries (:class:`Submission`).
+    :param config_dir: the folder of the game's recipes, relative to the repository.
     :param config_runs: ``sb3-realm train`` runs this game from a config.
     :param settings: named episode settings: name -> the ``usr_conf`` keys it sets, played over a game's own
         ``usr_conf`` (``sb3-realm eval --settings``, a config's ``env.settings``); ``default`` (the game as shipped,
         setting nothing) is always one. A game with more takes ``make_env(settings=[names])``: each episode plays
         one of them (drawn from the env's seed when there are several) under the keys its ``usr_conf`` gives.
-    :param env_options: the optional arguments the game's env takes beyond the map, ``rules``, ``reward_weights``,
-        ``render_mode`` and the ``usr_conf`` keys, among those the shared layers pass: ``mask_wall_moves`` (the
-        action mask also forbids moves into an adjacent wall), ``map_names`` (each episode plays one of several
-        maps) and ``maps_dir`` (the folder a map name is read from). The shared layers learn here, never from the
-        env's signature, which of them a game takes: a config's ``env.map_names`` or ``env.maps_dir``, and
-        ``eval``'s ``--mask-wall-moves`` or ``--maps-dir``, are refused for a game without them.
-    :param needs_maps_dir: ``(map name) -> bool``: the env reads the map of this name from the maps folder
-        (``maps_dir``), as Gorge Chase reads its open maps ``open_<k>``; never for a game without ``maps_dir`` in
-        :attr:`env_options`.
-    :param treasure_sets: a game is its treasure set: a ``usr_conf``'s ``treasure_id`` (with its start, end and
-        ``max_step``) fixes the game whatever the env seed, and ``treasure_num`` sets how many treasures it holds,
-        the fewer the easier. Only then can a study replay the held-out games one by one (``--pruner wilcoxon``)
-        and sample an easier first phase by treasure count (``--curriculum``), and imitation sweep every treasure
-        set (``imitation.selection.games``).
     """
 
     name: str
     title: str
-    env_ids: Mapping[str, Mapping[str, Any]]
-    env_entry_point: str
-    make_env: Callable[..., Any]
-    spaces: Callable[[], tuple[Any, Any]]
-    builtin_maps: Mapping[str, Callable[[], Any]]
-    load_map: Callable[[Any], Any]
-    same_map: Callable[[Any, Any], bool]
-    competition_map_file: str
-    episode_config: Any
-    usr_conf_keys: tuple[str, ...]
-    rules: Any
-    reward_weights: Any
-    reward_terms: tuple[str, ...]
-    reward_ranges: Mapping[str, tuple[float, float, bool]]
-    protocols: tuple[str, ...]
-    protocol_configs: Callable[..., list[dict]]
-    describe_protocol: Callable[[str, int | None], str]
-    check_eval_configs: Callable[[list], list]
-    random_starts: Callable[[Any], list[dict]]
-    parity_treasure_counts: tuple[int, ...]
-    max_treasures: int
-    features: ModuleType
-    feature_version_note: str
-    layouts: tuple[str, ...]
-    protocol_file: Path
-    competition_env: Callable[..., Any]
-    yardstick: str
-    experts: Mapping[str, Callable[..., Any]]
-    expert_options: ExpertOptions | None
-    directions: tuple[tuple[int, int], ...]
-    plot_route: Callable[..., Path]
-    config_dir: str
-    record_step: Callable[[Any, Any], None]
-    result_details: Callable[[dict], dict]
-    summarize: Callable[[Any], dict]
-    report_lines: Callable[[dict, str], list[str]]
-    worst_table: Callable[[Any, int, str], list[str]]
-    episode_metrics: Callable[[dict], dict[str, float]]
-    success_metrics: Mapping[str, Callable[[dict], float]]
-    held_out_configs: Callable[..., list[dict]]
-    held_out_protocol: str
-    evaluate_args: Callable[[Sequence[dict]], dict[str, Any]]
-    success: Success
+    maps: Maps
+    episodes: Episodes
+    env: Env
+    evaluation: Evaluation
+    results: Results
+    experts: Experts
+    submission: Submission
+    config_dir: str = ""
     config_runs: bool = True
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
-    env_options: frozenset[str] = frozenset()
-    needs_maps_dir: Callable[[str], bool] = no_maps_folder
-    treasure_sets: bool = False
 
     def check_settings(self, value: Any, label: str, others: Iterable[GameSpec] = ()) -> tuple[str, ...]:
         """The names of ``value``: one name of :attr:`settings`, or a non-empty list of them (a run that mixes
@@ -305,7 +392,8 @@ class GameSpec:
         return {**usr_conf, **{k: v for k, v in self.settings[name].items() if k not in kept}}
 
     def expert_setup(self) -> ExpertOptions:
-        """:attr:`expert_options`, or a ``ValueError`` for a game whose experts do not label for imitation."""
-        if self.expert_options is None:
+        """The experts' :attr:`Experts.options`, or a ``ValueError`` for a game whose experts do not label for
+        imitation."""
+        if self.experts.options is None:
             raise ValueError(f"{self.title}'s experts ({', '.join(self.experts)}) do not label games for imitation")
-        return self.expert_options
+        return self.experts.options

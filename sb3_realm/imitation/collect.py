@@ -48,8 +48,9 @@ __all__ = [
 ]
 
 
-#: the default expert: the default game's yardstick (the Realm's oracle planner), ties broken by the lowest action
-ORACLE = ExpertSpec(_games.get().yardstick)
+#: the expert of a job that names none (as jobs did when the package played only the Realm): the Realm's yardstick,
+#: its oracle planner, ties broken by the lowest action
+ORACLE = ExpertSpec(_games.GAMES[_games.LEGACY_GAME].evaluation.yardstick)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def _env_and_expert(env_kwargs: dict, spec: ExpertSpec):
     expert starts the job with ``spec``'s first searches and no new ones."""
     key = (repr(sorted(env_kwargs.items())), replace(spec, searches=()))
     if _CACHE.get("key") != key:
-        env = _games.get(spec.game).make_env(**env_kwargs)
+        env = _games.get(spec.game).env.make(**env_kwargs)
         _CACHE.update(key=key, env=env, expert=spec.build(env), learners={})
     expert = _CACHE["expert"]
     _games.get(spec.game).expert_setup().start_searches(expert, spec.searches)

@@ -197,19 +197,17 @@ class ImitationConfig:
     refine_guided: bool = True
     workers: int = 2
 
-    def refine_settings(self, game: games.GameSpec | None = None) -> tuple:
+    def refine_settings(self, game: games.GameSpec) -> tuple:
         """The refined expert's settings (``refine_*``) as ``(name, value)`` pairs, in the order of ``game``'s
-        :attr:`~sb3_realm.games.ExpertOptions.settings` (None: the default game)."""
-        return tuple((name, getattr(self, f"refine_{name}")) for name in (game or games.get()).expert_setup().settings)
+        :attr:`~sb3_realm.games.ExpertOptions.settings`."""
+        return tuple((name, getattr(self, f"refine_{name}")) for name in game.expert_setup().settings)
 
-    def changed_refine_settings(self, game: games.GameSpec | None = None) -> dict:
+    def changed_refine_settings(self, game: games.GameSpec) -> dict:
         """The ``refine_*`` settings that differ from the refined expert's defaults (what names a run's expert)."""
-        options = (game or games.get()).expert_setup()
-        return options.changed(self.refine_settings(game))
+        return game.expert_setup().changed(self.refine_settings(game))
 
-    def validate(self, game: games.GameSpec | None = None) -> None:
-        """Check the section for ``game`` (None: the default game)."""
-        game = game or games.get()
+    def validate(self, game: games.GameSpec) -> None:
+        """Check the section for ``game``."""
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
@@ -224,14 +222,14 @@ class ImitationConfig:
         for name in ("ent_weight", "l2_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
-        most = game.max_treasures
+        most = game.episodes.max_treasures
         for count in self.treasure_counts:
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= most:
                 raise ValueError(f"imitation.treasure_counts holds {count!r}; each count must be an integer in "
                                  f"0..{most}")
         self._check_expert(game)
         self.selection.validate()
-        if self.selection.swept and not game.treasure_sets:
+        if self.selection.swept and not game.episodes.treasure_sets:
             raise ValueError(f"imitation.selection.games = {self.selection.games!r} sweeps treasure sets, which "
                              f"{game.title} has not (its games differ by map and env seed); use games: held_out")
 
@@ -243,7 +241,7 @@ class ImitationConfig:
         builtin = self.expert in game.experts
         if not builtin and not (Path(self.expert).is_file() and self.expert.endswith(".zip")):
             raise ValueError(f"imitation.expert = {self.expert!r} is neither {either} nor an existing SB3 checkpoint "
-                             f"(.zip); the {game.yardstick} planner is the expert the package ships")
+                             f"(.zip); the {game.evaluation.yardstick} planner is the expert the package ships")
         options = game.expert_setup()
         if self.tie_break not in options.tie_breaks:
             raise ValueError(f"imitation.tie_break = {self.tie_break!r}; use one of {list(options.tie_breaks)}")
@@ -252,9 +250,13 @@ class ImitationConfig:
         for f in fields(self):
             name = f.name.removeprefix("refine_")
             if f.name.startswith("refine_") and name not in options.settings and getattr(self, f.name) != f.default:
-                raise ValueError(f"imitation.{f.name} = {getattr(self, f.name)!r} sets a search of the Realm's "
-                                 f"refined oracle; {game.title}'s expert ({self.expert}) takes no such setting: drop "
-                                 f"{f.name}")
+                # the refined experts (ExpertOptions.refined) that take this setting, of the games registered
+                owners = " and ".join(f"{other.title}'s {other.experts.options.refined!r} expert"
+                                      for other in games.GAMES.values()
+                                      if other.experts.options is not None and name in other.experts.options.settings)
+                raise ValueError(f"imitation.{f.name} = {getattr(self, f.name)!r} sets a search of "
+                                 f"{owners or 'the refined expert of another game'}; {game.title}'s expert "
+                                 f"({self.expert}) takes no such setting: drop {f.name}")
         changed = self.changed_refine_settings(game)
         if changed and self.expert != options.refined:
             name = next(iter(changed))

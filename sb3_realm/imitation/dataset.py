@@ -83,9 +83,9 @@ class Layout:
     binary_layers: tuple[int, ...]
 
     @classmethod
-    def of(cls, game: str | None = None) -> Layout:
-        """The layout of ``game``'s features (None: the default game's)."""
-        features = games.get(game).features
+    def of(cls, game: str) -> Layout:
+        """The layout of ``game``'s features."""
+        features = games.get(game).submission.features
         return cls(tuple(features.MAP_SHAPE), int(features.VECTOR_SIZE), int(features.N_ACTIONS),
                    tuple(features.BINARY_LAYERS))
 
@@ -117,8 +117,9 @@ class Layout:
                 "masks": ((n, self.n_actions), np.dtype(bool)), "starts": ((n,), np.dtype(bool))}
 
 
-#: the default game's layout (the Realm's: obstacle, treasure and end windows as bits, the memory window as values)
-LAYOUT = Layout.of()
+#: the layout of a dataset that records none (one written when the package played only the Realm): the Realm's,
+#: obstacle, treasure and end windows as bits, the memory window as values
+LAYOUT = Layout.of(games.LEGACY_GAME)
 
 
 def encode_maps(maps: np.ndarray, layout: Layout = LAYOUT) -> tuple[np.ndarray, np.ndarray]:
@@ -317,10 +318,11 @@ class ExpertDataset:
     @classmethod
     def create(cls, folder: str | os.PathLike, *, expert: str, map_name: str, feature_version: str | None = None,
                layout: Layout = LAYOUT) -> ExpertDataset:
-        """A new empty dataset in ``folder`` (which must not hold one yet) of states in ``layout`` (the default
-        game's) from features version ``feature_version`` (None: the default game's current one)."""
+        """A new empty dataset in ``folder`` (which must not hold one yet) of states in ``layout`` from features
+        version ``feature_version`` (None: the current one of :data:`~sb3_realm.games.LEGACY_GAME`, whose layout
+        :data:`LAYOUT` is)."""
         if feature_version is None:
-            feature_version = games.get().features.FEATURE_VERSION
+            feature_version = games.GAMES[games.LEGACY_GAME].submission.features.FEATURE_VERSION
         folder = Path(folder)
         if (folder / "meta.json").exists():
             raise DatasetError(f"{str(folder)!r} already holds a dataset; open it to append, or choose another folder")

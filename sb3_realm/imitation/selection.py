@@ -43,7 +43,7 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     drawn from ``imitation.treasure_counts``; with several ``env.settings``, game ``k`` plays the ``k``-th in turn
     (its keys over the game's, except those ``env.usr_conf`` gives)."""
     spec, env = config.spec, config.env
-    base = spec.episode_config.from_usr_conf(env.usr_conf)
+    base = spec.episodes.config.from_usr_conf(env.usr_conf)
     counts = config.imitation.treasure_counts or [base.treasure_num]
     names = env.settings_names(spec)
     held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}

@@ -35,10 +35,11 @@ def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tupl
     maps, vector = game_spaces(observation_space, who)
     if not isinstance(n_frames, int) or n_frames < 1:
         raise ValueError(f"{who}: n_frames = {n_frames!r} must be an int >= 1 (the VecFrameStack n_stack)")
-    frames = {(spec.features.MAP_SHAPE[0], spec.features.VECTOR_SIZE) for spec in games.GAMES.values()}
+    frames = {(spec.submission.features.MAP_SHAPE[0], spec.submission.features.VECTOR_SIZE)
+              for spec in games.GAMES.values()}
     if (maps.shape[0] // n_frames, vector.shape[0] // n_frames) in frames:
         return maps, vector  # n_frames frames of one of the games
-    frame_c, frame_v = games.get().features.MAP_SHAPE[0], games.get().features.VECTOR_SIZE
+    frame_c, frame_v = games.get().submission.features.MAP_SHAPE[0], games.get().submission.features.VECTOR_SIZE
     if maps.shape[0] != n_frames * frame_c or vector.shape[0] != n_frames * frame_v:
         raise ValueError(
             f"{who}(n_frames={n_frames}) expects {n_frames} stacked frames: maps ({n_frames * frame_c}, H, W) and "

@@ -52,10 +52,11 @@ def check_checkpoint_file(path: str | os.PathLike, members: bool = False) -> Pat
     use = "pass the .zip a training run saved (e.g. runs/NAME/final_model.zip)"
     if not path.exists():
         what = "a link to a file that does not exist" if path.is_symlink() else "does not exist"
+        recipes = ", ".join(f"{spec.config_dir}/ for {spec.title}" for spec in games.GAMES.values() if spec.config_dir)
         raise ValueError(f"{str(path)!r} {'is ' if path.is_symlink() else ''}{what}; check the path, or pass the "
-                         ".zip a run saved (e.g. runs/NAME/final_model.zip, which sb3-realm imitate --config "
-                         "configs/realm/imitate/quick.yaml --out runs/NAME makes; for Gorge Chase use "
-                         "configs/gorge/imitate.yaml, for RL sb3-realm train --config CONFIG)")
+                         ".zip a run saved (e.g. runs/NAME/final_model.zip, which sb3-realm imitate --config CONFIG "
+                         f"--out runs/NAME makes with an imitation recipe of the game's folder ({recipes}); for RL "
+                         "sb3-realm train --config CONFIG)")
     if path.is_dir():
         saved = [str(path / name) for name in ("final_model.zip", "best_model.zip") if (path / name).is_file()]
         if saved:
@@ -171,14 +172,15 @@ def run_config(path: Path, data: dict | None = None) -> dict | None:
 
 
 def run_game(path: str | Path) -> games.GameSpec:
-    """The game a checkpoint was trained on: the ``game`` of its run config (:data:`~sb3_realm.games.DEFAULT_GAME`
-    when it names none, as every run made before the toolkit had two games); a ``ValueError`` naming the checkpoint
+    """The game a checkpoint was trained on: the ``game`` of its run config (:data:`~sb3_realm.games.LEGACY_GAME`,
+    with a one-line note, when it names none, as every run made before the toolkit had two games); a ``ValueError``
+    naming the checkpoint
     when its config names a game this package does not have."""
     name = (run_config(Path(path)) or {}).get("game")
     if name is not None and (not isinstance(name, str) or name not in games.GAMES):
         raise ValueError(f"{str(path)!r}: its run config records game = {name!r}, not a game of this package "
                          f"({', '.join(games.GAMES)}); pass --game with the game it plays")
-    return games.get(name)
+    return games.recorded(name, f"checkpoint {str(path)!r}")
 
 
 def _run_env(path: Path) -> dict:
@@ -223,11 +225,11 @@ def feature_version_mismatch(path: str | Path, game: str | None = None) -> str |
     else a sentence saying what differs and to retrain."""
     found = model_feature_version(path)
     spec = games.get(game) if game is not None else run_game(path)
-    features = spec.features
+    features = spec.submission.features
     if found == features.FEATURE_VERSION:
         return None
     return (f"{str(path)!r} was trained on features version {found}, and this sb3_realm computes version "
-            f"{features.FEATURE_VERSION} ({spec.feature_version_note}); "
+            f"{features.FEATURE_VERSION} ({spec.submission.feature_version_note}); "
             "the model sees inputs it was not trained on: retrain it (sb3-realm train) with this version. (A model "
             "that records no version counts as version 1; if you trained it on this version with your own SB3 code, "
             f"set model.feature_version = {features.__name__}.FEATURE_VERSION before model.save)")

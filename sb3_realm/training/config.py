@@ -100,15 +100,14 @@ class EnvConfig:
     frame_stack: int = 1
     normalize_reward: bool = False
 
-    def validate(self, game: games.GameSpec | None = None) -> None:
-        """Check the section for ``game`` (None: the default game)."""
-        game = game or games.get()
+    def validate(self, game: games.GameSpec) -> None:
+        """Check the section for ``game``."""
         if self.map_name == COMPETITION_MAP and self.map_path is None:
             raise ValueError("env.map_name = 'competition': this recipe is tuned for the competition's map, which the "
-                             f"package does not ship; pass it with --map PATH/{game.competition_map_file} (or --set "
+                             f"package does not ship; pass it with --map PATH/{game.maps.competition_file} (or --set "
                              "env.map_path=PATH), or use a recipe for the shipped default map")
         for key in ("map_names", "maps_dir"):
-            if getattr(self, key) and key not in game.env_options:
+            if getattr(self, key) and key not in game.env.options:
                 raise ValueError(f"env.{key} = {getattr(self, key)!r}: {game.title} plays one map (env.map_path or "
                                  f"env.map_name); remove env.{key}")
         if not isinstance(self.map_names, list) or not all(isinstance(m, str) for m in self.map_names):
@@ -116,12 +115,12 @@ class EnvConfig:
         if not all(isinstance(m, str) and m.strip() for m in self.map_history):
             raise ValueError(f"env.map_history = {self.map_history!r} must be a list of map names (train keeps it: "
                              "copy it from the run's config.yaml, or leave it out)")
-        game.episode_config.from_usr_conf(self.usr_conf)
+        game.episodes.config.from_usr_conf(self.usr_conf)
         for name in self.settings_names(game):
-            game.episode_config.from_usr_conf(self.settings_usr_conf(name, game))
+            game.episodes.config.from_usr_conf(self.settings_usr_conf(name, game))
         self._check_reward_weights()
-        game.reward_weights.from_dict(self.reward_weights)
-        game.rules.from_dict(self.rules)
+        game.env.reward_weights.from_dict(self.reward_weights)
+        game.episodes.rules.from_dict(self.rules)
         if self.vec_env not in ("dummy", "subproc"):
             raise ValueError(f"env.vec_env = {self.vec_env!r}; choose 'dummy' or 'subproc'")
         if self.n_envs < 1:
@@ -147,14 +146,14 @@ class EnvConfig:
                                  "range ends near 3.4e38: a larger weight overflows and training ends in NaN); "
                                  "scale the weights down together")
 
-    def settings_names(self, game: games.GameSpec | None = None) -> tuple[str, ...]:
-        """The names of :attr:`settings`, checked against ``game``'s (None: the default game): a ``ValueError``
-        names a value that is not one of them."""
-        return (game or games.get()).check_settings(self.settings, "env.settings", games.GAMES.values())
+    def settings_names(self, game: games.GameSpec) -> tuple[str, ...]:
+        """The names of :attr:`settings`, checked against ``game``'s: a ``ValueError`` names a value that is not one
+        of them."""
+        return game.check_settings(self.settings, "env.settings", games.GAMES.values())
 
-    def settings_usr_conf(self, name: str, game: games.GameSpec | None = None) -> dict:
-        """``usr_conf`` with the keys of settings ``name`` played over it, except those it gives itself."""
-        return (game or games.get()).apply_settings(name, self.usr_conf, keep=self.usr_conf)
+    def settings_usr_conf(self, name: str, game: games.GameSpec) -> dict:
+        """``usr_conf`` with the keys of settings ``name`` of ``game`` played over it, except those it gives itself."""
+        return game.apply_settings(name, self.usr_conf, keep=self.usr_conf)
 
     def maps_dirs(self) -> list[str | None]:
         """The folders a map name of the env may be read from: ``maps_dir``, else ``$SB3_REALM_GORGE_MAPS``."""
@@ -165,7 +164,7 @@ class EnvConfig:
         ``settings``, when ``usr_conf`` is False, e.g. for evaluations that bring their own games).
 
         :param game: the game played: the maps folder goes to its env for ``map_name`` when the game reads that name
-            from one (:attr:`~sb3_realm.games.GameSpec.needs_maps_dir`). None: when any game reads it from one.
+            from one (:attr:`~sb3_realm.games.GameSpec.maps.in_folder`). None: when any game reads it from one.
         """
         kwargs: dict = {"map_path": self.map_path, "map_name": self.map_name,
                         "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
@@ -175,7 +174,7 @@ class EnvConfig:
         if self.map_names:  # validate refuses them for a game whose env takes no map_names
             kwargs["map_names"] = list(self.map_names)
         readers = [game] if game is not None else games.GAMES.values()
-        if self.map_names or self.maps_dir or (maps_dir and any(spec.needs_maps_dir(str(self.map_name))
+        if self.map_names or self.maps_dir or (maps_dir and any(spec.maps.in_folder(str(self.map_name))
                                                                 for spec in readers)):
             kwargs["maps_dir"] = maps_dir
         if not usr_conf:
@@ -193,6 +192,7 @@ class AlgoConfig:
     :param hyperparams: keyword arguments of the algorithm (``learning_rate``, ``n_steps``, ``batch_size``, ...),
         checked against its signature.
     :param extractor: features extractor by registry name (``realm``, ``conv3d``, ``transformer``) or ``default``
+        (SB3's own); None: the one of the config's game (:attr:`~sb3_realm.games.Env.extractor`)
         (SB3's CombinedExtractor).
     :param extractor_kwargs: keyword arguments of the extractor.
     :param net_arch: policy/value MLP after the extractor, e.g. ``{pi: [64], vf: [64]}`` or ``[64, 64]``.
@@ -202,7 +202,7 @@ class AlgoConfig:
 
     name: str = "ppo"
     hyperparams: dict = field(default_factory=dict)
-    extractor: str = "realm"
+    extractor: str | None = None
     extractor_kwargs: dict = field(default_factory=dict)
     net_arch: Any = None
     activation: str = "tanh"
@@ -338,8 +338,9 @@ class TrainConfig:
         draw them.
     :param curriculum: phases (see :class:`~sb3_realm.callbacks.CurriculumCallback`); empty = none.
     :param progress_bar: show a progress bar.
-    :param game: the game the run plays: ``realm`` (Back to the Realm, the default, so configs that name none
-        still load); :mod:`sb3_realm.games` lists them.
+    :param game: the game the run plays, one of :func:`sb3_realm.games.names`. A config file that names none (one
+        written before the package had a second game) loads as :data:`~sb3_realm.games.LEGACY_GAME`'s, with a
+        one-line note.
     :param feature_version: the features version (the game's ``features.FEATURE_VERSION``) the run's models see;
         written by ``train`` when a run starts (leave it out of your configs; null in a run's config means a run from
         before versions were recorded, version 1).
@@ -350,7 +351,7 @@ class TrainConfig:
     :param finetune: RL from a trained model (:class:`FinetuneConfig`); ``imitate`` ignores it.
     """
 
-    game: str = games.DEFAULT_GAME
+    game: str | None = None
     total_timesteps: int = 1_000_000
     seed: int = 0
     device: str = "cpu"
@@ -385,9 +386,13 @@ class TrainConfig:
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         check_portable_path(self.out, "out")
+        games.get(self.game)  # a config names its game
+        if self.algo.extractor is None:
+            self.algo.extractor = self.spec.env.extractor
         if not self.spec.config_runs:
             raise ValueError(f"game = {self.game!r}: sb3-realm train does not run {self.spec.title} from a config; "
-                             "train it from Python with Stable-Baselines3 on its Gymnasium env, or set game: realm")
+                             "train it from Python with Stable-Baselines3 on its Gymnasium env, or set game: to "
+                             f"one of {[g.name for g in games.GAMES.values() if g.config_runs]}")
         self.env.validate(self.spec)
         self.held_out_configs()  # the game refuses eval_maps it cannot play
         trained_on = [*self.env.map_history, *env_maps(dataclasses.asdict(self.env))]
@@ -405,14 +410,14 @@ class TrainConfig:
 
     def held_out_configs(self) -> list[dict]:
         """The ``usr_conf`` of each held-out game of the run (its evaluations, a study's objective): the game's
-        :attr:`~sb3_realm.games.GameSpec.held_out_configs` of ``env.usr_conf``, ``eval_games``, ``eval_seed`` and
-        ``eval_maps``, under each of ``env.settings`` in turn (its keys over each game's, except those
+        :attr:`~sb3_realm.games.GameSpec.evaluation.held_out_configs` of ``env.usr_conf``, ``eval_games``,
+        ``eval_seed`` and ``eval_maps``, under each of ``env.settings`` in turn (its keys over each game's, except those
         ``env.usr_conf`` gives)."""
         spec, env = self.spec, self.env
         return [spec.apply_settings(name, conf, keep=env.usr_conf)
                 for name in env.settings_names(spec)
-                for conf in spec.held_out_configs(env.settings_usr_conf(name, spec), self.eval_games, self.eval_seed,
-                                                  self.eval_maps)]
+                for conf in spec.evaluation.held_out_configs(env.settings_usr_conf(name, spec), self.eval_games,
+                                                             self.eval_seed, self.eval_maps)]
 
     @property
     def spec(self) -> games.GameSpec:
@@ -522,13 +527,21 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     run's ``config.yaml`` records, so a run never depends on the base file later."""
     data = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
-    return _from_dict(cls, data, "").validate()
+    return _with_game(_from_dict(cls, data, ""), f"config {str(path)!r}" if path is not None else "the config")
+
+
+def _with_game(config: TrainConfig, what: str) -> TrainConfig:
+    """``config`` validated, its game :data:`~sb3_realm.games.LEGACY_GAME` (with a one-line note naming ``what``)
+    when it names none, as configs did before the package had a second game."""
+    if config.game is None:
+        config.game = games.recorded(None, what, stacklevel=3).name
+    return config.validate()
 
 
 def config_from_dict(data: dict, overrides: list[str] | None = None, *,
                      cls: type[TrainConfig] = TrainConfig) -> TrainConfig:
     """A validated config from a plain dict (as made by :func:`config_to_dict`), with ``--set`` overrides."""
-    return _from_dict(cls, apply_overrides(copy.deepcopy(data), overrides or []), "").validate()
+    return _with_game(_from_dict(cls, apply_overrides(copy.deepcopy(data), overrides or []), ""), "the config")
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> Path:

@@ -64,7 +64,7 @@ def check_init_model(path: str | Path, algo: str, game: str | None = None) -> No
         raise ValueError(f"--init-from {str(path)!r} is a {found} model and the config trains {algo}: the weights of "
                          f"one do not fit the other. Set algo.name: {found} (and its network), or start from a "
                          f"{algo} model")
-    version, current = model_feature_version(path), games.get(game).features.FEATURE_VERSION
+    version, current = model_feature_version(path), games.get(game).submission.features.FEATURE_VERSION
     if version != current:
         raise ValueError(f"--init-from {str(path)!r} was trained on features version {version}, and this sb3_realm "
                          f"computes version {current}: its inputs would mean something else. "

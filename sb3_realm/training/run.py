@@ -69,7 +69,7 @@ __all__ = [
 
 
 def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:
-    return Monitor(games.get(game).make_env(**env_kwargs))
+    return Monitor(games.get(game).env.make(**env_kwargs))
 
 
 def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None, game: str | None = None) -> VecEnv:
@@ -107,7 +107,8 @@ def build_model(config: TrainConfig, venv: VecEnv, tensorboard_log: str | None =
     hyperparams = model_kwargs(config.algo.hyperparams)
     model = _algo_class(config)(policy_name(config), venv, policy_kwargs=policy_kwargs(config), seed=config.seed,
                                 device=config.device, tensorboard_log=tensorboard_log, verbose=0, **hyperparams)
-    model.feature_version = config.spec.features.FEATURE_VERSION  # saved with the model's data in every .zip it writes
+    # saved with the model's data in every .zip it writes
+    model.feature_version = config.spec.submission.features.FEATURE_VERSION
     record_config(model, config)
     return model
 
@@ -194,7 +195,7 @@ def start_new_run(config: TrainConfig, run_dir: Path) -> None:
         raise ValueError(f"run directory {str(run_dir)!r} already holds a run ({', '.join(taken)}); a new run would "
                          f"overwrite it: use --resume {run_dir} to continue it, or --out (out: in the config) to "
                          "start a new run in a folder of its own")
-    version = config.spec.features.FEATURE_VERSION
+    version = config.spec.submission.features.FEATURE_VERSION
     if config.feature_version not in (None, version):
         raise ValueError(f"feature_version = {config.feature_version!r} in the config, but this sb3_realm computes "
                          f"features version {version}; a new run always uses the current one: "

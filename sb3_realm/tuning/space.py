@@ -2,9 +2,10 @@
 into a training config. The two are kept apart so that any stored trial (its ``params``) can be replayed later
 without Optuna's sampler: ``convert_params(kind, trial.params, base)`` rebuilds exactly the config it trained.
 
-Parameter names are Optuna's: reward weights keep the names of :attr:`~sb3_realm.games.GameSpec.reward_weights`; the PPO
-space samples ``n_minibatches`` (batch_size = n_steps * n_envs / n_minibatches, so it always divides the rollout)
-and ``one_minus_gamma`` (log scale) instead of ``batch_size`` and ``gamma``.
+Parameter names are Optuna's: reward weights keep the names of
+:attr:`~sb3_realm.games.GameSpec.env.reward_weights`; the PPO space samples ``n_minibatches`` (batch_size =
+n_steps * n_envs / n_minibatches, so it always divides the rollout) and ``one_minus_gamma`` (log scale) instead of
+``batch_size`` and ``gamma``.
 """
 
 from __future__ import annotations
@@ -46,16 +47,17 @@ HPARAM_KEYS = ("learning_rate", "n_steps", "n_minibatches", "n_epochs", "one_min
 
 
 def _full_treasures(base: TrainConfig) -> int:
-    return base.spec.episode_config.from_usr_conf(base.env.usr_conf).treasure_num
+    return base.spec.episodes.config.from_usr_conf(base.env.usr_conf).treasure_num
 
 
 # ---------------------------------------------------------------------------------------------- rewards
 def sample_rewards(trial, base: TrainConfig | None = None, curriculum: bool = False) -> dict:
-    """The reward weights of the base config's game (None: the default game), each in its range of the game's
-    :attr:`~sb3_realm.games.GameSpec.reward_ranges` (the Realm's 11); with ``curriculum`` also
+    """The reward weights of the base config's game (None: :data:`~sb3_realm.games.LEGACY_GAME`'s, as before the
+    package had a second game), each in its range of the game's
+    :attr:`~sb3_realm.games.GameSpec.env.reward_ranges` (the Realm's 11); with ``curriculum`` also
     ``curriculum_treasures`` (treasures of an easier first phase, 0 .. the config's count) and
     ``curriculum_fraction`` (its share of the training steps; < 1 step = no curriculum)."""
-    ranges = (base.spec if base is not None else games.get()).reward_ranges
+    ranges = (base.spec if base is not None else games.GAMES[games.LEGACY_GAME]).env.reward_ranges
     params = {term: trial.suggest_float(term, low, high, log=log) for term, (low, high, log) in ranges.items()}
     if curriculum:
         if base is None:
@@ -68,14 +70,14 @@ def sample_rewards(trial, base: TrainConfig | None = None, curriculum: bool = Fa
 def convert_rewards(params: dict, base: TrainConfig) -> TrainConfig:
     """``base`` with the sampled reward weights (and curriculum phases). Weights missing from ``params`` keep the
     base config's values."""
-    terms = base.spec.reward_terms
+    terms = base.spec.env.reward_terms
     unknown = sorted(set(params) - set(terms) - {"curriculum_treasures", "curriculum_fraction"})
     if unknown:
         raise ValueError(f"reward params {unknown} are not reward weights; valid keys are {list(terms)} and "
                          "curriculum_treasures / curriculum_fraction")
     config = copy.deepcopy(base)
     weights = {**config.env.reward_weights, **{k: float(v) for k, v in params.items() if k in terms}}
-    config.env.reward_weights = base.spec.reward_weights.from_dict(weights).to_dict()
+    config.env.reward_weights = base.spec.env.reward_weights.from_dict(weights).to_dict()
     if ("curriculum_treasures" in params) != ("curriculum_fraction" in params):
         raise ValueError(f"curriculum params need both curriculum_treasures and curriculum_fraction, got {params}")
     if "curriculum_treasures" in params:
@@ -211,7 +213,7 @@ def baseline_params(kind: str, base: TrainConfig, curriculum: bool = False) -> d
     """The params that reproduce ``base`` itself (enqueued as trial 0), or None when the base config lies outside
     the search space (e.g. a schedule string as learning rate)."""
     if kind == "rewards":
-        params: dict[str, Any] = base.spec.reward_weights.from_dict(base.env.reward_weights).to_dict()
+        params: dict[str, Any] = base.spec.env.reward_weights.from_dict(base.env.reward_weights).to_dict()
         if curriculum:
             params.update(curriculum_treasures=_full_treasures(base), curriculum_fraction=0.0)
         return params

@@ -24,6 +24,7 @@ from typing import TextIO
 import optuna
 from optuna.trial import TrialState
 
+from .. import games
 from ..atomic import check_portable_path
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict, config_to_dict
@@ -108,16 +109,18 @@ class StudyConfig:
         check_portable_path(self.name, "--study-name")  # it names the study's folder, runs/study-<name>
         check_portable_path(self.out, "--out")
         self.base.validate()
-        if self.curriculum and not self.base.spec.treasure_sets:
-            raise ValueError(f"--curriculum samples an easier first phase by its treasure count (the Realm's "
-                             f"treasure_num), which {self.base.spec.title} does not vary that way; drop --curriculum "
-                             "and write the curriculum: phases in the config instead")
-        if self.pruner == "wilcoxon" and not self.base.spec.treasure_sets:
+        if self.curriculum and not self.base.spec.episodes.treasure_sets:
+            sets = ", ".join(spec.title for spec in games.GAMES.values() if spec.episodes.treasure_sets)
+            raise ValueError(f"--curriculum samples an easier first phase by its treasure count (the treasure_num of "
+                             f"a game of treasure sets{': ' + sets if sets else ''}), which {self.base.spec.title} "
+                             "does not vary that way; drop --curriculum and write the curriculum: phases in the config "
+                             "instead")
+        if self.pruner == "wilcoxon" and not self.base.spec.episodes.treasure_sets:
             raise ValueError(f"--pruner wilcoxon replays the held-out games one by one as treasure sets, which "
                              f"{self.base.spec.title}'s games are not (they differ by map and env seed); use --pruner "
                              "median, halving or none")
         # the map and its usr_conf, before a study stores them
-        env = self.base.spec.make_env(**self.base.env.env_kwargs(game=self.base.spec))
+        env = self.base.spec.env.make(**self.base.env.env_kwargs(game=self.base.spec))
         try:
             env.reset(seed=0)
         finally:

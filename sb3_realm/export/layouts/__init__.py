@@ -4,7 +4,8 @@ the checker and the code-package reader ask the layout and never name one.
 
 A new layout is a folder with a ``layout.toml`` and its templates in :mod:`sb3_realm.submission`, a subclass of
 :class:`Layout` here, and one :func:`register` call (a layout registered from anywhere else, a test for one, is
-built the same way). A game names the layouts its models go into (:attr:`sb3_realm.games.GameSpec.layouts`)."""
+built the same way). A game names the layouts its models go into
+(:attr:`sb3_realm.games.GameSpec.submission.layouts`)."""
 
 from __future__ import annotations
 

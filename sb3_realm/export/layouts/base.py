@@ -107,7 +107,7 @@ def zip_note(manifest: dict) -> str:
 
 def final_settings_step(manifest: dict, out: Path) -> list[str]:
     """The step naming the final round's settings of the package's game (none for a game without them)."""
-    final = games.get(manifest.get("game")).settings.get("final")
+    final = games.recorded(manifest.get("game"), "the package's manifest").settings.get("final")
     if not final:
         return []
     values = ", ".join(f"{k} = {v}" for k, v in final.items())
