@@ -118,7 +118,8 @@ def test_evaluate_scores_the_model_and_the_yardstick_by_the_toys_rules(trained):
 
 def test_the_eval_command_plays_the_toys_protocol(toy, tmp_path, capsys):
     path = tmp_path / "bfs.json"
-    assert cli.main(["eval", "bfs", "--game", "toy", "--games", "2", "--json", str(path)]) == 0  # its first protocol
+    # --protocol offers the protocols of the games registered when the parser is built, the toy's among them
+    assert cli.main(["eval", "bfs", "--game", "toy", "--protocol", "fixed", "--games", "2", "--json", str(path)]) == 0
     assert "reached the exit 2/2 (100%)" in capsys.readouterr().out
     report = json.loads(path.read_text(encoding="utf-8"))
     assert [g["score"] for g in report["games"]] == BFS_SCORES[:2]
