@@ -1,5 +1,5 @@
-"""A model file that does not exist: one line that names it and says how to make a model, naming only files the
-package has."""
+"""A model file that does not exist: one line that names it and says how to make a model, naming only recipe
+folders the package has (each game's config_dir)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from sb3_realm import games
 from sb3_realm.cli import main
 from sb3_realm.models.saved import check_checkpoint_file
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _named_configs(message: str) -> list[str]:
-    return re.findall(r"configs/[\w/]+\.yaml", message)
+def _named_folders(message: str) -> list[str]:
+    return re.findall(r"configs/[\w/]+/", message)
 
 
 def test_a_missing_model_file_says_how_to_make_one():
@@ -23,11 +24,13 @@ def test_a_missing_model_file_says_how_to_make_one():
         check_checkpoint_file("runs/gone/best_model.zip")
     message = str(caught.value)
     assert message.startswith("'runs/gone/best_model.zip' does not exist; check the path")
-    assert "sb3-realm imitate --config configs/realm/imitate/quick.yaml --out runs/NAME" in message
+    assert ("sb3-realm imitate --config CONFIG --out runs/NAME makes with an imitation recipe of the game's folder"
+            in message)
     assert "sb3-realm train --config" in message
-    configs = _named_configs(message)
-    assert configs == ["configs/realm/imitate/quick.yaml", "configs/gorge/imitate.yaml"]
-    assert all((REPO / name).is_file() for name in configs)
+    folders = _named_folders(message)  # each game's config_dir, from its spec
+    assert folders == [f"{spec.config_dir}/" for spec in games.GAMES.values() if spec.config_dir]
+    assert folders == ["configs/realm/", "configs/gorge/"]
+    assert all((REPO / name).is_dir() for name in folders)
     assert "\n" not in message
 
 
@@ -37,6 +40,6 @@ def test_build_submission_of_a_missing_model_says_how_to_make_one(tmp_path, caps
     err = capsys.readouterr().err
     assert err.startswith("sb3-realm build-submission: error: model file 'runs/gorge-imitate/best_model.zip' does not "
                           "exist; check the path")
-    assert "sb3-realm imitate --config configs/realm/imitate/quick.yaml" in err and "configs/gorge/imitate.yaml" in err
+    assert "sb3-realm imitate --config CONFIG" in err and _named_folders(err) == ["configs/realm/", "configs/gorge/"]
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "upload").exists()
