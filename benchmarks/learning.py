@@ -58,7 +58,7 @@ def main() -> None:
     usr = {"treasure_random": 0, "treasure_id": ids, "max_step": args.max_step}
     config = load_config(args.config, [f"env.usr_conf={json.dumps(usr)}", "device=cpu", *args.overrides])
     torch.set_num_threads(config.torch_threads)
-    venv = make_vec_env(config.env, config.seed)
+    venv = make_vec_env(config.env, config.seed, game=config.game)
     model = build_model(config, venv)
     env = RealmEnv(**config.env.env_kwargs())
     curve, start = [], time.perf_counter()

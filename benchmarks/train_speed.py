@@ -34,7 +34,7 @@ def recommended(name: str, steps: int, vec_env: str | None = None) -> dict:
     overrides = ["seed=0", "device=cpu"] + ([f"env.vec_env={vec_env}"] if vec_env else [])
     config = load_config(f"configs/realm/{name}.yaml", overrides)
     torch.set_num_threads(config.torch_threads)
-    venv = make_vec_env(config.env, config.seed)
+    venv = make_vec_env(config.env, config.seed, game=config.game)
     model = build_model(config, venv)
     try:
         sps = time_learn(model, steps)

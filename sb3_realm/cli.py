@@ -85,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"--protocol maps ({_either([s.title for s in specs if 'maps' in s.evaluation.protocols])}"
                          "): the maps to play, e.g. own_2,open_5,path/to/map.json")
     ev.add_argument("--maps-dir", default=None, metavar="DIR",
-                    help=f"the folder of a game's open maps ({open_maps}; default: the SB3_REALM_GORGE_MAPS "
-                         "environment variable)")
+                    help=f"the folder of a game's open maps ({open_maps}; default: the "
+                         f"{_either(games.maps_folder_variables())} environment variable)")
     ev.add_argument("--allow-overlap", action="store_true",
                     help="score a checkpoint on maps its run trained on too (refused by default)")
     ev.add_argument("--max-step", type=int, default=None, help="max_step of every game (default: the game's own)")
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "env.map_name names, e.g. the shipped default map)")
     bs.add_argument("--maps-dir", default=None, metavar="DIR",
                     help=f"the open maps ({open_maps}) for the --check's training task; default: the "
-                         "environment variable SB3_REALM_GORGE_MAPS, else the package's own maps")
+                         f"environment variable {_either(games.maps_folder_variables())}, else the package's own maps")
     bs.add_argument("--check-games", type=int, default=None,
                     help="games of the check, of the game's default protocol (default: the layout's: "
                          + ", ".join(f"{getattr(layout, 'check_games', None) or its_own} for {spec.title}"
@@ -304,7 +304,7 @@ def _cmd_build_submission(args) -> int:
                 raise ValueError(f"{flag} {value} must be >= 1; nothing was built")
         if args.check_states < 0:
             raise ValueError(f"--check-states {args.check_states} must be >= 0; nothing was built")
-    maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
+    maps_dir = args.maps_dir if args.maps_dir is not None else games.maps_folder_from_environment()
     if args.check and maps_dir is not None and not os.path.isdir(maps_dir):
         raise ValueError(f"--maps-dir {maps_dir!r} is not a folder; give the folder of gorge_chase_map_<k>.json, or "
                          "leave it out to use the package's own maps; nothing was built")
@@ -344,8 +344,8 @@ def _map_list(text: str) -> list[str]:
 
 
 def _eval_env_kwargs(args) -> dict:
-    """The env options of ``eval``: ``--mask-wall-moves`` and the open maps' folder (``--maps-dir``, else
-    ``SB3_REALM_GORGE_MAPS``) for a game whose env takes one; a ``ValueError`` for an option the game's env lacks."""
+    """The env options of ``eval``: ``--mask-wall-moves`` and the open maps' folder (``--maps-dir``, else the game's
+    environment variable) for a game whose env takes one; a ``ValueError`` for an option the game's env lacks."""
     spec = policy_game(args.policy, args.game)
     kwargs: dict = {}
     if args.mask_wall_moves:
@@ -353,11 +353,11 @@ def _eval_env_kwargs(args) -> dict:
             raise ValueError(f"--mask-wall-moves is an option of another game's env; {spec.title} masks its illegal "
                              "actions itself: drop --mask-wall-moves")
         kwargs["mask_wall_moves"] = True
-    maps_dir = args.maps_dir if args.maps_dir is not None else os.environ.get("SB3_REALM_GORGE_MAPS") or None
+    maps_dir = args.maps_dir if args.maps_dir is not None else games.maps_folder_from_environment(spec)
     if maps_dir is not None and "maps_dir" in spec.env.options:
         if not os.path.isdir(maps_dir):  # before any game, naming where the folder came from
             given = (f"--maps-dir {maps_dir!r}" if args.maps_dir is not None
-                     else f"the environment variable SB3_REALM_GORGE_MAPS={maps_dir!r}")
+                     else f"the environment variable {spec.maps.folder_variable}={maps_dir!r}")
             what = "does not exist" if not os.path.lexists(maps_dir) else "is not a folder"
             raise ValueError(f"{given} {what}; give the folder that holds the open maps gorge_chase_map_<k>.json, "
                              f"or {'leave --maps-dir out' if args.maps_dir is not None else 'unset the variable'}")

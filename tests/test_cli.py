@@ -59,8 +59,8 @@ def test_eval_no_yardstick_keeps_the_old_flag_as_a_hidden_alias():
     assert "--no-yardstick" in out and "--no-oracle" not in out
 
 
-def _eval_args(game: str | None, **flags) -> argparse.Namespace:
-    return argparse.Namespace(policy="random", game=game, **{"mask_wall_moves": False, "maps_dir": None, **flags})
+def _eval_args(game: str | None, policy: str = "random", **flags) -> argparse.Namespace:
+    return argparse.Namespace(policy=policy, game=game, **{"mask_wall_moves": False, "maps_dir": None, **flags})
 
 
 def test_eval_takes_the_env_options_the_games_spec_lists(tmp_path, monkeypatch):
@@ -75,9 +75,11 @@ def test_eval_takes_the_env_options_the_games_spec_lists(tmp_path, monkeypatch):
         cli._eval_env_kwargs(_eval_args("realm", mask_wall_moves=True))
     with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir "
                                          r"\(or pass --game gorge: --maps-dir is an option of Gorge Chase\)"):
-        cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # the default game
+        cli._eval_env_kwargs(_eval_args(None, "oracle", maps_dir=str(tmp_path)))  # the expert's name says its game
+    with pytest.raises(ValueError, match=r"^policy 'random': the random policy plays any game; say which with --game"):
+        cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # there is no default game
     monkeypatch.setitem(games.GAMES, "gorge", with_env_options(gorge, frozenset()))
     with pytest.raises(ValueError, match=r"Back to the Realm plays one map, given with --map PATH: drop --maps-dir$"):
-        cli._eval_env_kwargs(_eval_args(None, maps_dir=str(tmp_path)))  # no game takes it: none to suggest
+        cli._eval_env_kwargs(_eval_args(None, "oracle", maps_dir=str(tmp_path)))  # no game takes it: none to suggest
     monkeypatch.setitem(games.GAMES, "realm", with_env_options(realm, frozenset({"maps_dir"})))
     assert cli._eval_env_kwargs(_eval_args("realm", maps_dir=str(tmp_path))) == {"maps_dir": str(tmp_path)}

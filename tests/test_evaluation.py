@@ -48,13 +48,13 @@ def test_bad_protocol_arguments(kwargs, match):
 
 def test_bad_policy_arguments(tmp_path):
     with pytest.raises(ValueError, match="neither 'random', 'oracle', 'oracle-refined', an existing"):
-        evaluate(str(tmp_path / "missing.zip"), "fixed", yardstick=False)
+        evaluate(str(tmp_path / "missing.zip"), "fixed", yardstick=False, game="realm")
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a Stable-Baselines3 checkpoint"):
-        evaluate(str(junk), "fixed", yardstick=False)
+        evaluate(str(junk), "fixed", yardstick=False, game="realm")
     with pytest.raises(ValueError, match="--workers 0"):
-        evaluate("random", "fixed", workers=0, yardstick=False)
+        evaluate("random", "fixed", workers=0, yardstick=False, game="realm")
 
 
 class EastPolicy:
@@ -80,7 +80,7 @@ def line_map_file(tmp_path):
 
 def test_scores_equal_hand_computed_values(tmp_path):
     report = evaluate(EastPolicy(), "custom", custom=[[3, 4], [3], [5]], map_path=line_map_file(tmp_path),
-                      yardstick=False)
+                      yardstick=False, game="realm")
     # 6000 units to the end, reached within 1000: ceil(5000 / 700) = 8 steps; the line passes 3 and 4
     steps = 8
     assert [r.steps for r in report.games] == [steps] * 3
@@ -107,14 +107,14 @@ def test_scores_equal_hand_computed_values(tmp_path):
 @pytest.mark.processes
 def test_parallel_results_equal_serial_results():
     kw = {"protocol": "leaderboard", "games": 6, "max_step": 150, "seed": 3, "yardstick": False}
-    serial = evaluate("random", workers=1, **kw)
-    parallel = evaluate("random", workers=2, **kw)
+    serial = evaluate("random", workers=1, **kw, game="realm")
+    parallel = evaluate("random", workers=2, **kw, game="realm")
     assert [(r.score, r.steps, r.treasures, r.missed) for r in serial.games] == \
         [(r.score, r.steps, r.treasures, r.missed) for r in parallel.games]
 
 
 def test_report_files(tmp_path):
-    report = evaluate("random", "leaderboard", games=3, max_step=100, yardstick=False)
+    report = evaluate("random", "leaderboard", games=3, max_step=100, yardstick=False, game="realm")
     data = json.loads(write_json_atomic(report.to_dict(), tmp_path / "r" / "eval.json").read_text())
     assert data["summary"]["games"] == 3 and len(data["games"]) == 3
     assert list((tmp_path / "r").iterdir()) == [tmp_path / "r" / "eval.json"]  # no temporary file left
@@ -123,7 +123,7 @@ def test_report_files(tmp_path):
 
 
 def test_replay_writes_gif_and_route_png(tmp_path):
-    out = replay("random", tmp_path / "ep.gif", usr_conf={"max_step": 60, "treasure_num": 2}, seed=1)
+    out = replay("random", tmp_path / "ep.gif", usr_conf={"max_step": 60, "treasure_num": 2}, seed=1, game="realm")
     assert out["steps"] == 60 and not out["win"]
     with Image.open(out["gif"]) as gif:
         # the reset frame and every 2nd step; Pillow merges identical consecutive frames

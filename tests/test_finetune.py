@@ -40,7 +40,7 @@ def trained(tmp_path_factory) -> dict[str, Path]:
 
 
 def observations(config, n: int = 64) -> dict:
-    venv = make_vec_env(config.env, seed=3, n_envs=1)
+    venv = make_vec_env(config.env, seed=3, n_envs=1, game=config.game)
     obs, batch = venv.reset(), []
     for step in range(n):
         batch.append({k: v[0] for k, v in obs.items()})
@@ -52,7 +52,7 @@ def observations(config, n: int = 64) -> dict:
 def test_init_from_loads_the_weights_exactly(trained, tmp_path):
     source = algorithm_class("ppo").load(trained["ppo"])
     config = tiny(tmp_path, "new", ("seed=7",))
-    model = build_model(config, make_vec_env(config.env, seed=7))
+    model = build_model(config, make_vec_env(config.env, seed=7, game=config.game))
     obs = observations(config)
     assert not np.array_equal(model.predict(obs, deterministic=True)[0], source.predict(obs, deterministic=True)[0]) \
         or not all(torch.equal(a, b) for a, b in zip(model.policy.state_dict().values(),
@@ -127,7 +127,7 @@ def test_warm_start_fits_the_critic_and_leaves_the_actor(trained, tmp_path):
     time_cost = "{treasure: 0, end: 0, step: -0.01, bump: 0, flash_fail: 0, buff: 0, progress: 0, revisit: 0, " \
                 "missed_treasure: 0, timeout: 0}"
     config = tiny(tmp_path, "ws", ("env.usr_conf={treasure_num: 2, max_step: 120}", f"env.reward_weights={time_cost}"))
-    venv = make_vec_env(config.env, seed=0)
+    venv = make_vec_env(config.env, seed=0, game=config.game)
     model = build_model(config, venv)
     load_initial_weights(model, trained["ppo"])
     model.policy.value_net.reset_parameters()  # an untrained critic, as after behaviour cloning
@@ -193,12 +193,12 @@ def test_an_anchored_maskable_run_resumes_with_its_reference(trained, tmp_path):
 def test_init_from_a_recurrent_model(tmp_path):
     extra = ("algo.name=recurrent_ppo", "algo.policy_kwargs={lstm_hidden_size: 32}")
     source_config = tiny(tmp_path, "src", (*extra, "seed=1"))
-    source = build_model(source_config, make_vec_env(source_config.env, seed=1))
+    source = build_model(source_config, make_vec_env(source_config.env, seed=1, game=source_config.game))
     source.save(tmp_path / "lstm.zip")
     config = tiny(tmp_path, "run", (*extra, f"finetune.init_from={json.dumps(str(tmp_path / 'lstm.zip'))}"))
     model, run_dir = train(config)  # one rollout of PPO from the loaded weights
     assert (run_dir / INIT_MODEL).is_file() and model.num_timesteps == 512
-    fresh = build_model(config, make_vec_env(config.env, seed=0))
+    fresh = build_model(config, make_vec_env(config.env, seed=0, game=config.game))
     load_initial_weights(fresh, tmp_path / "lstm.zip")
     for key, value in source.policy.state_dict().items():
         assert torch.equal(fresh.policy.state_dict()[key], value), key

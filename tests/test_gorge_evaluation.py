@@ -162,8 +162,9 @@ def test_every_protocol_is_known_to_the_cli():
 
 
 def test_train_refuses_a_network_that_does_not_fit_the_game_before_writing(tmp_path, capsys):
-    out = tmp_path / "run"  # the default config's extractor is the Realm's: four of its convs shrink 33 x 33 to nothing
-    assert main(["train", "--set", "game=gorge", "--set", "algo.extractor_kwargs.cnn_channels=[16, 32, 32, 32]",
+    out = tmp_path / "run"  # the Realm's extractor: four of its convs shrink 33 x 33 to nothing
+    assert main(["train", "--set", "game=gorge", "--set", "algo.extractor=realm",
+                 "--set", "algo.extractor_kwargs.cnn_channels=[16, 32, 32, 32]",
                  "--out", str(out), "--total-steps", "64"]) == 2
     assert "RealmNet: the conv layers do not fit maps of shape (9, 33, 33)" in capsys.readouterr().err
     assert not out.exists()

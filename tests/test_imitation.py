@@ -70,7 +70,7 @@ def expert_block() -> Block:
 
 def small_model(algo: str = "ppo", extra: tuple = ()):
     config = load_config(None, [f"algo.name={algo}", "env.map_name=small", "env.n_envs=1", *FOVEA, *extra])
-    return build_model(config, make_vec_env(config.env, seed=0))
+    return build_model(config, make_vec_env(config.env, seed=0, game=config.game))
 
 
 # ------------------------------------------------------------------------------------------ datasets
@@ -231,7 +231,7 @@ def test_batched_play_of_a_recurrent_model_is_the_evaluation(tmp_path):
                       env_kwargs={"map_name": "small"})
     confs = protocol_configs("leaderboard", seed=4, games=5, max_step=60)
     played = play_games(model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in enumerate(confs)],
-                        batch=2)  # slots reused: each new game must start from a zero LSTM state
+                        batch=2, game="realm")  # slots reused: each new game must start from a zero LSTM state
     assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
         [(g.score, g.steps, g.treasures, g.missed) for g in played]
 
@@ -346,7 +346,7 @@ def test_batched_play_is_the_evaluation(run):
     report = evaluate(policy, games=5, max_step=120, yardstick=False, seed=4, env_kwargs={"map_name": "small"})
     confs = protocol_configs("leaderboard", seed=4, games=5, max_step=120)
     played = play_games(policy.model.policy, {"map_name": "small"}, [(4 * 1_000_003 + i, c) for i, c in
-                                                                      enumerate(confs)], batch=2)
+                                                                      enumerate(confs)], batch=2, game="realm")
     assert [(g.score, g.steps, g.treasures, g.missed) for g in report.games] == \
         [(g.score, g.steps, g.treasures, g.missed) for g in played]
 
@@ -391,7 +391,8 @@ def test_screening_puts_the_unfinished_games_among_the_dagger_games(run, tmp_pat
         chosen = imitation.dagger_games(model, 1)
         stats = dict(imitation.stats)
     pool = training_games(config, 1, 10)
-    played = play_games(model.policy, imitation.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps)
+    played = play_games(model.policy, imitation.env_kwargs, pool, max_steps=config.imitation.dagger_max_steps,
+                        game="realm")
     lost = [game for game, p in zip(pool, played, strict=True) if not p.reached_end]
     assert stats == {"screen_games": 10, "screen_reached_end": 10 - len(lost)}
     assert len(chosen) == 4 and all(game in pool for game in chosen)
@@ -691,9 +692,9 @@ def test_the_pool_plays_the_learner_s_games_as_this_process_does(run, monkeypatc
     monkeypatch.setenv("SB3_REALM_START_METHOD", "spawn")
     model = algorithm_class("ppo").load(run / "final_model.zip")
     games = small_games(7, seed=11)
-    serial = play_games(model.policy, SMALL_ENV, games, max_steps=40)
+    serial = play_games(model.policy, SMALL_ENV, games, max_steps=40, game="realm")
     with Collector(2) as collector:
-        parallel = collector.play(model, "ppo", SMALL_ENV, games, max_steps=40)
+        parallel = collector.play(model, "ppo", SMALL_ENV, games, max_steps=40, game="realm")
     assert parallel == serial
     assert [g.seed for g in parallel] == [seed for seed, _ in games]
 
@@ -1000,5 +1001,6 @@ def test_the_held_out_games_are_reported_as_the_specs_protocol(monkeypatch):
     config = load_imitate_config(None, QUICK)
     protocol, played = dagger_module._held_out(config)
     assert protocol == "leaderboard" and [conf for _, conf in played] == config.held_out_configs()
-    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(games.get("realm"), held_out_protocol="fixed"))
+    monkeypatch.setitem(games.GAMES, "realm", dataclasses.replace(
+        games.get("realm"), evaluation=dataclasses.replace(games.get("realm").evaluation, held_out_protocol="fixed")))
     assert dagger_module._held_out(config)[0] == "fixed"

@@ -16,7 +16,7 @@ def test_ppo_learns_the_small_map():
     torch.set_num_threads(1)
     config = load_config("configs/realm/tiny.yaml",
                          ["env.usr_conf={treasure_random: 0, treasure_id: [4], max_step: 200}", "env.n_envs=8"])
-    venv = make_vec_env(config.env, 0)
+    venv = make_vec_env(config.env, 0, game=config.game)
     model = build_model(config, venv)
     env = RealmEnv(**config.env.env_kwargs())
 

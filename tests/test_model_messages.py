@@ -17,6 +17,7 @@ import pytest
 from helpers import strip_feature_version
 
 from sb3_realm.agents.checkpoint import load_model
+from sb3_realm.agents.load import policy_game
 from sb3_realm.cli import main
 from sb3_realm.models.saved import check_checkpoint_file, run_config
 
@@ -97,10 +98,11 @@ def test_a_realm_model_played_as_gorge_names_its_game(models, tmp_path):
 def test_a_model_that_records_no_game_is_known_by_its_observation_space(gorge_model, tmp_path, capsys):
     strip_feature_version(gorge_model, tmp_path / "model.zip")  # as saved by the user's own SB3 code
     model = str(tmp_path / "model.zip")
-    err = _main(["eval", model, "--games", "1", "--no-yardstick"], capsys)
-    assert "is a model of Gorge Chase (its observation space is Gorge Chase's), not of Back to the Realm (the " \
-           "default game)" in err and "pass --game gorge" in err
-    err = _main(["replay", model, "--out", str(tmp_path / "ep.gif")], capsys)
+    assert policy_game(model).name == "gorge"  # its game, with no game given
+    err = _main(["eval", model, "--game", "realm", "--games", "1", "--no-yardstick"], capsys)
+    assert "is a model of Gorge Chase (its observation space is Gorge Chase's), not of Back to the Realm (--game " \
+           "realm)" in err and "pass --game gorge" in err
+    err = _main(["replay", model, "--game", "realm", "--out", str(tmp_path / "ep.gif")], capsys)
     assert "its observation space is Gorge Chase's" in err and not (tmp_path / "ep.gif").exists()
 
 
@@ -166,15 +168,17 @@ def test_check_checkpoint_file_names_links_folders_and_pipes(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ experts and protocols
-def test_scripted_without_game_under_gorge_options_says_pass_game_gorge(tmp_path):
-    err = _cli(["eval", "scripted", "--protocol", "maps"], tmp_path)
-    assert "policy 'scripted' is an expert of Gorge Chase, not of Back to the Realm (the default game)" in err
-    assert "pass --game gorge" in err and "unknown protocol" not in err
+def test_an_experts_name_says_its_game_and_another_game_refuses_it(tmp_path):
+    err = _cli(["eval", "scripted", "--protocol", "maps"], tmp_path)  # Gorge Chase's protocol, asked of its expert
+    assert "the maps protocol needs the maps to play" in err and "unknown protocol" not in err
+    err = _cli(["eval", "scripted", "--game", "realm", "--protocol", "maps"], tmp_path)
+    assert "policy 'scripted' is an expert of Gorge Chase, not of Back to the Realm (--game realm)" in err
+    assert "pass --game gorge" in err
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
-    (["eval", "scripted", "--maps-dir", "."], ["an expert of Gorge Chase", "pass --game gorge"]),
-    (["replay", "scripted", "--out", "ep.gif"], ["an expert of Gorge Chase", "pass --game gorge"]),
+    (["eval", "scripted", "--game", "realm", "--maps-dir", "."], ["an expert of Gorge Chase", "pass --game gorge"]),
+    (["replay", "scripted", "--game", "realm", "--out", "ep.gif"], ["an expert of Gorge Chase", "pass --game gorge"]),
     (["eval", "oracle", "--game", "gorge"], ["'oracle' is an expert of Back to the Realm, not of Gorge Chase "
                                              "(--game gorge)", "pass --game realm"]),
     (["eval", "random", "--game", "realm", "--protocol", "maps"],

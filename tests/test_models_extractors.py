@@ -167,7 +167,7 @@ def test_config_scales_the_maps_when_sb3_does_not():
 
     config = load_config("configs/realm/ppo.yaml",
                          ["env.n_envs=1", "env.map_name=small", "algo.hyperparams.batch_size=256"])
-    venv = make_vec_env(config.env, 0)
+    venv = make_vec_env(config.env, 0, game=config.game)
     model = build_model(config, venv)
     assert model.policy.normalize_images is False
     assert isinstance(model.policy.features_extractor, FoveaExtractor)

@@ -31,8 +31,8 @@ def test_override_and_bad_values(monkeypatch):
 def test_evaluation_workers_run_under_spawn(monkeypatch):
     monkeypatch.setenv(START_METHOD_ENV, "spawn")
     kw = {"games": 2, "max_step": 40, "yardstick": False, "env_kwargs": {"map_name": "small"}}
-    spawned = evaluate("random", workers=2, **kw)
-    serial = evaluate("random", workers=1, **kw)
+    spawned = evaluate("random", workers=2, **kw, game="realm")
+    serial = evaluate("random", workers=1, **kw, game="realm")
     assert [g.score for g in spawned.games] == [g.score for g in serial.games]
     assert [g.steps for g in spawned.games] == [g.steps for g in serial.games]
 
@@ -43,7 +43,7 @@ def test_training_subproc_envs_use_the_chosen_method(monkeypatch):
 
     monkeypatch.setenv(START_METHOD_ENV, "spawn")
     config = load_config("configs/realm/tiny.yaml", ["env.vec_env=subproc", "env.n_envs=2"])
-    venv = make_vec_env(config.env, seed=0)
+    venv = make_vec_env(config.env, seed=0, game=config.game)
     try:
         assert type(venv.processes[0]).__name__ == "SpawnProcess"
         obs = venv.reset()

@@ -367,14 +367,16 @@ def test_the_env_section_takes_the_options_the_games_spec_lists():
 
 def test_the_maps_folder_goes_to_the_env_for_a_map_name_the_game_reads_from_it(monkeypatch, tmp_path):
     """``env_kwargs`` passes the maps folder for ``map_name`` exactly when the game says it reads that name from one
-    (``needs_maps_dir``); without a game, when any game does."""
+    (``maps.in_folder``), from the folder its variable names (``maps.folder_variable``); without a game, when any
+    game does."""
     monkeypatch.setenv("SB3_REALM_GORGE_MAPS", str(tmp_path))
     realm, gorge = games.get("realm"), games.get("gorge")
     assert EnvConfig(map_name="open_5").env_kwargs(game=gorge)["maps_dir"] == str(tmp_path)
     assert "maps_dir" not in EnvConfig(map_name="default").env_kwargs(game=gorge)
     assert "maps_dir" not in EnvConfig(map_name="open_5").env_kwargs(game=realm)
     assert EnvConfig(map_name="open_5").env_kwargs()["maps_dir"] == str(tmp_path)  # Gorge Chase reads it
-    reader = replace(realm, maps=replace(realm.maps, in_folder=lambda name: name == "vault"))
+    reader = replace(realm, maps=replace(realm.maps, in_folder=lambda name: name == "vault",
+                                         folder_variable="SB3_REALM_GORGE_MAPS"))
     assert EnvConfig(map_name="vault").env_kwargs(game=reader)["maps_dir"] == str(tmp_path)
     assert "maps_dir" not in EnvConfig(map_name="vault").env_kwargs(game=gorge)
     monkeypatch.delenv("SB3_REALM_GORGE_MAPS")

@@ -139,7 +139,7 @@ def test_resume_never_unpickles_a_checkpoint_or_its_statistics(tmp_path):
     assert not marker.exists()
     (ckpt,) = sorted((run / "checkpoints").iterdir())[-1:]
     (ckpt / "vecnormalize.json").unlink()  # as a run from before the statistics were plain numbers
-    venv = VecNormalize(make_vec_env(load_config(run / "config.yaml").env, 0), norm_obs=False)
+    venv = VecNormalize(make_vec_env(load_config(run / "config.yaml").env, 0, game="realm"), norm_obs=False)
     venv.__dict__["payload"] = Payload(marker)  # what a crafted file could carry
     venv.save(str(ckpt / "vecnormalize.pkl"))
     before = sorted(p.name for p in run.rglob("*"))

@@ -9,9 +9,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import games
 from ..games import GameEnv
 from ..models.algorithms import ALGORITHMS, Algorithm, action_distribution, algorithm
-from ..models.saved import check_checkpoint_file, checkpoint_algorithm, run_frame_stack, run_mask_wall_moves
+from ..models.saved import (
+    check_checkpoint_file,
+    checkpoint_algorithm,
+    run_config,
+    run_frame_stack,
+    run_mask_wall_moves,
+)
 from .checkpoint import load_model
 
 if TYPE_CHECKING:
@@ -158,8 +165,8 @@ class SB3Policy(ModelPolicy):
     :param trust_pickle: let SB3 unpickle the checkpoint's entries (only for a file you made yourself); default: they
         are rebuilt from plain data (:mod:`.checkpoint`).
 
-    A MaskablePPO checkpoint plays with the action mask of its run (``env.mask_wall_moves`` in ``config.yaml``),
-    whatever the env's own option.
+    :attr:`game` is the game its run config records (None when it records none). A MaskablePPO checkpoint plays
+    with the action mask of its run (``env.mask_wall_moves`` in ``config.yaml``), whatever the env's own option.
     """
 
     def __init__(self, path: str | os.PathLike, algo: str | None = None, device: str = "cpu",
@@ -169,3 +176,5 @@ class SB3Policy(ModelPolicy):
         model = load_model(self.path, algo_cls=algorithm(self.algo).cls, device=device, trust_pickle=trust_pickle)
         super().__init__(model, name=self.path.name, frame_stack=frame_stack or run_frame_stack(self.path),
                          mask_walls=run_mask_wall_moves(self.path))
+        recorded = (run_config(self.path) or {}).get("game")
+        self.game = recorded if recorded in games.GAMES else None  # the game its run config records, if any

@@ -50,9 +50,11 @@ def protocol_game(protocol: str, game: str | None = None) -> _games.GameSpec:
     owners = [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
     if len(owners) == 1:
         return owners[0]
-    which = (f"{' and '.join(spec.title for spec in owners)} have a protocol of this name" if owners else
-             f"no game has it (the protocols are {list(PROTOCOLS)})")
-    raise ValueError(f"protocol {protocol!r}: {which}; name the game with game= ({', '.join(_games.GAMES)})")
+    if not owners:
+        protocols = list(dict.fromkeys(p for spec in _games.GAMES.values() for p in spec.evaluation.protocols))
+        raise ValueError(f"unknown protocol {protocol!r}: no game has it; choose one of {protocols}")
+    raise ValueError(f"protocol {protocol!r}: {' and '.join(spec.name for spec in owners)} have a protocol of this "
+                     f"name; name the game with game= (one of {[spec.name for spec in owners]})")
 
 
 def game_seed(seed: int, index: int) -> int:

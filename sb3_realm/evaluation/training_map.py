@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import games
+from ..agents.load import policy_game
 from ..agents.submission import read_manifest
 from ..models.saved import run_config
 
@@ -79,13 +80,21 @@ def _trained_on(env: dict, game: games.GameSpec) -> tuple[Any, str, str] | None:
 
 
 def training_map_mismatch(policy: str, played, game: str | None = None) -> str | None:
-    """One line saying that ``policy`` was trained on another map than ``played`` (a map of ``game``, None: the
-    default game) and how to play it on its own, or None when the maps are the same or the policy records no
-    training map."""
-    spec = games.get(game)
+    """One line saying that ``policy`` was trained on another map than ``played`` (a map of ``game``, None: the game
+    the policy's checkpoint records) and how to play it on its own, or None when the maps are the same or the policy
+    records no training map."""
     env = recorded_env(policy)
-    found = _trained_on(env, spec) if env is not None else None
-    if env is None or found is None:
+    if env is None:
+        return None
+    if game is None:
+        try:
+            spec = policy_game(policy)
+        except (ValueError, OSError):
+            return None  # a policy of a game unknown here: its own loading says so
+    else:
+        spec = games.get(game)
+    found = _trained_on(env, spec)
+    if found is None:
         return None
     trained, trained_text, fix = found
     if trained is not None and spec.maps.same(trained, played):
@@ -196,13 +205,13 @@ def check_training_maps(policy, played: list[str], game: str | None = None,
     say little about the maps it never saw, which decide the ranking. Every map of the run's history counts
     (:func:`training_maps`); maps are compared by content where both load here, else by name
     (:func:`same_maps`). Names the game reads from a maps folder load from ``maps_dir``, the folder the run
-    recorded, or ``$SB3_REALM_GORGE_MAPS``."""
+    recorded, or the one the game's environment variable names."""
     trained = training_maps(policy, game)
     if not trained:
         return
     env = recorded_env(str(policy)) or {}
     spec = games.get(game)
-    pairs = same_maps(spec, played, trained, (maps_dir, env.get("maps_dir"), os.environ.get("SB3_REALM_GORGE_MAPS")))
+    pairs = same_maps(spec, played, trained, (maps_dir, env.get("maps_dir"), games.maps_folder_from_environment(spec)))
     if pairs:
         both = ", ".join(m if _name_key(m) == _name_key(t) else f"{m} (the same map as its training map {t})"
                          for m, t in pairs)

@@ -38,6 +38,8 @@ __all__ = [
     "Submission",
     "Success",
     "get",
+    "maps_folder_from_environment",
+    "maps_folder_variables",
     "names",
     "recorded",
     "register",
@@ -83,6 +85,18 @@ def __getattr__(name: str):
     if name == "DEFAULT_GAME":  # the old name of LEGACY_GAME, from when a game named by nothing was the Realm
         return LEGACY_GAME
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def maps_folder_from_environment(spec: GameSpec | None = None) -> str | None:
+    """The maps folder the environment names for ``spec`` (:meth:`Maps.folder_from_environment`), or, with no spec,
+    the first one any registered game's variable names."""
+    specs = [spec] if spec is not None else list(GAMES.values())
+    return next((folder for s in specs if (folder := s.maps.folder_from_environment()) is not None), None)
+
+
+def maps_folder_variables() -> list[str]:
+    """The environment variables of the registered games' maps folders."""
+    return list(dict.fromkeys(s.maps.folder_variable for s in GAMES.values() if s.maps.folder_variable))
 
 
 def names() -> list[str]:

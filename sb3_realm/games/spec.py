@@ -8,6 +8,7 @@ algorithm. Models, agents, evaluation, training, imitation, export, tuning and t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -36,7 +37,7 @@ class GameEnv(Protocol):
     """What the shared layers use of a game's env beyond a Gymnasium env's own methods."""
 
     game_map: Any  # the map played (``name``, walls, positions)
-    game: Any  # the game's state (``step_no``, ``events``, the hero's position ``x``, ``z``)
+    game: Any  # the game's state (``step_no``, ``events``, the hero's position ``x``, ``z``, ``config.max_step``)
     rules: Any
     metadata: dict[str, Any]
     observation_space: Any
@@ -157,6 +158,8 @@ class Maps:
     :param in_folder: ``(map name) -> bool``: the env reads the map of this name from the maps folder (``maps_dir``),
         as Gorge Chase reads its open maps ``open_<k>``; never for a game without ``maps_dir`` in
         :attr:`Env.options`.
+    :param folder_variable: the environment variable that may name that maps folder when no ``maps_dir`` is given
+        (None: the game reads no map from a folder).
     """
 
     builtin: Mapping[str, Callable[[], Any]]
@@ -164,6 +167,11 @@ class Maps:
     same: Callable[[Any, Any], bool]
     competition_file: str
     in_folder: Callable[[str], bool] = no_maps_folder
+    folder_variable: str | None = None
+
+    def folder_from_environment(self) -> str | None:
+        """The maps folder :attr:`folder_variable` names (None when it is unset or empty, or the game has none)."""
+        return (os.environ.get(self.folder_variable) or None) if self.folder_variable else None
 
 
 @dataclass(frozen=True)
@@ -306,7 +314,8 @@ class Submission:
     """What a game's submission carries and how its check plays the platform.
 
     :param features: the numpy-only feature module copied verbatim into submissions (``FEATURE_VERSION``,
-        ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``).
+        ``MAP_SHAPE``, ``VECTOR_SIZE``, ``N_ACTIONS``, and ``BINARY_LAYERS``, the map channels imitation's datasets
+        store as bits).
     :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
     :param layouts: the platform layouts (:mod:`sb3_realm.export.layouts`) a submission of this game can take, the
         first the default (none: the package cannot build its submission).

@@ -315,7 +315,7 @@ class Collector:
     def play(self, model, algo: str, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
              max_steps: int = 0, game: str | None = None) -> list[GameResult]:
         """:func:`~sb3_realm.evaluation.play_games` of the in-memory SB3 ``model`` (algorithm ``algo``) on ``games``
-        of ``game`` (None: the default game), shared out over the workers (in this process when there is no pool):
+        of ``game``, shared out over the workers (in this process when there is no pool):
         the same games with the same deterministic actions, one result per game in the order of ``games``."""
         if self._pool is None or len(games) < 2:
             return play_games(model.policy, env_kwargs, games, masked=masked, max_steps=max_steps, game=game)

@@ -11,6 +11,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import games
+
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
@@ -157,8 +159,6 @@ def detect_algorithm(path: str | Path, data: dict | None = None) -> str:
     ``ValueError`` naming what was found and what is expected for a checkpoint of another algorithm (A2C, DQN, ...)
     or of another environment (a ``Dict`` of ``maps`` and ``vector`` in, the actions of a registered game out).
     ``data``: the checkpoint's JSON when the caller has read it already."""
-    from .. import games  # lazy: the games' registry, asked for the action counts of the games registered now
-
     data = read_sb3_data(Path(path)) if data is None else data
     name = _policy_name(data)
     observation, action = _spaces(data)

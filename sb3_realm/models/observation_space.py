@@ -30,23 +30,28 @@ def game_spaces(observation_space: gym.Space, who: str) -> tuple[spaces.Box, spa
 realm_spaces = game_spaces
 
 
+def _frame_owners() -> dict[tuple[int, int], list[str]]:
+    """``(map channels, vector size)`` of one frame -> the titles of the registered games whose observation it is."""
+    owners: dict[tuple[int, int], list[str]] = {}
+    for spec in games.GAMES.values():
+        features = spec.submission.features
+        owners.setdefault((int(features.MAP_SHAPE[0]), int(features.VECTOR_SIZE)), []).append(spec.title)
+    return owners
+
+
 def check_stacked(observation_space: gym.Space, n_frames: int, who: str) -> tuple[spaces.Box, spaces.Box]:
     """Like :func:`game_spaces`, and the sizes must be ``n_frames`` frames of a game stacked by ``VecFrameStack``."""
     maps, vector = game_spaces(observation_space, who)
     if not isinstance(n_frames, int) or n_frames < 1:
         raise ValueError(f"{who}: n_frames = {n_frames!r} must be an int >= 1 (the VecFrameStack n_stack)")
-    frames = {(spec.submission.features.MAP_SHAPE[0], spec.submission.features.VECTOR_SIZE)
-              for spec in games.GAMES.values()}
-    if (maps.shape[0] // n_frames, vector.shape[0] // n_frames) in frames:
+    if (maps.shape[0] // n_frames, vector.shape[0] // n_frames) in _frame_owners():
         return maps, vector  # n_frames frames of one of the games
-    frame_c, frame_v = games.get().submission.features.MAP_SHAPE[0], games.get().submission.features.VECTOR_SIZE
-    if maps.shape[0] != n_frames * frame_c or vector.shape[0] != n_frames * frame_v:
-        raise ValueError(
-            f"{who}(n_frames={n_frames}) expects {n_frames} stacked frames: maps ({n_frames * frame_c}, H, W) and "
-            f"vector ({n_frames * frame_v},), i.e. multiples of one frame's {frame_c} channels and {frame_v} "
-            f"values; got maps {maps.shape}, vector {vector.shape} in {observation_space}. Wrap the VecEnv with "
-            f"VecFrameStack(venv, n_stack={n_frames}) (config: env.frame_stack) or set n_frames to its n_stack.")
-    return maps, vector
+    shapes = " or ".join(f"maps ({n_frames * c}, H, W) and vector ({n_frames * v},) ({', '.join(owners)})"
+                         for (c, v), owners in _frame_owners().items())
+    raise ValueError(
+        f"{who}(n_frames={n_frames}) expects {n_frames} stacked frames of a game's observation: {shapes}; got "
+        f"maps {maps.shape}, vector {vector.shape} in {observation_space}. Wrap the VecEnv with "
+        f"VecFrameStack(venv, n_stack={n_frames}) (config: env.frame_stack) or set n_frames to its n_stack.")
 
 
 def split_frames(maps: th.Tensor, vector: th.Tensor, n_frames: int) -> tuple[th.Tensor, th.Tensor]:

@@ -70,7 +70,7 @@ class EnvConfig:
         a checkpoint on any of them as on the maps the config names, and ``eval_maps`` may name none. Leave it out of
         your configs (``train`` writes it; a map is never dropped from it while the config does not name it).
     :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
-        names; None: the environment variable ``SB3_REALM_GORGE_MAPS``.
+        names; None: the folder the game's environment variable names (:attr:`~sb3_realm.games.Maps.folder_variable`).
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
     :param settings: the game's named settings (Gorge Chase: ``default`` or ``final``, the final round's), played
         over ``usr_conf`` (whose own keys win): one name, or a list (``[default, final]``) whose settings the
@@ -156,8 +156,9 @@ class EnvConfig:
         return game.apply_settings(name, self.usr_conf, keep=self.usr_conf)
 
     def maps_dirs(self) -> list[str | None]:
-        """The folders a map name of the env may be read from: ``maps_dir``, else ``$SB3_REALM_GORGE_MAPS``."""
-        return [self.maps_dir, os.environ.get("SB3_REALM_GORGE_MAPS")]
+        """The folders a map name of the env may be read from: ``maps_dir``, else the one a game's environment
+        variable names (:attr:`~sb3_realm.games.Maps.folder_variable`)."""
+        return [self.maps_dir, games.maps_folder_from_environment()]
 
     def env_kwargs(self, usr_conf: bool = True, game: games.GameSpec | None = None) -> dict:
         """Keyword arguments of the game's env (without the episode configuration, ``usr_conf`` and
@@ -170,7 +171,7 @@ class EnvConfig:
                         "reward_weights": dict(self.reward_weights), "rules": dict(self.rules)}
         if self.mask_wall_moves:  # an env option; a game whose env lacks it says so
             kwargs["mask_wall_moves"] = True
-        maps_dir = self.maps_dir or os.environ.get("SB3_REALM_GORGE_MAPS") or None
+        maps_dir = self.maps_dir or games.maps_folder_from_environment(game)
         if self.map_names:  # validate refuses them for a game whose env takes no map_names
             kwargs["map_names"] = list(self.map_names)
         readers = [game] if game is not None else games.GAMES.values()

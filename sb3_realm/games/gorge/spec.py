@@ -74,6 +74,7 @@ SPEC = GameSpec(
         same=same_map,
         competition_file="gorge_chase_map_<k>.json",
         in_folder=open_map,
+        folder_variable="SB3_REALM_GORGE_MAPS",
     ),
     episodes=Episodes(
         config=GorgeConfig,
