@@ -21,6 +21,7 @@ __all__ = [
     "format_report",
     "input_paths",
     "plot_scores",
+    "renamed_keys",
     "with_yardstick_keys",
     "write_json_atomic",
 ]
@@ -32,16 +33,22 @@ OLD_YARDSTICK_KEYS = {"oracle_score": "yardstick_score", "oracle_steps": "yardst
                       "max_gap_to_oracle": "max_gap_to_yardstick"}
 
 
-def with_yardstick_keys(data: Mapping) -> dict:
-    """``data`` (a game's result or a report's summary read back from JSON) with the yardstick's keys of a file
-    written before the rename (``oracle_score``, ``oracle_mean_score``, ``mean_gap_to_oracle``, ...) under their new
-    names; a new key already there wins."""
+def renamed_keys(data: Mapping, renamed: Mapping[str, str]) -> dict:
+    """A copy of ``data`` (read back from a file) with the keys of an older file under their new names (``renamed``:
+    old -> new); a new key already there wins."""
     out = dict(data)
-    for old, new in OLD_YARDSTICK_KEYS.items():
+    for old, new in renamed.items():
         if old in out:
             value = out.pop(old)
             out.setdefault(new, value)
     return out
+
+
+def with_yardstick_keys(data: Mapping) -> dict:
+    """``data`` (a game's result or a report's summary read back from JSON) with the yardstick's keys of a file
+    written before the rename (``oracle_score``, ``oracle_mean_score``, ``mean_gap_to_oracle``, ...) under their new
+    names; a new key already there wins."""
+    return renamed_keys(data, OLD_YARDSTICK_KEYS)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 from stable_baselines3.common.logger import configure
 
 from ..atomic import atomic_write, remove_made
+from ..evaluation.reports import renamed_keys
 from ..training.checkpoints import list_checkpoints, save_checkpoint
 from .config import ImitateConfig
 from .dataset import shown
@@ -61,17 +62,6 @@ def _mapping(data, where: str) -> dict:
 def _a(value) -> str:
     name = "null" if value is None else type(value).__name__
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
-
-
-def _renamed(data: dict, renamed: dict[str, str]) -> dict:
-    """A copy of ``data`` (read from a file) with the keys of an older record under their new names (``renamed``:
-    old -> new); a new key already there wins."""
-    data = dict(data)
-    for old, new in renamed.items():
-        if old in data:
-            value = data.pop(old)
-            data.setdefault(new, value)
-    return data
 
 
 def _checked(data: dict, where: str, kinds: dict[str, str], optional: tuple[str, ...] = ()) -> dict:
@@ -145,7 +135,7 @@ class RoundRecord:
         data = dict(_mapping(data, source))
         if "eval_full_wins" in data and "eval_wins" in data:
             data["eval_reached_end"] = data.pop("eval_wins")
-        data = _renamed(data, cls.RENAMED)
+        data = renamed_keys(data, cls.RENAMED)
         data.setdefault("eval_missed_treasure_games", None)  # a game without an end to reach does not record it
         kinds = {f.name: str(f.type) for f in fields(cls)}
         unknown = sorted(str(k) for k in data if k not in kinds)
@@ -201,7 +191,7 @@ class RunState:
         """The state :meth:`to_dict` wrote; a :class:`RecordError` naming ``source`` and the key for one of another
         shape (a missing key, a value of the wrong type, rounds that do not follow each other); a state written
         before the yardstick's rename (``oracle_score``) reads too."""
-        im = _renamed(_mapping(im, source), cls.RENAMED)
+        im = renamed_keys(_mapping(im, source), cls.RENAMED)
         im = _checked(im, source, {"round": "int", "best_score": "float", "best_round": "int",
                                    "yardstick_score": "float | None", "elapsed": "float", "updates": "int"})
         if "history" not in im:
