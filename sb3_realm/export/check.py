@@ -88,8 +88,11 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
     manifest = read_manifest(folder)
     game = manifest_game(manifest)
     sim = game.env.make(**env_kwargs_of(manifest, map_path))
-    env = game.submission.competition_env(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate,
-                                          fault_seed=seed + 1)
+    platform_env = game.submission.competition_env
+    if platform_env is None:  # a game without a submission builds no package to get here
+        raise ValueError(f"{game.title} has no platform env (GameSpec.submission.competition_env): its packages "
+                         "cannot be checked")
+    env = platform_env(sim.game_map, sim.rules, seed=seed, fault_rate=fault_rate, fault_seed=seed + 1)
     options = {"episodes": episodes, "saves": 2, "max_episodes": max(30, 10 * episodes), "step_seconds": 1.0,
                "overrides": TASK_OVERRIDES}
     with TrainingTaskProcess(folder, task_dir, options, max_step=max_step) as task:

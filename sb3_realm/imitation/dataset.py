@@ -83,8 +83,8 @@ class Layout:
     binary_layers: tuple[int, ...]
 
     @classmethod
-    def of(cls, game: str) -> Layout:
-        """The layout of ``game``'s features."""
+    def of(cls, game: str | None) -> Layout:
+        """The layout of ``game``'s features (None: a ``ValueError`` asking for the game)."""
         features = games.get(game).submission.features
         return cls(tuple(features.MAP_SHAPE), int(features.VECTOR_SIZE), int(features.N_ACTIONS),
                    tuple(features.BINARY_LAYERS))
