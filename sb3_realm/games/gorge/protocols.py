@@ -186,8 +186,9 @@ def summarize(games: Sequence) -> dict:
     per_map = {}
     for name, played in by_map.items():
         row = _figures(played)
-        if any(g.oracle_score is not None for g in played):
-            row["yardstick_mean_score"] = float(np.mean([g.oracle_score for g in played if g.oracle_score is not None]))
+        if any(g.yardstick_score is not None for g in played):
+            scored = [g.yardstick_score for g in played if g.yardstick_score is not None]
+            row["yardstick_mean_score"] = float(np.mean(scored))
         per_map[name] = row
     out["per_map"] = per_map
     return out
@@ -218,7 +219,7 @@ def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
     lines = [f"{'game':>5} {'map':<12} {'score':>8} {'steps':>6} {'tr':>3} {'flash':>5} {'buff':>4} "
              f"{yardstick:>9} {'gap':>7}  end"]
     for g in sorted(games, key=lambda g: (g.score, g.index))[:worst]:
-        yard = f"{g.oracle_score:9.1f}" if g.oracle_score is not None else f"{'-':>9}"
+        yard = f"{g.yardstick_score:9.1f}" if g.yardstick_score is not None else f"{'-':>9}"
         gap = f"{g.gap:7.1f}" if g.gap is not None else f"{'-':>7}"
         d = g.details
         end = ("survived" if d.get("survived", True) else

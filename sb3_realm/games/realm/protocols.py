@@ -153,7 +153,7 @@ def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
     lines = [f"{'game':>5} {'score':>8} {'won':>4} {'tr':>3} {'steps':>6} {'flash':>5} {'buff':>4} "
              f"{yardstick:>8} {'gap':>7}  treasure ids / missed"]
     for r in sorted(games, key=lambda r: (r.score, r.index))[:worst]:
-        oracle = f"{r.oracle_score:8.1f}" if r.oracle_score is not None else f"{'-':>8}"
+        oracle = f"{r.yardstick_score:8.1f}" if r.yardstick_score is not None else f"{'-':>8}"
         gap = f"{r.gap:7.1f}" if r.gap is not None else f"{'-':>7}"
         lines.append(f"{r.index:>5} {r.score:8.1f} {'yes' if r.won else 'no':>4} {r.treasures:>3} {r.steps:>6} "
                      f"{r.flash_used:>5} {r.buff_used:>4} {oracle} {gap}  {list(r.treasure_ids)} / {list(r.missed)}")
