@@ -399,6 +399,31 @@ def test_a_model_of_an_older_feature_version_is_refused_by_build_and_warned_by_e
     assert out.returncode == 2 and "retrain" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_model_whose_run_config_names_no_game_builds_as_the_realms_with_a_note(models, tmp_path):
+    """A model trained before the package had a second game records no game: build-submission reads it as the
+    Realm's, says so in one line, and the package is the one the same model with game: realm gives."""
+    from sb3_realm.games import LegacyGameNote
+
+    run = tmp_path / "old_run"
+    shutil.copytree(models["ppo"].parent, run)
+    model = run / "final_model.zip"
+    with zipfile.ZipFile(model) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(members["data"])
+    assert data["sb3_realm_config"].pop("game") == "realm"
+    members["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(model, "w") as archive:
+        for name, payload in members.items():
+            archive.writestr(name, payload)
+    config = run / "config.yaml"
+    config.write_text("".join(line for line in config.read_text(encoding="utf-8").splitlines(keepends=True)
+                              if not line.startswith("game:")), encoding="utf-8")
+    with pytest.warns(LegacyGameNote, match=r"names no game: read as Back to the Realm's"):
+        build_submission(model, tmp_path / "out", algo_dir="diy")
+    manifest = json.loads((tmp_path / "out" / "diy" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["game"] == "realm" and manifest["layout"] == "kaiwu2024"
+
+
 def test_load_model_refuses_tampered_weights(built, tmp_path):
     import shutil
 

@@ -39,9 +39,9 @@ class PolicySpec:
 
     def __post_init__(self) -> None:
         if self.game is None:  # an expert's name says its game
-            owners = [spec.name for spec in games.GAMES.values() if self.kind in spec.experts]
+            owners = _expert_owners(self.kind)
             if len(owners) == 1:
-                object.__setattr__(self, "game", owners[0])
+                object.__setattr__(self, "game", owners[0].name)
 
     def build(self, env: GameEnv) -> Policy:
         return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff,
@@ -52,15 +52,14 @@ def load_policy(spec: str, env: GameEnv, seed: int = 0, use_flash: bool = True, 
                 trust_pickle: bool | None = None, game: str | None = None) -> Policy:
     """Build the policy named by ``spec`` for ``env`` (an env of ``game``; None: the game whose expert ``spec`` names,
     if it names one); a bad spec raises ``ValueError`` saying what is accepted."""
-    if game is None and any(spec in other.experts for other in games.GAMES.values()):
+    if game is None and _expert_owners(spec):
         game = _expert_game(spec, None).name
-    experts = games.get(game).experts if game is not None else {
-        name: make for other in games.GAMES.values() for name, make in other.experts.items()}
+    experts = games.get(game).experts if game is not None else {}
     if spec == "random":
         return RandomPolicy(seed)
     if spec in experts:
         return experts[spec](env, use_flash=use_flash, use_buff=use_buff)
-    names = ", ".join(repr(name) for name in experts)
+    names = ", ".join(repr(name) for name in _expert_names(game))
     if not str(spec).strip():
         raise ValueError(f"policy '' is empty; give 'random', {names}, an SB3 checkpoint (.zip saved "
                          "by model.save) or a submission folder (built by build-submission)")
@@ -98,11 +97,22 @@ def run_folder(path: Path) -> None:
                          f"{'one of its models' if len(found) > 1 else 'its model'}: {models}")
 
 
+def _expert_owners(name: str) -> list[games.GameSpec]:
+    """The registered games that ship an expert named ``name``."""
+    return [spec for spec in games.GAMES.values() if name in spec.experts]
+
+
+def _expert_names(game: str | None) -> list[str]:
+    """The names of ``game``'s experts (None: of every registered game's), for messages."""
+    specs = [games.get(game)] if game is not None else list(games.GAMES.values())
+    return list(dict.fromkeys(name for spec in specs for name in spec.experts))
+
+
 def _expert_game(name: str, game: str | None) -> games.GameSpec:
     """The game the policy name ``name`` (``random`` or an expert's name) is played in: ``game``, else the one game
     whose expert it is. A ``ValueError`` when the expert is another game's than ``game`` says which game it is of and
     the ``--game`` to pass, and one for ``random`` (or an expert of several games) without ``game`` asks for it."""
-    owners = [other for other in games.GAMES.values() if name in other.experts]
+    owners = _expert_owners(name)
     if game is None:
         if len(owners) == 1:
             return owners[0]
@@ -112,7 +122,7 @@ def _expert_game(name: str, game: str | None) -> games.GameSpec:
     spec = games.get(game)
     if name == "random" or name in spec.experts:
         return spec
-    offered = ", ".join(repr(expert) for expert in ("random", *spec.experts))
+    offered = ", ".join(repr(expert) for expert in ("random", *_expert_names(game)))
     where = f"--game {game}"
     hint = " or ".join(f"pass --game {other.name} to play {other.title}" for other in owners)
     raise ValueError(f"policy {name!r} is an expert of {' and '.join(o.title for o in owners)}, not of {spec.title} "
@@ -151,20 +161,21 @@ def _game_of_spaces(path: Path) -> games.GameSpec | None:
 
 def policy_game(policy, game: str | None = None) -> games.GameSpec:
     """The game ``policy`` plays: ``game`` when given (a model that records another game is refused), else the one
-    an SB3 checkpoint's run config or a submission folder's manifest records, else the default game (``random``, an
-    expert, a policy object).
+    an SB3 checkpoint's run config or a submission folder's manifest records (or, recording none, its observation
+    space shows; else :data:`~sb3_realm.games.LEGACY_GAME`'s, with a one-line note), the one game whose expert the
+    name is, or the ``game`` a policy object holds. ``random`` without ``game`` plays no game in particular: a
+    ``ValueError`` asks for it.
 
     A policy named by a string is checked here, before anything is played, with one ``ValueError`` naming what is
     wrong: an expert of another game, a path that does not exist, a checkpoint file that is empty, truncated or not
     a zip archive, a training run's folder, a folder that is not a built submission, a run config beside a
-    checkpoint that does not read, and a model of another game than ``game`` (or, without ``game``, a model whose
-    observation space is another game's than the default one)."""
+    checkpoint that does not read, and a model of another game than ``game``."""
     if game is not None:
         games.get(game)  # an unknown game is named first
     if not isinstance(policy, (str, Path)):
         return games.get(game if game is not None else getattr(policy, "game", None))
     text = str(policy)
-    if isinstance(policy, str) and (text == "random" or any(text in spec.experts for spec in games.GAMES.values())):
+    if isinstance(policy, str) and (text == "random" or _expert_owners(text)):
         return _expert_game(text, game)
     if not text.strip():
         return games.get(game or games.LEGACY_GAME)  # load_policy says what a policy is
@@ -176,8 +187,7 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
             _refuse_other_game(path, recorded, f"its manifest records game: {recorded.name}", game)
         return recorded
     if not path.exists() and not path.is_symlink():
-        experts = games.get(game).experts if game is not None else [e for s in games.GAMES.values() for e in s.experts]
-        names = ", ".join(repr(expert) for expert in ("random", *experts))
+        names = ", ".join(repr(expert) for expert in ("random", *_expert_names(game)))
         raise ValueError(f"policy {text!r} does not exist: it is neither {names}, an existing SB3 checkpoint file "
                          "(.zip saved by model.save) nor a submission folder (built by build-submission); check the "
                          "path")

@@ -329,7 +329,7 @@ class SubmissionProcess(_HarnessProcess):
     """A submission's Agent in its own guarded process, serving the evaluation loop: of ``folder`` itself
     (``model_pool`` None: as the platform evaluates a code package) or of ``folder``, a model a training task
     saved, loaded as the platform's model loader does into the model-pool folder ``model_pool``. ``game``: the game
-    it plays (None: the one the folder's manifest records, else the default game)."""
+    it plays (None: the one the folder's manifest records)."""
 
     def __init__(self, folder: str | os.PathLike, *, layout: str | None = None,
                  model_pool: str | os.PathLike | None = None, game: str | None = None) -> None:

@@ -48,7 +48,7 @@ def _actions(policy, maps: np.ndarray, vector: np.ndarray, masks: np.ndarray | N
 
 def play_games(policy, env_kwargs: dict, games: list[tuple[int, dict]], *, masked: bool = False,
                max_steps: int = 0, batch: int = 64, game: str | None = None) -> list[GameResult]:
-    """Play ``games`` (``(env seed, usr_conf)`` each) of ``game`` (None: the default game) with the deterministic
+    """Play ``games`` (``(env seed, usr_conf)`` each) of ``game`` (required) with the deterministic
     ``policy`` (an SB3 actor-critic policy, ``model.policy``); returns one :class:`GameResult` per game, in order
     (``index`` its place in ``games``, ``seed`` its env seed, ``cut`` when stopped at ``max_steps`` before the game
     was over; 0: play to the end).
@@ -127,6 +127,6 @@ def evaluate_batched(policy, configs: list[dict], *, seed: int = 0, env_kwargs: 
 def played_report(played: list[GameResult], *, seed: int, name: str, protocol: str, map_name: str,
                   game: str | None = None) -> EvalReport:
     """The :class:`EvalReport` of games ``played`` by :func:`play_games` (game ``i`` from env seed
-    ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them) of ``game`` (None: the default game)."""
+    ``game_seed(seed, i)``, as :func:`evaluate_batched` plays them) of ``game``."""
     return EvalReport(policy=name, protocol=protocol, map=map_name, seed=seed, games=list(played),
                       game=_games.get(game).name)

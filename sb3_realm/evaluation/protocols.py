@@ -42,12 +42,17 @@ def protocol_configs(protocol: str, seed: int = 0, treasures: int | None = None,
                                                             custom=custom, max_step=max_step, maps=maps)
 
 
+def _protocol_owners(protocol: str) -> list[_games.GameSpec]:
+    """The registered games that have a protocol named ``protocol``."""
+    return [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
+
+
 def protocol_game(protocol: str, game: str | None = None) -> _games.GameSpec:
     """The game of ``protocol``: ``game``, else the one game that has a protocol of this name (a ``ValueError`` asks
     for ``game`` when several games have one of this name, or none)."""
     if game is not None:
         return _games.get(game)
-    owners = [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
+    owners = _protocol_owners(protocol)
     if len(owners) == 1:
         return owners[0]
     if not owners:
@@ -107,7 +112,7 @@ def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | 
     ``--game`` to pass (a protocol of no game is left to the game's own message)."""
     if protocol in played.evaluation.protocols:
         return
-    owners = [spec for spec in _games.GAMES.values() if protocol in spec.evaluation.protocols]
+    owners = _protocol_owners(protocol)
     if not owners:
         return
     fix = " or ".join(f"pass --game {spec.name}" for spec in owners)
@@ -115,10 +120,8 @@ def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | 
         why = f"--game {game}"
     elif isinstance(policy, str) and policy in played.experts:
         why, fix = "an expert of that game", f"give a policy of {' or '.join(spec.title for spec in owners)}"
-    elif isinstance(policy, (str, Path)) and policy != "random" and Path(policy).exists():
+    else:  # a checkpoint, a submission folder or a policy object: the game it records
         why, fix = "the game the policy records", f"give a policy of {' or '.join(spec.title for spec in owners)}"
-    else:
-        why = "the default game"
     raise ValueError(f"--protocol {protocol!r} is a protocol of {' and '.join(spec.title for spec in owners)}, and "
                      f"{str(policy)!r} plays {played.title} ({why}), whose protocols are "
                      f"{list(played.evaluation.protocols)}: "
@@ -147,7 +150,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     :param env_kwargs: extra arguments of the game's env (rules, mask_wall_moves, ...), as in training.
     :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
         are rebuilt from plain data (:mod:`sb3_realm.agents.checkpoint`).
-    :param game: the game to play (None: the one a checkpoint or submission records, else the default game).
+    :param game: the game to play (None: the one the policy records, :func:`~sb3_realm.agents.load.policy_game`).
     :param settings: the game's named settings (:attr:`~sb3_realm.games.GameSpec.settings`, e.g. Gorge Chase's
         ``final``) played over every game's ``usr_conf``; a ``max_step`` given here wins over theirs.
     """

@@ -46,7 +46,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
                    game: str | None = None) -> tuple[Episode, GameEnv]:
     """Play one episode of ``policy`` (``"random"``, an expert such as ``"oracle"``, a checkpoint path, or a policy
     object with ``reset(env)`` and ``act(env, obs)``) and record it. ``game``: the game to play (None: the one the
-    policy records, else the default game)."""
+    policy records, :func:`~sb3_realm.agents.load.policy_game`)."""
     spec = policy_game(policy, game)
     env = spec.env.make(map_path=map_path, render_mode="rgb_array" if frames else None, **(env_kwargs or {}))
     pol = PolicySpec(policy, seed=seed, game=spec.name).build(env) if isinstance(policy, str) else policy
@@ -67,7 +67,7 @@ def record_episode(policy, *, map_path: str | None = None, usr_conf: dict | None
 
 def plot_route(ep: Episode, env: GameEnv, path: str | os.PathLike, title: str = "",
                game: str | None = None) -> Path:
-    """The PNG of ``ep``'s route on ``env``'s map, drawn by ``game``'s own drawing (None: the default game)."""
+    """The PNG of ``ep``'s route on ``env``'s map, drawn by ``game``'s own drawing."""
     return games.get(game).results.plot_route(ep, env, path, title)
 
 
@@ -122,9 +122,9 @@ def replay(policy: str, out: str | os.PathLike, *, map_path: str | None = None, 
 
 def run_demo(out: str | os.PathLike = "runs/demo", map_path: str | None = None, seed: int = 0,
              usr_conf: dict | None = None, gif: bool = True, game: str | None = None) -> dict:
-    """Play one episode of ``game`` (None: the default game) with a random legal policy (one stream from ``seed``);
-    write ``episode.gif`` (every 4th step) and ``summary.json`` under ``out``; returns the summary (``sb3-realm
-    demo``)."""
+    """Play one episode of ``game`` (required: a random policy plays any game) with a random legal policy (one
+    stream from ``seed``); write ``episode.gif`` (every 4th step) and ``summary.json`` under ``out``; returns the
+    summary (``sb3-realm demo``)."""
     out = check_writable_folder(out, "demo --out")
     env = games.get(game).env.make(map_path=map_path, render_mode="rgb_array" if gif else None)
     frames: list[np.ndarray] = []

@@ -131,8 +131,9 @@ class GameResult:
 
 @dataclass
 class EvalReport:
-    """The games of one evaluation. ``game``: the game played (None: the default game); its spec adds its own
-    figures to :meth:`summary` and its own lines to :func:`format_report`. ``settings``: the game's named settings
+    """The games of one evaluation. ``game``: the game played (None, in a report written before reports named it:
+    the Realm's, with a one-line note); its spec adds its own figures to :meth:`summary` and its own lines to
+    :func:`format_report`. ``settings``: the game's named settings
     played (:attr:`~sb3_realm.games.GameSpec.settings`), ``settings_values`` the ``usr_conf`` keys they set in
     those games."""
 

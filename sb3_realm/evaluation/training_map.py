@@ -108,7 +108,7 @@ def training_map_mismatch(policy: str, played, game: str | None = None) -> str |
 
 def warn_training_map(policy, played, stacklevel: int = 3, game: str | None = None) -> None:
     """Warn (:class:`TrainingMapWarning`) when ``policy`` (a path; other policies are skipped) was trained on
-    another map than ``played`` (a map of ``game``, None: the default game)."""
+    another map than ``played`` (a map of ``game``, None: the game the policy records)."""
     if not isinstance(policy, (str, Path)):
         return
     message = training_map_mismatch(str(policy), played, game)

@@ -205,9 +205,9 @@ def _copy_template(layout: layouts.Layout, algo_root: Path, algo_dir: str) -> No
 
 
 def _game_of(exported: ExportedPolicy) -> games.GameSpec:
-    """The game the exported model plays: ``game`` of the build, else its run config's (the default game when it
-    names none)."""
-    return games.get(exported.game or (exported.run_config or {}).get("game"))
+    """The game the exported model plays: ``game`` of the build, else its run config's (when it names none, a model
+    trained before the package had two games: :data:`~sb3_realm.games.LEGACY_GAME`'s, with a one-line note)."""
+    return games.recorded(exported.game or (exported.run_config or {}).get("game"), "the model's run config")
 
 
 def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, algo_dir: str, ckpt_id: int,

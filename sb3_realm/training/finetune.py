@@ -53,7 +53,7 @@ __all__ = [
 
 def check_init_model(path: str | Path, algo: str, game: str | None = None) -> None:
     """Refuse (``ValueError``, nothing unpickled) a model of another game, algorithm or features version (the run
-    plays ``game``, None: the default game)."""
+    plays ``game``)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"--init-from {str(path)!r} (finetune.init_from) is not a file; give the .zip of a trained "

@@ -73,7 +73,7 @@ def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:
 
 
 def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None, game: str | None = None) -> VecEnv:
-    """The training VecEnv of ``game`` (None: the default game; Dummy or Subproc, picklable factories),
+    """The training VecEnv of ``game`` (required; Dummy or Subproc, picklable factories),
     frame-stacked and reward-normalised as configured."""
     n = n_envs or env.n_envs
     spec = games.get(game)  # each env its own arguments, as each worker process gets its own
