@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -17,7 +18,7 @@ from . import games
 from .agents.checkpoint import TRUST_ENV
 from .agents.load import policy_game
 from .arguments import ArgumentParser, json_dict, map_file
-from .atomic import check_output_file
+from .atomic import check_output_file, share_folder
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
 from .evaluation.reports import check_outputs_apart, input_paths, with_yardstick_keys
 from .version import __version__
@@ -49,7 +50,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="sb3-realm", description=f"{titles} with Stable-Baselines3.")
     parser.add_argument("--version", action="version", version=f"sb3-realm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _demo_parser(sub)
+    for add in (_eval_parser, _train_parser, _imitate_parser, _replay_parser, _build_submission_parser):
+        add(sub).add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)  # they read SB3 checkpoints
+    return parser
 
+
+def _yardsticks() -> str:
+    """Each game's yardstick, for the help texts of ``eval`` and ``imitate``."""
+    return ", ".join(f"{spec.title}'s {spec.evaluation.yardstick!r}" for spec in games.GAMES.values())
+
+
+def _open_maps() -> str:
+    """The open maps' file names of the games that read maps from a folder, for the help of ``--maps-dir``."""
+    return "; ".join(f"{spec.title}: {spec.maps.competition_file}" for spec in games.GAMES.values()
+                     if "maps_dir" in spec.env.options)
+
+
+def _demo_parser(sub) -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="play one episode of a random legal policy, print its score, write a GIF")
     demo.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     demo.add_argument("--out", default="runs/demo", help="output folder (episode.gif, summary.json)")
@@ -58,20 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
     demo.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
+    return demo
 
+
+def _eval_parser(sub) -> argparse.ArgumentParser:
     # the per-game parts of the help texts, from the games registered when the parser is built
     specs = list(games.GAMES.values())
     experts = "; ".join(f"{_either([repr(name) for name in spec.experts])} for {spec.title}" for spec in specs
                         if spec.experts)
-    yardsticks = ", ".join(f"{spec.title}'s {spec.evaluation.yardstick!r}" for spec in specs)
-    open_maps = "; ".join(f"{spec.title}: {spec.maps.competition_file}" for spec in specs
-                          if "maps_dir" in spec.env.options)  # the games that read maps from a folder
-    one_map = _either([spec.title for spec in specs if "maps_dir" not in spec.env.options])  # and the others
     ev = sub.add_parser("eval", help="score a policy by the competition's rules over a protocol")
     ev.add_argument("policy", help=f"an SB3 checkpoint (.zip), 'random', or an expert of the game ({experts})")
     # the protocols of every game registered when the parser is built (PROTOCOLS: those registered at import)
-    protocols = list(dict.fromkeys([*PROTOCOLS, *(p for spec in games.GAMES.values()
-                                                  for p in spec.evaluation.protocols)]))
+    protocols = list(dict.fromkeys([*PROTOCOLS, *(p for spec in specs for p in spec.evaluation.protocols)]))
     ev.add_argument("--protocol", choices=protocols, default=None,
                     help=f"default: the game's first ({'; '.join(_first_protocol(spec) for spec in specs)})")
     ev.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
@@ -85,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"--protocol maps ({_either([s.title for s in specs if 'maps' in s.evaluation.protocols])}"
                          "): the maps to play, e.g. own_2,open_5,path/to/map.json")
     ev.add_argument("--maps-dir", default=None, metavar="DIR",
-                    help=f"the folder of a game's open maps ({open_maps}; default: the "
+                    help=f"the folder of a game's open maps ({_open_maps()}; default: the "
                          f"{_either(games.maps_folder_variables())} environment variable)")
     ev.add_argument("--allow-overlap", action="store_true",
                     help="score a checkpoint on maps its run trained on too (refused by default)")
@@ -95,14 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
     ev.add_argument("--worst", type=_worst_count, default=10, help="how many of the worst games to list (1 or more)")
-    ev.add_argument("--no-yardstick", action="store_true", help=f"skip the yardstick's score ({yardsticks}; no "
+    ev.add_argument("--no-yardstick", action="store_true", help=f"skip the yardstick's score ({_yardsticks()}; no "
                     "gap column)")
     ev.add_argument("--no-oracle", dest="no_yardstick", action="store_true", help=argparse.SUPPRESS)  # the old name
     ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")
     ev.add_argument("--no-buff", action="store_true", help="expert policy: ignore the buff")
     ev.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
+    return ev
 
+
+def _train_parser(sub) -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="train PPO / MaskablePPO / RecurrentPPO from a YAML config (or resume a run)")
     tr.add_argument("--config", default=None, help="YAML config (see configs/); default: built-in defaults")
     tr.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -123,9 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--no-progress", action="store_true",
                     help="no progress bar for this command (also without a terminal): one line per held-out "
                          "evaluation on stderr instead")
+    return tr
 
+
+def _imitate_parser(sub) -> argparse.ArgumentParser:
     im = sub.add_parser("imitate", help=f"an expert teaches an SB3 policy (each game's yardstick: "
-                                        f"{yardsticks}): expert games, behaviour cloning, DAgger rounds; the best "
+                                        f"{_yardsticks()}): expert games, behaviour cloning, DAgger rounds; the best "
                                         "model by held-out competition score (or resume a run)")
     im.add_argument("--config", default=None,
                     help="YAML config with an imitation section (configs/realm/imitate/quick.yaml, "
@@ -137,7 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--resume", default=None, metavar="DIR",
                     help="continue the run in DIR from its last complete round (e.g. with --set imitation.rounds=8)")
     im.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return im
 
+
+def _replay_parser(sub) -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="GIF of one episode and a PNG of its route")
     rp.add_argument("policy", help="an SB3 checkpoint (.zip), 'oracle', 'oracle-refined' (its tour played "
                     "step-exactly) or 'random'")
@@ -149,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
+    return rp
 
+
+def _build_submission_parser(sub) -> argparse.ArgumentParser:
     bs = sub.add_parser("build-submission", help="export a trained policy into an upload folder for the competition "
                                                  "platform (torch + numpy only), optionally proving it on a stand-in "
                                                  "of the platform")
@@ -167,9 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "sb3-realm train)")
     from .export import layouts  # lazy: the export layer (see the top); only for the layouts' folders and defaults
 
-    game_layouts = [(spec, layouts.get(name)) for spec in specs for name in spec.submission.layouts
+    game_layouts = [(spec, layouts.get(name)) for spec in games.GAMES.values() for name in spec.submission.layouts
                     if name in layouts.names()]
-    its_own = "the game's own"
     algo_dirs = "; ".join(
         _either([f"{d} (default)" if d == layout.default_algo_dir else d for d in layout.algo_dirs])
         + f" for {spec.title}" + (f" ({layout.name})" if len(spec.submission.layouts) > 1 else "")
@@ -183,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--zip", action="store_true", help="also write <out>.zip with ckpt/, conf/ and the algorithm "
                                                        "folder (the 2024 recipe's upload; needs --code-package)")
     bs.add_argument("--force", action="store_true", help="replace an existing output folder")
+    _check_arguments(bs, game_layouts)
+    return bs
+
+
+def _check_arguments(bs: argparse.ArgumentParser, game_layouts: list) -> None:
+    """``build-submission``'s ``--check`` and the options of its games."""
+    one_map = _either([spec.title for spec in games.GAMES.values() if "maps_dir" not in spec.env.options])
+    its_own = "the game's own"
     bs.add_argument("--check", action="store_true",
                     help="prove it on a stand-in of the platform, in processes without sb3_realm/SB3/gymnasium: the "
                          "folder loads, a training task with the preload keys runs and saves twice, the saved "
@@ -194,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "config records it (env.map_path, a file that must be there, else the shipped map that "
                          "env.map_name names, e.g. the shipped default map)")
     bs.add_argument("--maps-dir", default=None, metavar="DIR",
-                    help=f"the open maps ({open_maps}) for the --check's training task; default: the "
+                    help=f"the open maps ({_open_maps()}) for the --check's training task; default: the "
                          f"environment variable {_either(games.maps_folder_variables())}, else the package's own maps")
     bs.add_argument("--check-games", type=int, default=None,
                     help="games of the check, of the game's default protocol (default: the layout's: "
@@ -206,9 +241,6 @@ def build_parser() -> argparse.ArgumentParser:
                          + ", ".join(f"{getattr(layout, 'check_max_step', None) or its_own} for {spec.title}"
                                      for spec, layout in game_layouts) + ")")
     bs.add_argument("--check-seed", type=seed_int, default=0, help="seed of the check's leaderboard draw")
-    for command in (ev, tr, im, rp, bs):  # the commands that read SB3 checkpoints
-        command.add_argument("--trust-pickle", action="store_true", help=TRUST_HELP)
-    return parser
 
 
 def _either(items: list[str]) -> str:
@@ -308,22 +340,25 @@ def _cmd_build_submission(args) -> int:
     if args.check and maps_dir is not None and not os.path.isdir(maps_dir):
         raise ValueError(f"--maps-dir {maps_dir!r} is not a folder; give the folder of gorge_chase_map_<k>.json, or "
                          "leave it out to use the package's own maps; nothing was built")
+    result: dict = {}
+
+    def measure_and_check(manifest: dict) -> None:  # while --out is held: no other build replaces it meanwhile
+        result.update({"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
+                       "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())})
+        if args.zip:
+            result["zip"] = str(Path(args.out).with_name(Path(args.out).name + ".zip"))
+            result["zip_left_out"] = manifest["zip"]["left_out"]
+        if args.check:
+            report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
+                                      seed=args.check_seed, max_step=args.check_max_step,
+                                      min_states=args.check_states, progress=sys.stderr.isatty(), maps_dir=maps_dir)
+            report.pop("imported_top_level_modules", None)
+            result["check"] = report
+
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
                                 ckpt_id=args.ckpt_id, code_package=args.code_package, workflow=args.workflow,
-                                make_zip=args.zip, force=args.force, game=args.game)
-    result = {"out": str(Path(args.out)), "weights": manifest["weights"], "files": len(manifest["files"]),
-              "size_bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())}
-    if args.zip:
-        result["zip"] = str(Path(args.out).with_name(Path(args.out).name + ".zip"))
-        result["zip_left_out"] = manifest["zip"]["left_out"]
-    status = 0
-    if args.check:
-        report = check_submission(args.out, args.model, map_path=args.map_path, games=args.check_games,
-                                  seed=args.check_seed, max_step=args.check_max_step, min_states=args.check_states,
-                                  progress=sys.stderr.isatty(), maps_dir=maps_dir)
-        report.pop("imported_top_level_modules", None)
-        result["check"] = report
-        status = 0 if report["ok"] else 1
+                                make_zip=args.zip, force=args.force, game=args.game, then=measure_and_check)
+    status = 0 if not args.check or result["check"]["ok"] else 1
     print(json.dumps(result, indent=2))
     if status:
         print("sb3-realm build-submission: the check FAILED: see check.platform_task (the stand-in's training task) "
@@ -376,16 +411,30 @@ def _cmd_eval(args) -> None:
         if path is not None:
             check_output_file(path, flag)  # before any game is played
     check_outputs_apart({"--json": args.json_path, "--plot": args.plot}, input_paths(args.policy, args.map_path))
-    report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed, treasures=args.treasures,
-                      games=args.games, custom=args.sets, max_step=args.max_step, workers=args.workers,
-                      yardstick=not args.no_yardstick, progress=sys.stderr.isatty(), use_flash=not args.no_flash,
-                      use_buff=not args.no_buff, env_kwargs=_eval_env_kwargs(args) or None, game=args.game,
-                      maps=args.maps, allow_overlap=args.allow_overlap, settings=args.settings)
-    print(format_report(report, worst=args.worst))
-    if args.json_path:
-        print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")
-    if args.plot:
-        print(f"plot: {plot_scores(report, args.plot)}")
+    with _share_outputs(args):  # before any game: no report into a folder another command holds (a run)
+        report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed,
+                          treasures=args.treasures, games=args.games, custom=args.sets, max_step=args.max_step,
+                          workers=args.workers, yardstick=not args.no_yardstick, progress=sys.stderr.isatty(),
+                          use_flash=not args.no_flash, use_buff=not args.no_buff,
+                          env_kwargs=_eval_env_kwargs(args) or None, game=args.game, maps=args.maps,
+                          allow_overlap=args.allow_overlap, settings=args.settings)
+        print(format_report(report, worst=args.worst))
+        with _share_outputs(args):  # again: a folder made since the start may have been taken since
+            if args.json_path:
+                print(f"report: {write_json_atomic(report.to_dict(), args.json_path)}")
+            if args.plot:
+                print(f"plot: {plot_scores(report, args.plot)}")
+
+
+def _share_outputs(args) -> contextlib.ExitStack:
+    """The folders ``eval`` writes its outputs into, each checked to be held by no other command and shared while
+    the returned stack is open (:func:`~sb3_realm.atomic.share_folder`)."""
+    held = contextlib.ExitStack()
+    with held:
+        for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
+            if path is not None:
+                held.enter_context(share_folder(Path(path).parent, f"the folder of {flag} {path!r},"))
+        return held.pop_all()
 
 
 def _warning_printer(command: str, default):
