@@ -41,8 +41,9 @@ SETTINGS_HELP = ("the named settings every game plays over its usr_conf (default
                                                           for name, values in spec.settings.items() if values)
                              for spec in games.GAMES.values() if len(spec.settings) > 1)
                  + " (--max-step wins over a setting's max_step)")
-GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the checkpoint or submission records, "
-             f"else {games.DEFAULT_GAME})")
+GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the checkpoint or submission records, or "
+             "the game of the expert named; there is no default game: 'random' needs it)")
+DEMO_GAME_HELP = f"the game to play: {', '.join(games.GAMES)} (required: there is no default game)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +76,7 @@ def _demo_parser(sub) -> argparse.ArgumentParser:
     demo.add_argument("--usr-conf", type=json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
-    demo.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
+    demo.add_argument("--game", choices=list(games.GAMES), default=None, help=DEMO_GAME_HELP)
     return demo
 
 
