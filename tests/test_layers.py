@@ -300,8 +300,8 @@ def test_the_checks_catch_what_they_guard(tmp_path):
     assert game_name_comparisons({"sb3_realm.training.fake": shared}, {"realm"})
 
 
-def test_at_most_five_functions_are_exempt_from_the_complexity_rule():
-    """ruff's C901 (max 15, pyproject.toml) holds everywhere but in five functions, each exempt by name with its
+def test_at_most_four_functions_are_exempt_from_the_complexity_rule():
+    """ruff's C901 (max 15, pyproject.toml) holds everywhere but in four functions, each exempt by name with its
     reason on the line above."""
     exempt = []
     for path in sorted(REPO.rglob("*.py")):
@@ -313,5 +313,5 @@ def test_at_most_five_functions_are_exempt_from_the_complexity_rule():
                 assert line.lstrip().startswith("def ") and lines[i - 1].lstrip().startswith("# C901 exempt:"), \
                     f"{path}:{i + 1}: an exemption names its function and gives its reason on the line above"
                 exempt.append(f"{path.relative_to(REPO)}:{i + 1}")
-    assert len(exempt) <= 5, exempt
+    assert len(exempt) <= 4, exempt
 

@@ -80,6 +80,42 @@ def test_a_resume_through_a_link_to_a_held_run_is_refused_with_the_holders_pid(t
     assert "Traceback" not in out.stderr and snapshot(tmp_path) == before
 
 
+# ------------------------------------------------------------------------------------------ parts of the run
+@pytest.mark.parametrize("part", ["checkpoints", "tb", "final_model.zip", "best_model.zip", "eval.json"])
+def test_a_resume_refuses_a_part_of_the_run_that_leads_outside_it_before_any_work(tiny_run, tmp_path, part):
+    """A linked checkpoints/ would have its folders rotated away (a user's named like a checkpoint among them), a
+    linked tb/ would get event files, a linked file would be replaced: the resume is refused and nothing changes."""
+    run = copy_run(tiny_run, tmp_path / "run")
+    elsewhere = tmp_path / "elsewhere" / part
+    elsewhere.parent.mkdir()
+    if (run / part).exists():
+        shutil.move(run / part, elsewhere)
+    else:
+        elsewhere.write_text("the user's", encoding="utf-8")
+    if part == "checkpoints":
+        _user_folder(elsewhere / "step_000000000001")
+    (run / part).symlink_to(elsewhere, target_is_directory=elsewhere.is_dir())
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError, match=rf"{part} leads outside the run \(a symbolic link to .*elsewhere"):
+        train(resume_config(run, ["total_timesteps=1024"]), resume=run)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_new_run_and_the_cli_refuse_a_linked_tb_folder_in_one_line(tmp_path):
+    outside = _user_folder(tmp_path / "outside")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tb").symlink_to(outside, target_is_directory=True)
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError, match=r"tb leads outside the run"):
+        train(load_config(TINY, [*TINY_RUN, f"out={json.dumps(str(run))}"]))
+    out = subprocess.run([*CLI, "train", "--config", str(TINY), "--out", str(run), "--no-progress",
+                          *(arg for o in TINY_RUN for arg in ("--set", o))], capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "tb leads outside the run" in out.stderr and str(outside) in out.stderr
+    assert snapshot(tmp_path) == before
+
+
 # ------------------------------------------------------------------------------------------ checkpoints
 class _Model:
     """What save_checkpoint uses of a model: its step count, save() and its VecNormalize (none)."""

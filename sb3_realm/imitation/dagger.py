@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 import time
 import zipfile
@@ -47,9 +46,9 @@ from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
-from ..training.checkpoints import CHECKPOINT_NAME, check_checkpoint, latest_checkpoint, list_checkpoints
+from ..training.checkpoints import check_checkpoint, latest_checkpoint, list_checkpoints
 from ..training.config import save_config
-from ..training.run import build_model, record_config, resume_changes, start_new_run
+from ..training.run import build_model, check_run_parts, record_config, resume_changes, start_new_run
 from .bc import BCStats, fit, fit_sequences
 from .collect import Collector, Rollouts
 from .config import ImitateConfig, check_run_config
@@ -298,22 +297,6 @@ class _Resume:
     dataset: ExpertDataset
 
 
-def _check_parts(run_dir: Path) -> None:
-    """Refuse a part of the run (``dataset/``, ``checkpoints/`` and each checkpoint in it, ``tb/``,
-    ``best_model.zip``) that leads outside it through a symbolic link: a resumed run reads, writes and removes only
-    inside its own folder."""
-    room = os.path.realpath(run_dir)
-    folder = run_dir / "checkpoints"  # every entry named as a checkpoint, links included
-    checkpoints = [f"checkpoints/{p.name}" for p in (sorted(folder.iterdir()) if folder.is_dir() else [])
-                   if CHECKPOINT_NAME.fullmatch(p.name)]
-    for part in ("dataset", "checkpoints", "tb", "best_model.zip", *checkpoints):
-        real = os.path.realpath(run_dir / part)
-        if not Path(real).is_relative_to(room):
-            raise ValueError(f"run directory {str(run_dir)!r}: {part} leads outside the run (a symbolic link to "
-                             f"{real!r}); a resumed run works only inside its own folder: put the real {part} there, "
-                             "or start the run again with --out")
-
-
 def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     """Validate everything and write nothing yet: the run folder and, when resuming, where it resumes from (the
     checkpoint, its state, the dataset it was trained on, every shard of it loaded as plain arrays) and the
@@ -321,6 +304,7 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     config.validate()
     _check_config(config)
     run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    check_run_parts(run_dir, ("dataset",))  # a run reads, writes and removes only inside its own folder
     if resume is None:
         start_new_run(config, run_dir)
         if (run_dir / "dataset" / "meta.json").exists():
@@ -328,7 +312,6 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
                              "--out to start a new run elsewhere")
         return run_dir, None
     check_run_config(run_dir)  # resume_changes reads it
-    _check_parts(run_dir)
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
         kept = list_checkpoints(run_dir / "checkpoints")

@@ -33,6 +33,7 @@ from .callbacks import (
     read_eval_history,
 )
 from .checkpoints import (
+    CHECKPOINT_NAME,
     CheckpointError,
     RunCheckpointCallback,
     keep_final_aside,
@@ -56,6 +57,7 @@ __all__ = [
     "MADE_BY_A_RUN",
     "RUN_FILES",
     "build_model",
+    "check_run_parts",
     "make_vec_env",
     "map_history",
     "policy_kwargs",
@@ -184,6 +186,26 @@ def map_history(config: TrainConfig, stored: TrainConfig | None = None) -> list[
     return [n for n in dict.fromkeys(_history_entry(n) for n in names) if n not in now]
 
 
+def check_run_parts(run_dir: Path, extra: tuple[str, ...] = ()) -> None:
+    """Refuse a part of the run (each of :data:`MADE_BY_A_RUN` and ``extra``, and each entry of ``checkpoints/``
+    named as a checkpoint) that leads outside it through a symbolic link: a run reads, writes and removes only
+    inside its own folder, so a linked ``checkpoints/`` never has its folders rotated away, a linked ``tb/`` never
+    gets event files, and a linked ``final_model.zip`` is never replaced. A link that stays inside the run is its
+    own business. ``train`` and ``imitate`` both check this before any work."""
+    room = os.path.realpath(run_dir)
+    folder = run_dir / "checkpoints"  # every entry named as a checkpoint, links included
+    checkpoints = [f"checkpoints/{p.name}" for p in (sorted(folder.iterdir()) if folder.is_dir() else [])
+                   if CHECKPOINT_NAME.fullmatch(p.name)]
+    for part in dict.fromkeys((*extra, *MADE_BY_A_RUN, *checkpoints)):
+        if not os.path.lexists(run_dir / part):
+            continue
+        real = os.path.realpath(run_dir / part)
+        if not Path(real).is_relative_to(room):
+            raise ValueError(f"run directory {str(run_dir)!r}: {part} leads outside the run (a symbolic link to "
+                             f"{real!r}); a run works only inside its own folder: put the real {part} there (or "
+                             "remove the link), or start the run again with --out")
+
+
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
     """Checks before a new run writes anything: ``run_dir`` holds no run yet (no checkpoints, none of
     :data:`RUN_FILES`), and the config carries no other features version; then records the current version in
@@ -298,89 +320,28 @@ def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str]) -> No
                 remove_made(item, run_dir)
 
 
-# C901 exempt: the run in order (new, resumed or fine-tuned model; envs; callbacks; learn; final save), read top down
-def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle, progress=True,  # noqa: C901
-           talk=None):
-    found, changes = None, {}
-    bar = config.progress_bar and progress
-    fine = config.finetune
-    if resume is None:
-        start_new_run(config, run_dir)
-        if fine.init_from:
-            check_init_model(fine.init_from, config.algo.name, game=config.game)
-        config.env.map_history = map_history(config)
-        config.validate()  # eval_maps against the maps of the model it starts from, too
-    else:
-        found = latest_checkpoint(run_dir / "checkpoints")
-        if found is None:
-            raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
-        if "imitation" in found[1]:
-            raise ValueError(f"--resume {str(run_dir)!r} is an imitation run; continue it with sb3-realm imitate "
-                             f"--resume {run_dir}, or train from its model with --init-from "
-                             f"{run_dir / 'final_model.zip'}")
-        changes = resume_changes(run_dir, config)
-        if found[1].get("algo") not in (None, config.algo.name):
-            raise CheckpointError(f"checkpoint {str(found[0])!r} is of algorithm {found[1]['algo']!r}, and the run's "
-                                  f"config.yaml trains {config.algo.name!r}: the checkpoint is not this run's; "
-                                  "restore the run's checkpoints or start a new run with --out")
-        config.env.map_history = map_history(config, load_config(run_dir / "config.yaml"))
-        config.validate()  # eval_maps against every map of the run's history
-        if (run_dir / "eval.json").exists():
-            read_eval_history(run_dir / "eval.json")  # a damaged file is named now, before anything is written
-        if fine.anchor_coef and not (run_dir / INIT_MODEL).is_file():
-            raise ValueError(f"--resume {str(run_dir)!r}: finetune.anchor_coef needs the model the run started from, "
-                             f"{run_dir / INIT_MODEL}, which is gone; set finetune.anchor_coef=0 to go on without "
-                             "the anchor")
+def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle, progress=True, talk=None):
+    """The run in order: checks (nothing written yet), envs, callbacks, the model (new, fine-tuned or resumed),
+    what it starts from, learning, the final save."""
+    check_run_parts(run_dir)
+    found, changes = (None, {}) if resume is None else _check_resume(config, run_dir)
+    if found is None:
+        _check_new_run(config, run_dir)
     torch.set_num_threads(config.torch_threads)
     venv = make_vec_env(config.env, config.seed, game=config.game)
     try:
+        bar = config.progress_bar and progress
         own, curriculum, checkpoint = _callbacks(config, run_dir, venv.num_envs, talk=None if bar else talk)
         callbacks = own + list(callbacks or [])
         if found is not None:
-            ckpt, state = found
-            warn_feature_version(ckpt / "model.zip")
-            venv = load_vecnormalize(ckpt, venv, trust_pickle)
-            model = load_model(ckpt / "model.zip", algo_cls=_algo_class(config), env=venv, device=config.device,
-                               trust_pickle=trust_pickle, tensorboard_log=str(run_dir / "tb"), **changes)
-            if model.num_timesteps != state["num_timesteps"]:
-                raise CheckpointError(f"checkpoint {str(ckpt)!r}: its state.json says {state['num_timesteps']} "
-                                      f"steps and its model.zip {model.num_timesteps}; the folder is damaged or "
-                                      "mixed: delete it to resume from the checkpoint before")
-            record_config(model, config)
-            if curriculum is not None and state.get("curriculum"):
-                try:
-                    curriculum.load_state_dict(state["curriculum"])
-                except (ValueError, TypeError, KeyError) as exc:
-                    raise CheckpointError(f"checkpoint {str(ckpt)!r}: the curriculum state in its state.json cannot "
-                                          f"be restored ({exc}); delete the folder to resume from the checkpoint "
-                                          "before") from None
-            if fine.anchor_coef:
-                model.set_anchor(reference_policy(model, run_dir / INIT_MODEL), fine.anchor_coef, fine.anchor_epochs)
+            model, venv = _resumed_model(config, run_dir, found, venv, changes, curriculum, trust_pickle)
         else:
-            model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
-            if fine.init_from:
-                load_initial_weights(model, fine.init_from)
-                model.init_from = str(fine.init_from)  # saved with the model's data: where it started
-                if fine.anchor_coef:
-                    model.set_anchor(model.policy, fine.anchor_coef, fine.anchor_epochs)
+            model = _new_model(config, venv, run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, run_dir / "config.yaml")  # what is in force, once the model took it
-        if found is None and fine.init_from:
-            source = Path(fine.init_from)
-            atomic_write(run_dir / INIT_MODEL, lambda f: f.write(source.read_bytes()))
-            if fine.warm_start_games:
-                stats = warm_start_value(model, venv, fine.warm_start_games, epochs=fine.warm_start_epochs,
-                                         learning_rate=fine.warm_start_lr, seed=config.seed)
-                text = json.dumps(stats, indent=2) + "\n"
-                atomic_write(run_dir / "warm_start.json", lambda f: f.write(text.encode("utf-8")))
-                callbacks.append(StartScalarsCallback({f"warm_start/{k}": v for k, v in stats.items()}))
-        remaining = config.total_timesteps - model.num_timesteps
-        if found is not None:  # a checkpoint taken mid-rollout shifts the rollouts: end where a whole run ends
-            rollout = int(model.n_steps) * venv.num_envs
-            callbacks.append(StopAtTimesteps(-(-config.total_timesteps // rollout) * rollout))
-        if remaining > 0:
-            model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
-                        progress_bar=bar)
+        if found is None and config.finetune.init_from:
+            callbacks += _record_start(config, model, venv, run_dir)
+        _learn(config, model, venv, callbacks, found, bar)
         checkpoint.model = model
         checkpoint.save()
         if found is not None:
@@ -389,3 +350,105 @@ def _train(config: TrainConfig, run_dir: Path, resume, callbacks, trust_pickle, 
     finally:
         venv.close()
     return model, run_dir
+
+
+def _check_new_run(config: TrainConfig, run_dir: Path) -> None:
+    """The checks of a new run, before anything is written: an empty run folder (:func:`start_new_run`), the model
+    it starts from, the maps it trained on (:func:`map_history`)."""
+    start_new_run(config, run_dir)
+    if config.finetune.init_from:
+        check_init_model(config.finetune.init_from, config.algo.name, game=config.game)
+    config.env.map_history = map_history(config)
+    config.validate()  # eval_maps against the maps of the model it starts from, too
+
+
+def _check_resume(config: TrainConfig, run_dir: Path) -> tuple[tuple[Path, dict], dict]:
+    """The checks of a resumed run, before anything is written; returns ``((checkpoint, its state), the
+    hyperparameters the config changes)``."""
+    found = latest_checkpoint(run_dir / "checkpoints")
+    if found is None:
+        raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
+    if "imitation" in found[1]:
+        raise ValueError(f"--resume {str(run_dir)!r} is an imitation run; continue it with sb3-realm imitate "
+                         f"--resume {run_dir}, or train from its model with --init-from "
+                         f"{run_dir / 'final_model.zip'}")
+    changes = resume_changes(run_dir, config)
+    if found[1].get("algo") not in (None, config.algo.name):
+        raise CheckpointError(f"checkpoint {str(found[0])!r} is of algorithm {found[1]['algo']!r}, and the run's "
+                              f"config.yaml trains {config.algo.name!r}: the checkpoint is not this run's; "
+                              "restore the run's checkpoints or start a new run with --out")
+    config.env.map_history = map_history(config, load_config(run_dir / "config.yaml"))
+    config.validate()  # eval_maps against every map of the run's history
+    if (run_dir / "eval.json").exists():
+        read_eval_history(run_dir / "eval.json")  # a damaged file is named now, before anything is written
+    if config.finetune.anchor_coef and not (run_dir / INIT_MODEL).is_file():
+        raise ValueError(f"--resume {str(run_dir)!r}: finetune.anchor_coef needs the model the run started from, "
+                         f"{run_dir / INIT_MODEL}, which is gone; set finetune.anchor_coef=0 to go on without "
+                         "the anchor")
+    return found, changes
+
+
+def _resumed_model(config: TrainConfig, run_dir: Path, found: tuple[Path, dict], venv: VecEnv, changes: dict,
+                   curriculum, trust_pickle):
+    """``(model, venv)`` of a resumed run: its checkpoint's model, VecNormalize and curriculum phase, with the
+    hyperparameters the config changes and the run's anchor."""
+    ckpt, state = found
+    warn_feature_version(ckpt / "model.zip")
+    venv = load_vecnormalize(ckpt, venv, trust_pickle)
+    model = load_model(ckpt / "model.zip", algo_cls=_algo_class(config), env=venv, device=config.device,
+                       trust_pickle=trust_pickle, tensorboard_log=str(run_dir / "tb"), **changes)
+    if model.num_timesteps != state["num_timesteps"]:
+        raise CheckpointError(f"checkpoint {str(ckpt)!r}: its state.json says {state['num_timesteps']} "
+                              f"steps and its model.zip {model.num_timesteps}; the folder is damaged or "
+                              "mixed: delete it to resume from the checkpoint before")
+    record_config(model, config)
+    if curriculum is not None and state.get("curriculum"):
+        try:
+            curriculum.load_state_dict(state["curriculum"])
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CheckpointError(f"checkpoint {str(ckpt)!r}: the curriculum state in its state.json cannot "
+                                  f"be restored ({exc}); delete the folder to resume from the checkpoint "
+                                  "before") from None
+    fine = config.finetune
+    if fine.anchor_coef:
+        model.set_anchor(reference_policy(model, run_dir / INIT_MODEL), fine.anchor_coef, fine.anchor_epochs)
+    return model, venv
+
+
+def _new_model(config: TrainConfig, venv: VecEnv, run_dir: Path):
+    """The model of a new run: built afresh, with the weights of ``finetune.init_from`` when it names a model."""
+    fine = config.finetune
+    model = build_model(config, venv, tensorboard_log=str(run_dir / "tb"))
+    if fine.init_from:
+        load_initial_weights(model, fine.init_from)
+        model.init_from = str(fine.init_from)  # saved with the model's data: where it started
+        if fine.anchor_coef:
+            model.set_anchor(model.policy, fine.anchor_coef, fine.anchor_epochs)
+    return model
+
+
+def _record_start(config: TrainConfig, model, venv: VecEnv, run_dir: Path) -> list:
+    """A new run from another model: keep a copy of it (:data:`INIT_MODEL`) and warm-start the critic when asked
+    (its statistics in ``warm_start.json``); returns the callbacks that log them."""
+    fine = config.finetune
+    source = Path(fine.init_from)
+    atomic_write(run_dir / INIT_MODEL, lambda f: f.write(source.read_bytes()))
+    if not fine.warm_start_games:
+        return []
+    stats = warm_start_value(model, venv, fine.warm_start_games, epochs=fine.warm_start_epochs,
+                             learning_rate=fine.warm_start_lr, seed=config.seed)
+    text = json.dumps(stats, indent=2) + "\n"
+    atomic_write(run_dir / "warm_start.json", lambda f: f.write(text.encode("utf-8")))
+    return [StartScalarsCallback({f"warm_start/{k}": v for k, v in stats.items()})]
+
+
+def _learn(config: TrainConfig, model, venv: VecEnv, callbacks: list, found, bar: bool) -> None:
+    """Learn until ``config.total_timesteps``; a resumed run ends where a whole run ends (a checkpoint taken
+    mid-rollout shifts the rollouts)."""
+    remaining = config.total_timesteps - model.num_timesteps
+    if found is not None:
+        rollout = int(model.n_steps) * venv.num_envs
+        callbacks.append(StopAtTimesteps(-(-config.total_timesteps // rollout) * rollout))
+    if remaining > 0:
+        model.learn(remaining, callback=callbacks, reset_num_timesteps=found is None, tb_log_name="run",
+                    progress_bar=bar)
