@@ -285,3 +285,32 @@ def make_gorge_code_package(root: str | Path, *, version: str = "15.0.1-comp-nor
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+# numpy's functions and modules that numpy 1.19 (the oldest the code in a built package supports) lacks: the name
+# (as ``np.NAME``, ``np.lib.stride_tricks.NAME`` or ``from numpy... import NAME``) -> the first numpy that has it
+NEWER_NUMPY = {
+    "sliding_window_view": "1.20", "broadcast_shapes": "1.20", "typing": "1.20", "permuted": "1.20",
+    "dtypes": "1.25", "exceptions": "1.25", "isdtype": "2.0", "astype": "2.0", "concat": "2.0", "pow": "2.0",
+    "permute_dims": "2.0", "matrix_transpose": "2.0", "vecdot": "2.0", "unique_values": "2.0",
+    "unique_counts": "2.0", "unique_inverse": "2.0", "unique_all": "2.0", "cumulative_sum": "2.1",
+    "cumulative_prod": "2.1", "trapezoid": "2.0", "bitwise_count": "2.0", "bitwise_left_shift": "2.0",
+    "bitwise_right_shift": "2.0", "bitwise_invert": "2.0", "acos": "2.0", "asin": "2.0", "atan": "2.0",
+    "acosh": "2.0", "asinh": "2.0", "atanh": "2.0", "atan2": "2.0", "long": "2.0", "ulong": "2.0", "unstack": "2.1",
+    "matvec": "2.3", "vecmat": "2.3",
+}
+# keywords of numpy's functions that numpy 1.19 lacks: function name -> {keyword: first numpy that has it}
+NEWER_NUMPY_KEYWORDS: dict[str, dict[str, str]] = {}
+for _names, _keywords in (
+        (("mean", "std", "var", "all", "any", "nanmean", "nanstd", "nanvar"), {"where": "1.20"}),
+        (("argmax", "argmin"), {"keepdims": "1.22"}),
+        (("percentile", "quantile", "nanpercentile", "nanquantile"), {"method": "1.22"}),
+        (("concatenate",), {"dtype": "1.20", "casting": "1.20"}),
+        (("stack", "hstack", "vstack"), {"dtype": "1.24", "casting": "1.24"}),
+        (("unique",), {"equal_nan": "1.24"}),
+        (("sort", "argsort"), {"stable": "2.0"}),
+        (("array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "full", "empty", "arange",
+          "frombuffer", "fromiter", "identity", "eye"), {"like": "1.20"}),
+        (("asarray",), {"copy": "2.0"})):
+    for _name in _names:
+        NEWER_NUMPY_KEYWORDS.setdefault(_name, {}).update(_keywords)

@@ -1,10 +1,12 @@
 """The code that runs inside a built package (the layouts' templates, the files every layout shares, the network
-and features modules copied verbatim) is written for Python 3.8 and torch 1.8 and later, where that costs nothing:
-the platform's images run older interpreters than this project's (the 2024 image 3.11; nothing says what 15.0.1
-runs). Each file must parse with Python 3.8's grammar, and must not use what 3.8 lacks at run time: ``zip(strict=)``,
-builtin generics (``list[int]``) or ``X | Y`` outside annotations (and inside them without ``from __future__ import
-annotations``), ``str.removeprefix``; ``torch.load(weights_only=)`` only where its ``TypeError`` on torch < 1.13 is
-caught."""
+module and each game's features module with the companions copied beside it, all verbatim) is written for Python
+3.8, numpy 1.19 and torch 1.8 and later, where that costs nothing: the platform's images may run older versions than
+this project's (the 2024 image Python 3.11; nothing says what 15.0.1 runs). Each file must parse with Python 3.8's
+grammar, and must not use what 3.8 lacks at run time: ``zip(strict=)``, builtin generics (``list[int]``) or ``X | Y``
+outside annotations (and inside them without ``from __future__ import annotations``), ``str.removeprefix``; nor what
+numpy 1.19 lacks (``sliding_window_view`` and the others of ``helpers.NEWER_NUMPY``, the keywords of
+``helpers.NEWER_NUMPY_KEYWORDS``); ``torch.load(weights_only=)`` only where its ``TypeError`` on torch < 1.13 is
+caught. tests/test_gorge_old_numpy.py plays the Gorge copies with those numpy functions removed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import NEWER_NUMPY, NEWER_NUMPY_KEYWORDS
 
+from sb3_realm.games import GAMES
 from sb3_realm.submission import COMMON, LAYOUTS, layout_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,16 +24,61 @@ GENERICS = {"list", "dict", "tuple", "set", "frozenset", "type"}
 NEWER_METHODS = {"removeprefix": "3.9", "removesuffix": "3.9", "bit_count": "3.10", "pairwise": "3.10",
                  "cache": "3.9", "lcm": "3.9"}
 NEWER_MODULES = {"tomllib": "3.11", "zoneinfo": "3.9", "graphlib": "3.9"}
-# copied into the Gorge package, edited elsewhere: covered below, apart from the files this project owns
-GORGE_COPIES = ("sb3_realm/games/gorge/features.py", "sb3_realm/games/gorge/memory.py",
-                "sb3_realm/games/gorge/planner.py")
+NEWER_NUMPY_METHODS = {"permuted": "1.20"}  # of numpy's Generator, called on an object of any name
+
+
+def features_copies() -> list[Path]:
+    """Each game's features module and the companions build-submission copies beside it into a package."""
+    files = []
+    for spec in GAMES.values():
+        module = spec.submission.features
+        source = Path(str(module.__file__))
+        files += [source, *(source.parent / name for name in getattr(module, "COMPANION_FILES", ()))]
+    return files
 
 
 def _owned() -> list[Path]:
     files = {p for name, folder in LAYOUTS.items() for p in (folder / layout_spec(name)["template"]).rglob("*.py")}
     files |= set(COMMON.rglob("*.py"))
-    files |= {REPO / "sb3_realm/models/nets.py", REPO / "sb3_realm/games/realm/features.py"}
+    files |= {REPO / "sb3_realm/models/nets.py", *features_copies()}
     return sorted(files)
+
+
+def _dotted(node: ast.AST) -> list[str]:
+    """``np.lib.stride_tricks.f`` -> ``["np", "lib", "stride_tricks", "f"]``; [] when it is not a dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
+
+
+def _numpy_problems(tree: ast.AST) -> list[str]:
+    """What in ``tree`` numpy 1.19 lacks (``line: what``)."""
+    aliases = {(a.asname or a.name.split(".")[0]) for n in ast.walk(tree) if isinstance(n, ast.Import)
+               for a in n.names if a.name.split(".")[0] == "numpy"}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = _dotted(node)
+            if chain and chain[0] in aliases and node.attr in NEWER_NUMPY:
+                found.append(f"{node.lineno}: {'.'.join(chain)} needs numpy {NEWER_NUMPY[node.attr]}")
+            elif node.attr in NEWER_NUMPY_METHODS:
+                found.append(f"{node.lineno}: .{node.attr}() needs numpy {NEWER_NUMPY_METHODS[node.attr]}")
+        elif isinstance(node, ast.Import):
+            found += [f"{node.lineno}: {a.name} needs numpy {NEWER_NUMPY[part]}" for a in node.names
+                      if a.name.split(".")[0] == "numpy" for part in a.name.split(".")[1:] if part in NEWER_NUMPY]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numpy":
+            parts = [*(node.module or "").split(".")[1:], *(a.name for a in node.names)]
+            found += [f"{node.lineno}: {part} from {node.module} needs numpy {NEWER_NUMPY[part]}" for part in parts
+                      if part in NEWER_NUMPY]
+        if isinstance(node, ast.Call):
+            chain = _dotted(node.func)
+            if chain and chain[0] in aliases and chain[-1] in NEWER_NUMPY_KEYWORDS:
+                newer = NEWER_NUMPY_KEYWORDS[chain[-1]]
+                found += [f"{node.lineno}: {'.'.join(chain)}({k.arg}=) needs numpy {newer[k.arg]}"
+                          for k in node.keywords if k.arg in newer]
+    return found
 
 
 def _annotation_nodes(tree: ast.AST) -> set[int]:
@@ -46,7 +95,7 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
 
 
 def problems_for_py38(path: Path) -> list[str]:
-    """What in the file ``path`` Python 3.8 or torch 1.8 cannot run (``line: what``)."""
+    """What in the file ``path`` Python 3.8, numpy 1.19 or torch 1.8 cannot run (``line: what``)."""
     source = path.read_text(encoding="utf-8")
     try:
         tree = ast.parse(source, feature_version=(3, 8))
@@ -58,7 +107,7 @@ def problems_for_py38(path: Path) -> list[str]:
     caught_type_error = {id(n) for node in ast.walk(tree) if isinstance(node, ast.Try)
                          and any(isinstance(h.type, ast.Name) and h.type.id == "TypeError" for h in node.handlers)
                          for stmt in node.body for n in ast.walk(stmt)}
-    found = []
+    found = _numpy_problems(tree)
     for node in ast.walk(tree):
         if id(node) in in_annotation:
             continue
@@ -89,7 +138,7 @@ def problems_for_py38(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("path", _owned(), ids=lambda p: p.relative_to(REPO).as_posix()
                          if p.is_relative_to(REPO) else p.name)
-def test_package_code_runs_on_python_38_and_torch_18(path):
+def test_package_code_runs_on_python_38_numpy_119_and_torch_18(path):
     assert problems_for_py38(path) == []
 
 
@@ -113,6 +162,24 @@ def test_the_check_sees_what_38_cannot_run(tmp_path):
     assert problems_for_py38(good) == []
 
 
-@pytest.mark.parametrize("rel", GORGE_COPIES)
-def test_the_gorge_copies_run_on_python_38(rel):
-    assert problems_for_py38(REPO / rel) == []
+def test_the_gorge_copies_are_checked():
+    names = {p.relative_to(REPO).as_posix() for p in _owned()}
+    assert {"sb3_realm/games/gorge/features.py", "sb3_realm/games/gorge/memory.py",
+            "sb3_realm/games/gorge/planner.py", "sb3_realm/games/realm/features.py"} <= names
+
+
+def test_the_check_sees_what_numpy_119_lacks(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+                   "import numpy.typing\n"
+                   "v = np.lib.stride_tricks.sliding_window_view(np.zeros((3, 3)), (2, 2))\n"
+                   "m = np.mean(v, where=v > 0)\nc = np.concatenate([v, v], dtype=np.float32)\n"
+                   "r = np.random.default_rng(0).permuted(v)\nk = np.argmax(v, keepdims=True)\n", encoding="utf-8")
+    assert sorted({int(line.split(":")[0]) for line in problems_for_py38(bad)}) == [2, 3, 4, 5, 6, 7, 8]
+    good = tmp_path / "good.py"
+    good.write_text("import numpy as np\nimport torch\n\n"
+                    "v = np.lib.stride_tricks.as_strided(np.zeros(4), (2, 2), (8, 8))\n"
+                    "m = np.mean(v, axis=0)\nt = torch.zeros(2).long()\nx = v.astype(np.float32)\n"
+                    "b = np.unpackbits(np.zeros(1, dtype=np.uint8), count=3, bitorder='little')\n",
+                    encoding="utf-8")
+    assert problems_for_py38(good) == []

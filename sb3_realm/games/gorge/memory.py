@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Tuple  # noqa: UP035
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = [
     "FAR",
@@ -32,6 +31,7 @@ __all__ = [
     "Tracked",
     "distance_field",
     "rule_branches",
+    "sliding_windows",
     "window_distances",
 ]
 
@@ -57,6 +57,16 @@ IN_VIEW = 1
 #: monsters of a game, the flash's reach along an axis and along a diagonal
 RULES = {"buff_extra_speed": 1, "buff_duration": 50, "spawn_delay": 10, "monster_count": 2, "flash_distance": 10,
          "flash_distance_diagonal": 8}
+
+
+def sliding_windows(array: np.ndarray, size: int) -> np.ndarray:
+    """Every ``(size, size)`` window of the 2-D ``array``: a read-only view of shape ``(H - size + 1, W - size + 1,
+    size, size)``, ``[z, x]`` the window whose top-left cell is ``array[z, x]``. The same view as numpy's
+    ``sliding_window_view(array, (size, size))``, which numpy 1.19 lacks: built with ``as_strided``, which it has."""
+    h, w = array.shape
+    rows, cols = array.strides
+    return np.lib.stride_tricks.as_strided(array, shape=(h - size + 1, w - size + 1, size, size),
+                                           strides=(rows, cols, rows, cols), writeable=False)
 
 
 # ------------------------------------------------------------------------------------------------------ bitsets
@@ -188,7 +198,7 @@ def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diago
     xs = np.array([c[0] for c in cells])
     zs = np.array([c[1] for c in cells])
     stack = np.zeros((k, rows, q), dtype=bool)
-    stack[:, :size, :size] = sliding_window_view(pad, (size, size))[zs, xs]
+    stack[:, :size, :size] = sliding_windows(pad, size)[zs, xs]
     road = _bits(stack)
     start = 0
     for i in range(k):

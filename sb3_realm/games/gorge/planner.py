@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Optional, Tuple  # noqa: UP035
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .memory import (
     DIRECTIONS,
@@ -48,6 +47,7 @@ from .memory import (
     Memory,
     distance_field,
     rule_branches,
+    sliding_windows,
     window_distances,
 )
 
@@ -84,7 +84,7 @@ def padded_windows(field: np.ndarray, xs: np.ndarray, zs: np.ndarray, radius: in
     h, w = field.shape
     pad = np.full((h + 2 * radius, w + 2 * radius), UNREACHABLE, dtype=field.dtype)
     pad[radius:radius + h, radius:radius + w] = field
-    return sliding_window_view(pad, (2 * radius + 1, 2 * radius + 1))[zs, xs]
+    return sliding_windows(pad, 2 * radius + 1)[zs, xs]
 
 
 class BeliefTerrain:
