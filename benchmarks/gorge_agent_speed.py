@@ -4,13 +4,14 @@ decision) and the features built on it (:func:`sb3_realm.games.gorge.features.en
 JSON.
 
     python benchmarks/gorge_agent_speed.py [--maps open_9 open_10 own_6 own_7 own_8 own_9 own_10] [--maps-dir DIR]
-        [--games 3] [--settings default final] [--package DIR]
+        [--games 3] [--settings default final] [--max-steps N] [--package DIR]
 
 Each game is played by the planner's own choices on the test games of ``benchmarks/gorge_planner.py`` (the first
 ``--games`` of each map); every step, the platform observation (a JSON round trip of it, as the platform hands it
 over) goes once through a fresh-per-game planner and once through a fresh-per-game feature state, each timed alone
 with ``time.perf_counter`` in this one process (one core: numpy only, no threads). Reported per settings: the mean,
-p50, p99 and max in ms over all steps, and per map the mean and p99.
+p50, p99 and max in ms over all steps, and per map the mean and p99. ``--max-steps N`` ends each game after N steps (a
+quick look; the figures on docs/benchmarks.md play whole games).
 
 ``--package DIR`` (a folder that ``sb3-realm build-submission --layout gorge15`` wrote) also times the built package's
 ``Agent.exploit(env_obs)`` per step, the whole of what the platform calls (planner, features and the network), on the
@@ -42,17 +43,18 @@ def _times(values: list[float]) -> dict:
             "p99_ms": round(float(np.percentile(ms, 99)), 3), "max_ms": round(float(ms.max()), 3)}
 
 
-def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]]) -> tuple[list[float], list[float], int]:
-    """Play ``games`` (env seed, usr_conf) on one map; returns the planner's and the features' times per step and the
-    steps played."""
+def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]],
+         max_steps: int | None = None) -> tuple[list[float], list[float], int]:
+    """Play ``games`` (env seed, usr_conf) on one map, each for at most ``max_steps`` steps (None: the whole game);
+    returns the planner's and the features' times per step and the steps played."""
     env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
     planner_times: list[float] = []
     feature_times: list[float] = []
     for seed, conf in games:
         env.reset(seed=int(seed), options=conf)
         planner, state = ObservationPlanner(), FeatureState()
-        done = False
-        while not done:
+        done, steps = False, 0
+        while not done and steps != max_steps:
             observation = json.loads(json.dumps(env.platform_obs()["observation"]))
             start = time.perf_counter()
             action = planner.act(observation)
@@ -62,25 +64,27 @@ def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]]) -> 
             feature_times.append(time.perf_counter() - start)
             assert state.choice == action  # the features run the same planner
             _, _, terminated, truncated, _ = env.step(action)
-            done = terminated or truncated
+            done, steps = terminated or truncated, steps + 1
     return planner_times, feature_times, len(planner_times)
 
 
-def play_package(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]], agent) -> list[float]:
-    """Play ``games`` on one map with a built package's Agent; returns the time of each ``exploit()`` call."""
+def play_package(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]], agent,
+                 max_steps: int | None = None) -> list[float]:
+    """Play ``games`` on one map with a built package's Agent, each for at most ``max_steps`` steps (None: the whole
+    game); returns the time of each ``exploit()`` call."""
     env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
     times: list[float] = []
     for seed, conf in games:
         env.reset(seed=int(seed), options=conf)
         agent.reset(json.loads(json.dumps(env.platform_obs())))
-        done = False
-        while not done:
+        done, steps = False, 0
+        while not done and steps != max_steps:
             env_obs = json.loads(json.dumps(env.platform_obs()))
             start = time.perf_counter()
             action = agent.exploit(env_obs)
             times.append(time.perf_counter() - start)
             _, _, terminated, truncated, _ = env.step(int(action))
-            done = terminated or truncated
+            done, steps = terminated or truncated, steps + 1
     return times
 
 
@@ -92,8 +96,9 @@ def _package_agent(folder: str, parser: argparse.ArgumentParser):
         policy = SubmissionPolicy(folder)
     except (OSError, ValueError) as exc:
         parser.error(f"--package {folder!r}: {exc}")
-    if not policy.gorge15:
-        parser.error(f"--package {folder!r} is a 2024 (Realm) package; pass a folder built with --layout gorge15")
+    if policy.manifest.get("layout") != "gorge15":
+        parser.error(f"--package {folder!r} is a package of the layout {policy.manifest.get('layout')!r}, not a Gorge "
+                     "Chase one; pass a folder built with --layout gorge15")
     return policy.agent
 
 
@@ -103,9 +108,13 @@ def main() -> None:
     parser.add_argument("--maps-dir", default=default_maps_dir(), help="folder of gorge_chase_map_<k>.json")
     parser.add_argument("--games", type=int, default=3, help="games per map (the first of the test games)")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default", "final"])
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="end each game after this many steps (default: play whole games)")
     parser.add_argument("--package", help="a folder built by build-submission --layout gorge15: time its exploit()")
     args = parser.parse_args()
     args.jobs, args.policies = 1, ["planner"]
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max-steps {args.max_steps} must be >= 1 (steps per game; leave it out to play whole games)")
     try:
         maps_dir = check_args(args)  # the planner benchmark's checks, before any game
     except ValueError as exc:
@@ -118,6 +127,7 @@ def main() -> None:
         agent = _package_agent(args.package, parser)
     started = time.perf_counter()
     out: dict = {"benchmark": "gorge_agent_speed", "command": " ".join(sys.argv), "games_per_map": args.games,
+                 "max_steps": args.max_steps,
                  "machine": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
                              "python": platform.python_version(), "numpy": np.__version__},
                  "settings": {}}
@@ -127,7 +137,7 @@ def main() -> None:
         for job in [j for j in jobs if j.settings == name]:
             map_name = job.map_name
             games = list(zip(job.seeds, job.confs, strict=True))
-            planner_times, feature_times, n = play(map_name, maps_dir, games)
+            planner_times, feature_times, n = play(map_name, maps_dir, games, args.max_steps)
             per_map[map_name] = {"steps": n, "planner": _times(planner_times), "features": _times(feature_times)}
             all_planner += planner_times
             all_features += feature_times
@@ -137,7 +147,8 @@ def main() -> None:
         if agent is not None:
             exploit: list[float] = []
             for job in [j for j in jobs if j.settings == name]:
-                times = play_package(job.map_name, maps_dir, list(zip(job.seeds, job.confs, strict=True)), agent)
+                times = play_package(job.map_name, maps_dir, list(zip(job.seeds, job.confs, strict=True)), agent,
+                                     args.max_steps)
                 per_map[job.map_name]["exploit"] = _times(times)
                 exploit += times
             out["settings"][name]["exploit"] = {"steps": len(exploit), **_times(exploit)}
