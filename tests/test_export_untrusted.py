@@ -93,6 +93,43 @@ def test_a_dangling_link_or_a_named_pipe_in_the_code_package_is_named(models, tm
         build_submission(models["ppo"], tmp_path / "upload", code_package=package, make_zip=True, force=True)
 
 
+
+@needs_links
+@pytest.mark.parametrize("copied, swapped, how", [("conf/usr_conf.py", "conf/usr_conf.py", "link"),
+                                                  ("conf/__init__.py", "conf", "link"),
+                                                  ("conf/usr_conf.py", "conf/usr_conf.py", "hard link")])
+def test_an_entry_swapped_for_a_link_out_between_check_and_copy_is_refused(models, tmp_path, victim, monkeypatch,
+                                                                           copied, swapped, how):
+    """The race of a file (or a folder above it) replaced by a link to a file outside after the copy checked it and
+    before it opened it: what is opened is compared with what was checked, so the outside file never reaches the
+    upload, its zip or its manifest. A hard link, which no path check can see, is caught by that comparison alone
+    (as a symbolic link is where the system cannot open without following links)."""
+    from sb3_realm.export import code_package
+
+    package = make_code_package(tmp_path / "package")
+    outside = victim / "conf"
+    shutil.copytree(package / "conf", outside)
+    (outside / "usr_conf.py").write_text("SECRET-FILE\n", encoding="utf-8")
+    checked, calls = code_package._entry_problem, []
+
+    def check_then_swap(real_root, path):  # the check passes, then the entry is swapped before it is opened
+        problem = checked(real_root, path)
+        calls.append(path)
+        if path == package / copied and calls.count(path) == 2:  # the copy's own check (the first: the listing's)
+            os.replace(package / swapped, tmp_path / "aside")
+            if how == "hard link":
+                os.link(outside / "usr_conf.py", package / swapped)
+            else:
+                (package / swapped).symlink_to(outside / "usr_conf.py" if swapped.endswith(".py") else outside)
+        return problem
+
+    monkeypatch.setattr(code_package, "_entry_problem", check_then_swap)
+    with pytest.raises(ExportError, match=rf"--code-package .*'{copied}' changed while the package was "
+                                          r"copied.*copies only what it checked.*nothing was built"):
+        build_submission(models["ppo"], tmp_path / "upload", code_package=package, make_zip=True)
+    assert calls.count(package / copied) == 2  # the swap happened
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aside", "elsewhere", "package"]  # no upload, no zip
+
 # ------------------------------------------------------------------------------------------ bytecode in a built folder
 def _plant_bytecode(module: Path, marker: Path) -> Path:
     """A ``__pycache__`` entry beside ``module`` whose header matches it (its mtime and size), holding the module's own

@@ -67,6 +67,8 @@ class CodePackage:
     policy: str | None = None  # the conf that selects the training algorithm, where the layout has one
     entries: tuple[str, ...] = ()  # its folders and files (relative POSIX paths, parents first), as checked
     servers: tuple[str, str] | None = None  # (relative path, text) of the conf whose algo the servers build
+    # what each entry was when checked (device, inode, type; a link's: its file's), so that a copy opens that only
+    identities: tuple[tuple[int, int, int], ...] = ()
 
 
 def _skipped(name: str) -> bool:
@@ -104,13 +106,28 @@ def _entry_problem(real_root: Path, path: Path) -> str | None:
     return None
 
 
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    """What makes a file or folder itself: its device, its inode and its type."""
+    return st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode)
+
+
+def _checked_identity(path: Path) -> tuple[int, int, int]:
+    """The identity of what copying the checked entry ``path`` reads: the entry itself, or a link's file."""
+    st = os.lstat(path)
+    return _identity(os.stat(os.path.realpath(path)) if stat.S_ISLNK(st.st_mode) else st)
+
+
 def package_entries(root: str | Path) -> tuple[str, ...]:
     """The folders and files of the code package ``root`` (relative POSIX paths, parents first; bytecode caches
     aside), each checked (:func:`_entry_problem`): the first that cannot be copied raises a
     :class:`CodePackageError` naming it and the fix."""
-    root = Path(root)
+    return tuple(rel for rel, _ in _checked_entries(Path(root)))
+
+
+def _checked_entries(root: Path) -> list[tuple[str, tuple[int, int, int]]]:
+    """:func:`package_entries` with each entry's identity as checked (:func:`_checked_identity`)."""
     real_root = Path(os.path.realpath(root))
-    found: list[str] = []
+    found: list[tuple[str, tuple[int, int, int]]] = []
     pending = [""]
     while pending:
         rel = pending.pop(0)
@@ -127,38 +144,59 @@ def package_entries(root: str | Path) -> tuple[str, ...]:
             problem = _entry_problem(real_root, root / sub)
             if problem:
                 raise CodePackageError(f"--code-package {str(root)!r}: {sub!r} {problem}; nothing was built")
-            found.append(sub)
+            found.append((sub, _checked_identity(root / sub)))
             if stat.S_ISDIR(os.lstat(root / sub).st_mode):
                 pending.append(sub)
-    return tuple(found)
+    return found
 
 
 def copy_package(package: CodePackage, target: str | Path) -> None:
     """The files of ``package`` (as :func:`package_entries` listed them) into the folder ``target``, with their
-    permissions and times. Each is checked again as it is copied and read from its place inside the package, never
-    through a link that leads out, and opened without waiting, so a file swapped meanwhile for a link out or a
-    named pipe is refused (:class:`CodePackageError`) rather than copied."""
+    permissions and times. Each is checked again as it is copied and read from its place inside the package: opened
+    without following a link (``O_NOFOLLOW``, where the system has it) and without waiting, and what was opened must
+    be what was checked (its device, inode and type, from the file itself), so a file or a folder above it swapped
+    meanwhile for a link out, another file or a named pipe is refused (:class:`CodePackageError`) rather than
+    copied."""
     root, target = Path(package.root), Path(target)
     real_root = Path(os.path.realpath(root))
     target.mkdir(parents=True, exist_ok=True)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    for rel in package.entries:
+    identities = package.identities or tuple(_checked_identity(root / rel) for rel in package.entries)
+    for rel, checked in zip(package.entries, identities, strict=True):
         src = root / rel
         problem = _entry_problem(real_root, src)
         if problem:
             raise CodePackageError(f"--code-package {str(root)!r}: {rel!r} {problem}; nothing was built")
-        if stat.S_ISDIR(os.lstat(src).st_mode):
+        if stat.S_ISDIR(checked[2]):
+            if _identity(os.lstat(src)) != checked:
+                raise CodePackageError(_changed(root, rel))
             (target / rel).mkdir(exist_ok=True)
             continue
-        real = os.path.realpath(src)  # a file of the package, or a link to one (checked above)
-        fd = os.open(real, flags)
+        # a file of the package by its own name (never a link followed), or the file of the package a link names
+        real = Path(os.path.realpath(src)) if os.path.islink(src) else src
+        if not Path(os.path.realpath(real)).is_relative_to(real_root):
+            raise CodePackageError(_changed(root, rel))
+        try:
+            fd = os.open(real, flags)
+        except OSError as exc:  # ELOOP: swapped for a link since it was checked
+            raise CodePackageError(_changed(root, rel, exc.strerror)) from None
         with open(fd, "rb") as source:
-            if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
-                raise CodePackageError(f"--code-package {str(root)!r}: {rel!r} is not a plain file; remove it from "
-                                       "the code package; nothing was built")
+            opened = os.fstat(source.fileno())
+            if _identity(opened) != checked or not stat.S_ISREG(opened.st_mode):
+                raise CodePackageError(_changed(root, rel))
             with open(target / rel, "wb") as copy:
                 shutil.copyfileobj(source, copy)
-        shutil.copystat(real, target / rel)
+        os.chmod(target / rel, stat.S_IMODE(opened.st_mode))
+        os.utime(target / rel, ns=(opened.st_atime_ns, opened.st_mtime_ns))
+
+
+def _changed(root: Path, rel: str, reason: str | None = None) -> str:
+    """The message for an entry that is no longer what was checked when the copy opens it."""
+    why = f" ({reason})" if reason else ""
+    return (f"--code-package {str(root)!r}: {rel!r} changed while the package was copied{why}: it is not the file "
+            "that was checked (replaced, or swapped for a symbolic link, or a folder above it was), and "
+            "build-submission copies only what it checked; leave the code package alone while it builds and run it "
+            "again; nothing was built")
 
 
 def _no_kaiwu_json(root: Path, layout: dict) -> str:
@@ -192,7 +230,7 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
             "conf/ and train_test.py)")
     if not root.is_dir():
         raise CodePackageError(f"--code-package {str(root)!r} is not a folder; {hint}")
-    entries = package_entries(root)  # before any file is read: nothing is read through a link out or a pipe
+    checked = _checked_entries(root)  # before any file is read: nothing is read through a link out or a pipe
     kaiwu_path = root / "kaiwu.json"
     try:
         kaiwu = json.loads(kaiwu_path.read_text(encoding="utf-8"))
@@ -236,7 +274,8 @@ def read_code_package(path: str | Path, layout: dict, layout_name: str) -> CodeP
             raise CodePackageError(f"{policy_path} has no [{layout['policy_table']}] table with algo; restore it "
                                    "from your Kaiwu client's code package")
     servers = _read_servers_conf(root, layout, app, hint) if "servers_conf" in layout else None
-    return CodePackage(root, kaiwu, conf, app, registry, policy, entries, servers)
+    return CodePackage(root, kaiwu, conf, app, registry, policy, tuple(rel for rel, _ in checked), servers,
+                       tuple(identity for _, identity in checked))
 
 
 def servers_conf_path(layout: dict, app: dict) -> str:
