@@ -17,6 +17,7 @@ from pathlib import Path
 from . import games
 from .agents.checkpoint import TRUST_ENV
 from .agents.load import policy_game
+from .agents.submission import folder_code_note
 from .arguments import ArgumentParser, json_dict, map_file
 from .atomic import check_output_file, share_folder
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
@@ -413,6 +414,7 @@ def _cmd_eval(args) -> None:
             check_output_file(path, flag)  # before any game is played
     check_outputs_apart({"--json": args.json_path, "--plot": args.plot}, input_paths(args.policy, args.map_path))
     with _share_outputs(args):  # before any game: no report into a folder another command holds (a run)
+        _note_folder_code(args)
         report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed,
                           treasures=args.treasures, games=args.games, custom=args.sets, max_step=args.max_step,
                           workers=args.workers, yardstick=not args.no_yardstick, progress=sys.stderr.isatty(),
@@ -436,6 +438,14 @@ def _share_outputs(args) -> contextlib.ExitStack:
             if path is not None:
                 held.enter_context(share_folder(Path(path).parent, f"the folder of {flag} {path!r},"))
         return held.pop_all()
+
+
+def _note_folder_code(args) -> None:
+    """``eval DIR`` and ``replay DIR`` of a submission folder: one line on stderr, before it plays, saying that the
+    folder's own code runs (:func:`~sb3_realm.agents.submission.folder_code_note`)."""
+    note = folder_code_note(args.policy)
+    if note is not None:
+        print(f"sb3-realm {args.command}: note: {note}", file=sys.stderr)
 
 
 def _warning_printer(command: str, default):
@@ -519,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_build_submission(args)
         elif args.command == "replay":
             env_kwargs = {"mask_wall_moves": True} if args.mask_wall_moves else None
+            _note_folder_code(args)
             print(json.dumps(replay(args.policy, args.out, map_path=args.map_path, usr_conf=args.usr_conf,
                                     seed=args.seed, env_kwargs=env_kwargs, game=args.game), indent=2))
     except ValueError as exc:  # bad user input: one clear line, no traceback

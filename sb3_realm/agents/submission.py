@@ -52,6 +52,7 @@ __all__ = [
     "SubmissionProcess",
     "TrainingTaskProcess",
     "env_kwargs_of",
+    "folder_code_note",
     "folder_game",
     "manifest_game",
     "own_stand_in",
@@ -202,6 +203,23 @@ def verify_package(folder: str | os.PathLike, manifest: dict) -> None:
         raise ValueError(f"the package {str(folder)!r} is not as build-submission wrote it ({'; '.join(parts)}): it "
                          "would not play the model it records. Rebuild it with sb3-realm build-submission MODEL.zip "
                          "--out DIR --force, or evaluate the model itself")
+
+
+def folder_code_note(policy: str | os.PathLike) -> str | None:
+    """The line ``eval`` and ``replay`` print (on stderr) before they play a submission folder: the folder's own
+    Python code runs in this process, and its manifest, which the folder carries itself, says only that its files
+    are those it lists, not who wrote them. None for any other policy, and for a folder that is refused anyway
+    (no manifest, or files that differ from it: its refusal says so)."""
+    path = Path(policy)
+    if not path.is_dir():
+        return None
+    try:
+        verify_package(path, read_manifest(path))
+    except (ValueError, OSError):
+        return None
+    return (f"this runs the Python code in the submission folder {str(path)!r} (its Agent and the modules beside "
+            "it, as the platform will); its manifest checks that the files are those it lists, not who wrote them: "
+            "play only folders you built or trust")
 
 
 def _plain(value):
