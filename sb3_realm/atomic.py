@@ -16,6 +16,11 @@ from pathlib import Path, PureWindowsPath
 
 from filelock import FileLock, Timeout
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock (and no bind mounts; its links and junctions resolve to the folder)
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "FolderInUse",
     "OutsideFolder",
@@ -29,6 +34,7 @@ __all__ = [
     "own_leftovers",
     "remove_made",
     "sha256_file",
+    "share_folder",
     "temp_names",
     "writing",
 ]
@@ -165,19 +171,68 @@ def _lock_path(folder: Path) -> Path:
     return folder.parent / f".{folder.name}.lock"
 
 
+def _open_folder(folder: Path) -> int | None:
+    """A descriptor of ``folder`` itself, for the lock on its identity; None where the system has no ``flock``
+    (Windows) or the folder is not there (yet) or cannot be opened."""
+    if fcntl is None:
+        return None
+    try:
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+
+
+def _lock_identity(fd: int, shared: bool) -> bool:
+    """Lock the folder open as ``fd`` (shared or exclusive, never waiting); False when another process holds it in a
+    way that excludes this lock. A file system without ``flock`` (some network ones) counts as locked: the lock
+    beside the folder still holds it."""
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def _identity_holder(fd: int) -> str:
+    """The pid of a process that holds a lock on the folder open as ``fd`` (Linux's ``/proc/locks``), or
+    ``"unknown"``."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if "FLOCK" in parts and key in parts and "->" not in parts:
+                    return parts[parts.index(key) - 1]
+    except (OSError, ValueError):
+        pass
+    return "unknown"
+
+
+def _in_use(what: str, folder: Path, holder: str) -> FolderInUse:
+    return FolderInUse(f"{what} {str(folder)!r} is in use by another sb3-realm command (pid {holder}); wait for it to "
+                       "end, or choose another folder")
+
+
 @contextlib.contextmanager
 def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Path]:
     """Hold ``folder`` for this process while the block runs: an OS-level lock on ``.<name>.lock`` beside it (never
     inside it; released by the system when a process dies, so a killed command leaves nothing held), with the
     holder's pid in ``.<name>.lock.pid``. Another command on the same folder meanwhile raises :class:`FolderInUse` at
     once. The lock's files (and a parent folder made for them, when left empty) are removed when the block ends. The
-    lock is the resolved folder's, so a symbolic link to a folder and the folder itself are held as one."""
+    lock is the resolved folder's, so a symbolic link to a folder and the folder itself are held as one; a folder that
+    exists is held by its identity too (its device and inode, with ``flock`` on the folder itself, where the system
+    has it), so a second path to it that no link explains (a bind mount) is held as the same folder."""
     folder = Path(folder)
-    lock_path = _lock_path(Path(os.path.realpath(folder)))
+    real = Path(os.path.realpath(folder))
+    lock_path = _lock_path(real)
     made = [p for p in [lock_path.parent, *lock_path.parent.parents] if not p.exists()]
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_path), timeout=0)
     pid_path = lock_path.with_name(lock_path.name + ".pid")
+    identity = None
     try:
         try:
             lock.acquire()
@@ -186,13 +241,17 @@ def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Pat
                 holder = pid_path.read_text(encoding="utf-8").strip() or "unknown"
             except OSError:
                 holder = "unknown"
-            raise FolderInUse(f"{what} {str(folder)!r} is in use by another sb3-realm command (pid {holder}); wait "
-                              "for it to end, or choose another folder") from None
+            raise _in_use(what, folder, holder) from None
         try:
+            identity = _open_folder(real)
+            if identity is not None and not _lock_identity(identity, shared=False):
+                raise _in_use(what, folder, _identity_holder(identity))
             text = f"{os.getpid()}\n"
             atomic_write(pid_path, lambda f: f.write(text.encode("utf-8")))
             yield folder
         finally:
+            if identity is not None:
+                os.close(identity)  # releases its flock
             with contextlib.suppress(OSError):
                 pid_path.unlink()
             # unlinked while held: a command that opened the old file meanwhile finds it gone once it locks it and
@@ -204,6 +263,62 @@ def hold_folder(folder: str | os.PathLike, what: str = "folder") -> Iterator[Pat
         for path in made:  # the parents made for the lock, innermost first, if nothing else went there
             with contextlib.suppress(OSError):
                 path.rmdir()
+
+
+def _path_lock_holder(folder: Path) -> str | None:
+    """The pid (text) of the command that holds the resolved ``folder`` by the lock beside it, or None. Creates
+    nothing: a folder without a lock file is not held."""
+    lock_path = _lock_path(folder)
+    if not lock_path.is_file():
+        return None
+    lock = FileLock(str(lock_path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        try:
+            return lock_path.with_name(lock_path.name + ".pid").read_text(encoding="utf-8").strip() or "unknown"
+        except OSError:
+            return "unknown"
+    except OSError:  # a lock file this process may not open: another user's, not this command's to judge
+        return None
+    with contextlib.suppress(OSError):
+        lock_path.unlink()  # as hold_folder leaves it: held while unlinked, so nothing is left beside the folder
+    lock.release()
+    return None
+
+
+@contextlib.contextmanager
+def share_folder(folder: str | os.PathLike, what: str = "output folder") -> Iterator[Path]:
+    """For a command that only adds a file of its own to ``folder`` (``eval --json``): raise :class:`FolderInUse`,
+    before any work, when another command holds ``folder`` or a folder above it (:func:`hold_folder`: a run that
+    ``train`` or ``imitate`` writes, an upload folder being built), and keep holding it shared while the block runs,
+    so that such a command started meanwhile is refused, while other commands that share it (two evaluations writing
+    their reports into one folder) both run. Creates nothing. The shared hold needs ``flock`` (not on Windows) and a
+    folder that exists; otherwise the block runs after the check only."""
+    folder = Path(folder)
+    real = Path(os.path.realpath(folder))
+    identity = None
+    try:
+        for above in [p for p in [real, *real.parents] if p.name]:
+            holder = _path_lock_holder(above)
+            fd = _open_folder(above) if holder is None else None
+            if fd is not None and not _lock_identity(fd, shared=True):
+                holder = _identity_holder(fd)
+                os.close(fd)
+                fd = None
+            if holder is not None:
+                where = "" if above == real else f", in {str(above)!r},"
+                raise FolderInUse(f"{what} {str(folder)!r}{where} is in use by another sb3-realm command (pid "
+                                  f"{holder}), which may replace or remove what this command writes there; wait for "
+                                  "it to end, or write elsewhere; nothing was done")
+            if fd is not None and above == real:
+                identity = fd  # held shared until the block ends
+            elif fd is not None:
+                os.close(fd)
+        yield folder
+    finally:
+        if identity is not None:
+            os.close(identity)
 
 
 class OutsideFolder(ValueError):

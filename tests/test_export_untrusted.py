@@ -285,3 +285,28 @@ def test_a_damaged_model_or_a_run_folder_is_named_before_the_code_package(models
             build_submission(model, tmp_path / "upload", code_package=package)
         assert "code package" not in str(caught.value)
     assert not (tmp_path / "upload").exists()
+
+
+# ------------------------------------------------------------------------------------------ --ckpt-id
+@pytest.mark.parametrize("ckpt_id", ["1000000000000000000000000000000", str(2**63), "²", "\u0663", "\uff11"])
+def test_a_ckpt_id_the_conf_or_the_platform_cannot_hold_is_refused_before_any_work(models, tmp_path, capsys, ckpt_id):
+    """TOML integers are 64-bit and the platform reads the id with int() of ASCII digits: anything else is one clear
+    line (never int()'s own message), and nothing is written."""
+    package = make_code_package(tmp_path / "package")
+    before = _tree(tmp_path)
+    code = main(["build-submission", str(models["ppo"]), "--out", str(tmp_path / "upload"), "--code-package",
+                 str(package), "--zip", "--ckpt-id", ckpt_id])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "invalid literal" not in err, err
+    assert f"--ckpt-id {ckpt_id!r} must be an integer >= 1 and at most {2**63 - 1}" in err and "0-9" in err
+    assert _tree(tmp_path) == before
+
+
+def test_the_largest_ckpt_id_toml_holds_is_built(models, tmp_path):
+    import tomllib
+
+    package = make_code_package(tmp_path / "package")
+    manifest = build_submission(models["ppo"], tmp_path / "upload", code_package=package, ckpt_id=str(2**63 - 1))
+    assert manifest["weights"]["ckpt_id"] == 2**63 - 1
+    app = tomllib.loads((tmp_path / "upload" / "conf" / "configure_app.toml").read_text(encoding="utf-8"))["app"]
+    assert app["eval_model_id"] == app["preload_model_id"] == 2**63 - 1

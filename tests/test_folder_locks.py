@@ -126,3 +126,123 @@ def test_a_build_killed_mid_swap_is_restored_by_the_next_one(models, tmp_path):
     assert (out / "diy" / "manifest.json").read_bytes() == manifest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
     assert recover_interrupted_build(out) is None
+
+
+# ------------------------------------------------------------------------------- two commands on one folder
+EVAL = ["eval", "random", "--game", "realm", "--games", "1", "--no-yardstick"]
+
+
+@pytest.mark.parametrize("where", ["report.json", "sub/report.json"])
+def test_eval_refuses_to_write_into_a_held_run_folder(tmp_path, capsys, where):
+    """A report written into a run that train holds would be the run's to replace or remove: refused before any
+    game, naming the holder; nothing is written."""
+    from sb3_realm.cli import main
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with hold_folder(folder):
+        before = snapshot(tmp_path)
+        assert main([*EVAL, "--json", str(folder / where)]) == 2
+        assert snapshot(tmp_path) == before
+    printed = capsys.readouterr()
+    assert f"is in use by another sb3-realm command (pid {os.getpid()})" in printed.err
+    assert "nothing was done" in printed.err and printed.out == ""  # refused before any game
+
+
+def test_a_folder_an_eval_writes_into_is_refused_to_train_and_shared_with_another_eval(tmp_path):
+    from sb3_realm.atomic import share_folder
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    with share_folder(folder, "the folder of --json"):
+        with share_folder(folder, "the folder of --json"):  # a second evaluation writing its own report there
+            pass
+        with pytest.raises(FolderInUse, match=rf"is in use by another sb3-realm command \(pid {os.getpid()}\)"):
+            with hold_folder(folder, "run directory"):  # train started while an evaluation writes there
+                pass
+    with hold_folder(folder):  # released with the evaluation
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock and symbolic links")
+def test_a_second_path_to_a_held_folder_is_held_by_its_identity(tmp_path, monkeypatch):
+    """A path that resolving links cannot explain (a bind mount: emulated here by a link that the lock is not
+    allowed to resolve) names the same folder, so it is held as that folder, not as another path."""
+    from sb3_realm import atomic
+
+    folder, alias = tmp_path / "run", tmp_path / "alias"
+    folder.mkdir()
+    alias.symlink_to(folder, target_is_directory=True)
+    with hold_folder(folder):
+        monkeypatch.setattr(atomic.os.path, "realpath", os.path.abspath)  # as for a bind mount: no link to follow
+        with pytest.raises(FolderInUse, match=f"pid {os.getpid()}"):
+            with hold_folder(alias, "run directory"):
+                pass
+        monkeypatch.undo()
+
+
+def _bind_mounts() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux" or not _bind_mounts(), reason="needs Linux user namespaces (unshare -rm)")
+def test_train_resume_through_a_bind_mount_of_a_held_run_is_refused(tmp_path):
+    """Two train --resume of one run, one through a bind mount of its folder: the second is refused."""
+    from sb3_realm.training import load_config, save_config
+
+    folder, alias = tmp_path / "run", tmp_path / "mounted"
+    folder.mkdir()
+    alias.mkdir()
+    save_config(load_config(REPO / "configs" / "realm" / "tiny.yaml"), folder / "config.yaml")
+    script = ("import subprocess, sys\nfrom sb3_realm.atomic import hold_folder\n"
+              "with hold_folder(sys.argv[1]):\n"
+              "    out = subprocess.run([sys.executable, '-m', 'sb3_realm.cli', 'train', '--resume', sys.argv[2], "
+              "'--total-steps', '1000'], capture_output=True, text=True)\n"
+              "print(out.returncode)\nprint(out.stderr)\n")
+    run = subprocess.run(["unshare", "-rm", "sh", "-c", 'mount --bind "$1" "$2" && exec "$3" -c "$4" "$1" "$2"', "sh",
+                          str(folder), str(alias), sys.executable, script], capture_output=True, text=True,
+                         timeout=600)
+    code, _, err = run.stdout.partition("\n")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert code == "2" and "is in use by another sb3-realm command" in err, run.stdout[-2000:]
+    assert sorted(p.name for p in folder.iterdir()) == ["config.yaml"]
+
+
+def test_check_runs_while_the_upload_folder_is_held(models, tmp_path, monkeypatch):
+    """build-submission --check: a second --force build started during the check is refused, so the folder being
+    checked is the one just built."""
+    import sb3_realm.export as export
+    from sb3_realm.cli import main
+    from sb3_realm.export import ExportError
+
+    out, seen = tmp_path / "sub", []
+
+    def check(folder, model, **kwargs):
+        try:
+            build_submission(models["ppo"], out, force=True)
+            seen.append("replaced during the check")
+        except ExportError as exc:
+            seen.append(str(exc))
+        return {"ok": True}
+
+    monkeypatch.setattr(export, "check_submission", check)
+    assert main(["build-submission", str(models["ppo"]), "--out", str(out), "--check"]) == 0
+    assert len(seen) == 1 and f"is in use by another sb3-realm command (pid {os.getpid()})" in seen[0]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges on Windows")
+def test_force_through_a_linked_out_is_refused_and_keeps_link_and_folder(models, tmp_path):
+    from sb3_realm.export import ExportError
+
+    target, link = tmp_path / "store" / "sub", tmp_path / "sub"
+    build_submission(models["ppo"], target)
+    link.symlink_to(target, target_is_directory=True)
+    before = snapshot(tmp_path)
+    with pytest.raises(ExportError, match=rf"--out '{link}' is a link to '{target}'.*give that folder itself, --out "
+                                          rf"'{target}'.*nothing was built"):
+        build_submission(models["ppo"], link, force=True)
+    assert link.is_symlink() and os.readlink(link) == str(target) and snapshot(tmp_path) == before

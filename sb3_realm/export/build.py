@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -378,13 +379,20 @@ def _records_game(model_path: str | os.PathLike) -> bool:
         return False
 
 
+#: the largest id a conf can hold: TOML integers are 64-bit signed
+CKPT_ID_MAX = 2**63 - 1
+
+
 def _ckpt_id(ckpt_id, num_timesteps: int) -> int:
     if ckpt_id is None:
-        return max(1, int(num_timesteps))
+        return max(1, min(int(num_timesteps), CKPT_ID_MAX))
     text = str(ckpt_id).strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ExportError(f"--ckpt-id {ckpt_id!r} must be an integer >= 1: the platform reads the id with int() and "
-                          "never saves a model of step 0 (default: the model's timesteps)")
+    digits = text.isascii() and text.isdigit()  # not '²' or '٣', which str.isdigit() takes and the platform not
+    if not digits or not 1 <= int(text) <= CKPT_ID_MAX:
+        raise ExportError(f"--ckpt-id {ckpt_id!r} must be an integer >= 1 and at most {CKPT_ID_MAX} (the conf's "
+                          "TOML integers are 64-bit), written with the digits 0-9: the platform reads the id with "
+                          "int() and never saves a model of step 0; e.g. --ckpt-id 1000 (default: the model's "
+                          "timesteps); nothing was built")
     return int(text)
 
 
@@ -429,7 +437,8 @@ def _target(model_path, game: str | None, layout: str | None, algo_dir: str | No
 def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, layout: str | None = None,
                      algo_dir: str | None = None, ckpt_id: str | int | None = None,
                      code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
-                     force: bool = False, trust_pickle: bool | None = None, game: str | None = None) -> dict:
+                     force: bool = False, trust_pickle: bool | None = None, game: str | None = None,
+                     then: Callable[[dict], object] | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
     :param layout: the platform layout, one of :func:`sb3_realm.export.layouts.names`; None: the first of the model's
@@ -450,11 +459,17 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         are rebuilt from plain data).
     :param game: the game the model plays (``realm``, ``gorge``); None: the one its run config records. Needed for
         a model saved outside a training run of the package (no ``config.yaml`` beside it).
+    :param then: called with the manifest once the folder is built, while ``out`` is still held (the command's
+        ``--check`` runs there, so that no other build replaces the folder while it is checked).
+
+    ``out`` must not be a symbolic link: the folder is built aside and renamed into place, which would replace the
+    link and leave the folder it names as it was; give that folder itself.
     """
     if not str(out).strip():
         raise ExportError(f"--out {str(out)!r} names no folder (it would write into the current one); give one, e.g. "
                           "runs/NAME/upload")
     out = Path(out)
+    _check_not_linked(out)
     _check_model_file(model_path)  # a damaged model is named as such, before the code package is read
     game_spec, chosen, algo_dir = _target(model_path, game, layout, algo_dir, code_package)  # passed on from here
     if workflow not in WORKFLOWS:
@@ -482,10 +497,24 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                               "is never changed: choose an --out outside it")
     try:
         with hold_folder(out, "--out"):  # one command at a time on an upload folder (its lock is beside it)
-            return _build_held(out, model_path, chosen, algo_dir, ckpt_id, package, package_path, workflow, make_zip,
-                               force, trust_pickle, None if game is None else game_spec)
+            manifest = _build_held(out, model_path, chosen, algo_dir, ckpt_id, package, package_path, workflow,
+                                   make_zip, force, trust_pickle, None if game is None else game_spec)
+            if then is not None:
+                then(manifest)
+            return manifest
     except FolderInUse as exc:
         raise ExportError(str(exc)) from None
+
+
+def _check_not_linked(out: Path) -> None:
+    """Refuse an ``--out`` that is a symbolic link (or a junction): the build would replace the link, not the folder
+    it names, and leave that folder stale. Nothing is lost: the user gives the folder itself."""
+    named = Path(os.path.realpath(out.parent)) / out.name
+    if out.is_symlink() or (out.exists() and Path(os.path.realpath(out)) != named):
+        target = os.path.realpath(out)
+        raise ExportError(f"--out {str(out)!r} is a link to {target!r}; build-submission builds the folder aside and "
+                          "renames it into place, which would replace the link and leave the folder it names as it "
+                          f"was: give that folder itself, --out {target!r} (or remove the link); nothing was built")
 
 
 def _set_aside(out: Path) -> re.Pattern:
