@@ -195,8 +195,11 @@ def summarize(games: Sequence) -> dict:
 
 
 def report_lines(summary: dict, yardstick: str) -> list[str]:
-    """The lines of a readable report for :func:`summarize`'s figures: survival and deaths, then the per-map table."""
+    """The lines of a readable report for :func:`summarize`'s figures: the policy's mean score, survival and deaths,
+    then the per-map table and its total row (the policy's mean beside the yardstick's)."""
     lines = [
+        f"score mean {summary['mean_score']:.2f}  min {summary['min_score']:.2f}  max {summary['max_score']:.2f}  | "
+        f"steps {summary['mean_steps']:.1f}  | treasures {summary['mean_treasures']:.2f}",
         f"survived {summary['survived']}/{summary['games']} ({100 * summary['survival_share']:.0f}%)  | caught "
         f"before the speed-up {summary['deaths_before_speedup']}, after it {summary['deaths_after_speedup']}  | "
         f"cornered (1 free neighbour) {summary['cornered']}  | free neighbours when caught "
@@ -206,7 +209,10 @@ def report_lines(summary: dict, yardstick: str) -> list[str]:
         f"{'map':<12} {'games':>5} {'score':>8} {yardstick:>9} {'steps':>7} {'tr':>5} {'survived':>8} "
         f"{'died<su':>7} {'died>su':>7} {'flash':>5}",
     ]
-    for name, row in summary["per_map"].items():
+    rows = dict(summary["per_map"])
+    if len(rows) > 1:  # the total row: every game of the report
+        rows["all maps"] = summary
+    for name, row in rows.items():
         yard = f"{row['yardstick_mean_score']:9.1f}" if "yardstick_mean_score" in row else f"{'-':>9}"
         lines.append(f"{name:<12} {row['games']:>5} {row['mean_score']:8.1f} {yard} {row['mean_steps']:7.1f} "
                      f"{row['mean_treasures']:5.2f} {row['survived']:>8} {row['deaths_before_speedup']:>7} "
