@@ -5,6 +5,8 @@ training maps walked around by a map file, an alias or a resume that switches ma
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -292,6 +294,41 @@ def test_the_guard_compares_maps_by_content(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match=r"gorge_chase_map_3.*the same map as its training map own_1"):
         tm.check_training_maps("run/model.zip", [str(other)], game="gorge")
     tm.check_training_maps("run/model.zip", ["own_3"], game="gorge")  # a map it never saw
+
+
+def test_the_guard_compares_contents_only_never_names_first(monkeypatch, tmp_path):
+    """Another map saved under a training map file's name is a map the policy never saw; a training map file
+    moved and renamed since the run is still its training map, by the content the run recorded."""
+    trained = _gorge_map_file(tmp_path / "maps", "own_2", "mine.json.gz")
+    other = _gorge_map_file(tmp_path / "elsewhere", "own_5", "mine.json.gz")  # another map, the same file name
+    digest = hashlib.sha256(gzip.decompress(trained.read_bytes())).hexdigest()  # the content, as train records it
+    env = {"map_names": [str(trained)], "map_digests": {str(trained.resolve()): digest}}
+    monkeypatch.setattr(tm, "recorded_env", lambda policy: env)
+    tm.check_training_maps("run/model.zip", [str(other)], game="gorge")  # scored: a map it never saw
+    moved = tmp_path / "moved" / "renamed.json.gz"
+    moved.parent.mkdir()
+    trained.rename(moved)
+    with pytest.raises(ValueError, match=r"renamed.json.gz \(the same map as its training map .*mine.json.gz\)"):
+        tm.check_training_maps("run/model.zip", [str(moved)], game="gorge")
+    tm.check_training_maps("run/model.zip", [str(other)], game="gorge")  # still another map
+    # a plain JSON copy of the gzip-compressed file has the same content
+    plain = tmp_path / "moved" / "plain.json"
+    plain.write_bytes(gzip.decompress(moved.read_bytes()))
+    with pytest.raises(ValueError, match=r"plain.json \(the same map"):
+        tm.check_training_maps("run/model.zip", [str(plain)], game="gorge")
+
+
+def test_a_run_records_the_content_of_its_map_files_for_the_guard(tmp_path):
+    trained = _gorge_map_file(tmp_path / "maps", "own_2", "mine.json.gz")
+    _, run = train(load_config(GORGE, [*GORGE_RUN, f"env.map_names=[{json.dumps(str(trained))}, own_1]",
+                                       f"out={json.dumps(str(tmp_path / 'run'))}"]))
+    recorded = load_config(run / "config.yaml").env.map_digests
+    assert recorded == {str(trained.resolve()): tm.map_digest(trained)}
+    moved = trained.rename(tmp_path / "renamed.json.gz")
+    with pytest.raises(ValueError, match=r"renamed.json.gz \(the same map as its training map"):
+        tm.check_training_maps(run / "final_model.zip", [str(moved)], game="gorge")
+    with pytest.raises(ValueError, match=r"env.map_digests = .* must map map files"):
+        load_config(GORGE, ["env.map_digests={a: 1}"])
 
 
 @pytest.mark.parametrize(("overrides", "shown"), [

@@ -6,12 +6,17 @@ trained on (:func:`check_training_maps`) unless asked: every map of the run's hi
 of each part of a resumed run and of the model it started from), beside the maps its config names now. The training
 map is read from the run config the policy records (``env.map_path``, else the shipped map that ``env.map_name``
 names): in an SB3 checkpoint or the run's ``config.yaml`` beside it, or in a submission folder's manifest. Maps are
-compared by content (walls and positions), so a copy of the same file, an alias (``default``) or a map given by its
-file path counts as the same map; a training map that cannot be loaded on this machine is compared by its name (a
-file by its name without folder)."""
+compared by content (walls and positions), never by name where both load: a copy of the same file under another name
+or in another folder, an alias (``default``) or a map given by its file path counts as the same map, and another map
+saved under a training map's file name does not. A training map file that is no longer where the run read it is
+compared by the content the run recorded (``env.map_digests``: :func:`map_digest` of each map file it trained on);
+only a training map whose content is known nowhere here is compared by its name (a file by its name without
+folder)."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
 import warnings
 from collections.abc import Iterable
@@ -27,7 +32,9 @@ __all__ = [
     "TrainingMapWarning",
     "check_training_maps",
     "env_maps",
+    "map_digest",
     "named_map",
+    "recorded_digests",
     "recorded_env",
     "same_maps",
     "training_map_mismatch",
@@ -143,6 +150,35 @@ def training_maps(policy, game: str | None = None) -> list[str]:
                               else n for n in (*names, *env_maps(env))))
 
 
+def map_digest(name: str | os.PathLike) -> str | None:
+    """The sha256 of a map file's content (of its JSON when the file is gzip-compressed, so that ``x.json`` and
+    ``x.json.gz`` of the same map are one), or None when ``name`` is no file here (a shipped map's name, an
+    ``open_<k>`` name, a file that is gone) or cannot be read."""
+    try:
+        if not Path(name).is_file():
+            return None
+        data = Path(name).read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    return hashlib.sha256(data).hexdigest()
+
+
+def recorded_digests(env: dict | None) -> dict[str, str]:
+    """The ``map_digests`` an ``env`` section records (map file -> :func:`map_digest`), its entries of another
+    shape (a damaged or foreign file's) left out."""
+    found = (env or {}).get("map_digests")
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _file_key(name: str) -> str:
+    """A map file's name as ``map_digests`` records it: its full path (so that it is found from any folder)."""
+    return str(Path(name).resolve())
+
+
 def _name_key(name: str) -> str:
     """A map's name as compared when its content is not at hand: a file by its name without folder."""
     return Path(name).name if name.endswith((".json", ".json.gz")) else name
@@ -173,12 +209,16 @@ def named_map(spec: games.GameSpec, name: str, maps_dirs: Iterable[str | os.Path
 
 
 def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
-              maps_dirs: Iterable[str | os.PathLike | None] = ()) -> list[tuple[str, str]]:
-    """The pairs ``(name, other)`` of ``names`` and ``others`` that are the same map: the same name (a file: the same
-    name without folder), or maps of the same content (``spec.maps.same``) where both load here
-    (:func:`named_map`). Each name of ``names`` appears at most once, with the first match."""
+              maps_dirs: Iterable[str | os.PathLike | None] = (),
+              digests: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """The pairs ``(name, other)`` of ``names`` and ``others`` that are the same map, by content only: where both
+    load here (:func:`named_map`), ``spec.maps.same``; where ``other`` does not load but ``digests`` records its
+    content (``map_digests``: a map file the run read, moved or gone since), the :func:`map_digest` of ``name``'s file
+    against it; only where neither content is at hand, the same name (a file: the same name without folder). Each
+    name of ``names`` appears at most once, with the first match."""
     maps_dirs = list(maps_dirs)
     others = list(others)
+    digests = digests or {}
     loaded: dict[str, object] = {}
 
     def load(name: str):
@@ -186,17 +226,17 @@ def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
             loaded[name] = named_map(spec, name, maps_dirs)
         return loaded[name]
 
-    pairs = []
-    for name in names:
-        for other in others:
-            if _name_key(name) == _name_key(other):
-                pairs.append((name, other))
-                break
-            a, b = load(name), load(other)
-            if a is not None and b is not None and spec.maps.same(a, b):
-                pairs.append((name, other))
-                break
-    return pairs
+    def same(name: str, other: str) -> bool:
+        a, b = load(name), load(other)
+        if a is not None and b is not None:
+            return bool(spec.maps.same(a, b))
+        recorded = (digests.get(other) or digests.get(_file_key(other))) if b is None else None
+        if recorded is not None and a is not None:
+            return map_digest(name) == recorded
+        return _name_key(name) == _name_key(other)
+
+    return [(name, other) for name in names for other in [next((o for o in others if same(name, o)), None)]
+            if other is not None]
 
 
 def check_training_maps(policy, played: list[str], game: str | None = None,
@@ -211,7 +251,8 @@ def check_training_maps(policy, played: list[str], game: str | None = None,
         return
     env = recorded_env(str(policy)) or {}
     spec = games.get(game)
-    pairs = same_maps(spec, played, trained, (maps_dir, env.get("maps_dir"), games.maps_folder_from_environment(spec)))
+    pairs = same_maps(spec, played, trained, (maps_dir, env.get("maps_dir"), games.maps_folder_from_environment(spec)),
+                      recorded_digests(env))
     if pairs:
         both = ", ".join(m if _name_key(m) == _name_key(t) else f"{m} (the same map as its training map {t})"
                          for m, t in pairs)

@@ -69,6 +69,9 @@ class EnvConfig:
         the maps, and a run started from a model (``--init-from``) trained elsewhere, add them. An evaluation refuses
         a checkpoint on any of them as on the maps the config names, and ``eval_maps`` may name none. Leave it out of
         your configs (``train`` writes it; a map is never dropped from it while the config does not name it).
+    :param map_digests: the content of each map file the run trained on (its full path -> the sha256 of its JSON),
+        kept by ``train`` beside ``map_history``: an evaluation refuses a checkpoint on a copy of a training map
+        file moved or renamed since. Leave it out of your configs (``train`` writes it).
     :param maps_dir: Gorge Chase: the folder of the open maps (``gorge_chase_map_<k>.json``) for the ``open_<k>``
         names; None: the folder the game's environment variable names (:attr:`~sb3_realm.games.Maps.folder_variable`).
     :param usr_conf: the competition's episode configuration (``treasure_num``, ``max_step``, ...).
@@ -89,6 +92,7 @@ class EnvConfig:
     map_name: str = "default"
     map_names: list = field(default_factory=list)
     map_history: list = field(default_factory=list)
+    map_digests: dict = field(default_factory=dict)
     maps_dir: str | None = None
     usr_conf: dict = field(default_factory=dict)
     settings: str | list = "default"
@@ -115,6 +119,10 @@ class EnvConfig:
         if not all(isinstance(m, str) and m.strip() for m in self.map_history):
             raise ValueError(f"env.map_history = {self.map_history!r} must be a list of map names (train keeps it: "
                              "copy it from the run's config.yaml, or leave it out)")
+        if not isinstance(self.map_digests, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in self.map_digests.items()):
+            raise ValueError(f"env.map_digests = {self.map_digests!r} must map map files to the sha256 of their "
+                             "content (train keeps it: copy it from the run's config.yaml, or leave it out)")
         game.episodes.config.from_usr_conf(self.usr_conf)
         for name in self.settings_names(game):
             game.episodes.config.from_usr_conf(self.settings_usr_conf(name, game))
@@ -397,7 +405,7 @@ class TrainConfig:
         self.env.validate(self.spec)
         self.held_out_configs()  # the game refuses eval_maps it cannot play
         trained_on = [*self.env.map_history, *env_maps(dataclasses.asdict(self.env))]
-        pairs = same_maps(self.spec, self.eval_maps or [], trained_on, self.env.maps_dirs())
+        pairs = same_maps(self.spec, self.eval_maps or [], trained_on, self.env.maps_dirs(), self.env.map_digests)
         if pairs:
             overlap = [m if m == t else f"{m} (the same map as {t})" for m, t in pairs]
             raise ValueError(f"eval_maps {overlap} are maps the run trains on (env.map_names / env.map_path / "

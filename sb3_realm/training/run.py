@@ -19,7 +19,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from .. import games
 from ..agents.checkpoint import load_model
 from ..atomic import atomic_write, check_writable_folder, hold_folder, remove_made
-from ..evaluation.training_map import env_maps, training_maps
+from ..evaluation.training_map import env_maps, map_digest, recorded_digests, recorded_env, training_maps
 from ..models.algorithms import algorithm, model_kwargs
 from ..models.extractors import policy_kwargs_of
 from ..models.saved import CONFIG_ENTRY, warn_feature_version
@@ -59,6 +59,7 @@ __all__ = [
     "build_model",
     "check_run_parts",
     "make_vec_env",
+    "map_digests",
     "map_history",
     "policy_kwargs",
     "policy_name",
@@ -204,6 +205,24 @@ def check_run_parts(run_dir: Path, extra: tuple[str, ...] = ()) -> None:
             raise ValueError(f"run directory {str(run_dir)!r}: {part} leads outside the run (a symbolic link to "
                              f"{real!r}); a run works only inside its own folder: put the real {part} there (or "
                              "remove the link), or start the run again with --out")
+
+
+def map_digests(config: TrainConfig, stored: TrainConfig | None = None) -> dict[str, str]:
+    """The content of each map file the run of ``config`` trained on (its full path -> :func:`map_digest`), for the
+    training-map guard once a file has moved: the digests ``stored`` (the run's config.yaml, on resume), ``config``
+    and the model of ``finetune.init_from`` (a new run from a model) recorded, and those of the map files among
+    ``config``'s maps and history that are here now (a file read again replaces its older digest)."""
+    digests: dict[str, str] = {}
+    if stored is not None:
+        digests.update(stored.env.map_digests)
+    digests.update(config.env.map_digests)
+    if stored is None and config.finetune.init_from:
+        digests.update(recorded_digests(recorded_env(str(config.finetune.init_from))))
+    for name in (*config.env.map_history, *env_maps(config_to_dict(config)["env"])):
+        digest = map_digest(name)
+        if digest is not None:
+            digests[_history_entry(name)] = digest
+    return digests
 
 
 def start_new_run(config: TrainConfig, run_dir: Path) -> None:
@@ -359,6 +378,7 @@ def _check_new_run(config: TrainConfig, run_dir: Path) -> None:
     if config.finetune.init_from:
         check_init_model(config.finetune.init_from, config.algo.name, game=config.game)
     config.env.map_history = map_history(config)
+    config.env.map_digests = map_digests(config)
     config.validate()  # eval_maps against the maps of the model it starts from, too
 
 
@@ -377,7 +397,9 @@ def _check_resume(config: TrainConfig, run_dir: Path) -> tuple[tuple[Path, dict]
         raise CheckpointError(f"checkpoint {str(found[0])!r} is of algorithm {found[1]['algo']!r}, and the run's "
                               f"config.yaml trains {config.algo.name!r}: the checkpoint is not this run's; "
                               "restore the run's checkpoints or start a new run with --out")
-    config.env.map_history = map_history(config, load_config(run_dir / "config.yaml"))
+    stored = load_config(run_dir / "config.yaml")
+    config.env.map_history = map_history(config, stored)
+    config.env.map_digests = map_digests(config, stored)
     config.validate()  # eval_maps against every map of the run's history
     if (run_dir / "eval.json").exists():
         read_eval_history(run_dir / "eval.json")  # a damaged file is named now, before anything is written
