@@ -9,7 +9,8 @@ import sb3_realm, SB3 or gymnasium (one torch thread, as on the platform):
 last message is ``{"op": "done", "report": ...}``. ``eval-model`` loads a model the task saved as the platform's model
 loader does; ``eval-package`` loads the upload folder's own Agent as the platform's evaluation of a code package
 does (the registry's class, ``load_model(eval_model_dir, eval_model_id)``). Both answer first with the loading's
-ERROR lines (``{"ready": true, ..., "errors": [...]}``), then serve the evaluation loop's
+ERROR lines and the digest of the weights the Agent then holds (``{"ready": true, ..., "errors": [...],
+"weights_sha256": ...}``, see ``stand_in.weights_digest``), then serve the evaluation loop's
 agent half: each request is a competition observation (and ``env_info``, None right after a reset); the answer is
 ``action_process(agent.exploit([observation_process(obs, env_info)])[0])`` with the two functions taken from
 kaiwu_agent's registry, where the platform's own evaluation workflow finds them.
@@ -106,7 +107,8 @@ def _serve_eval(agent, observations, out, inp, modules, errors):
     observation_process, action_process = protocol.observation_process, protocol.action_process
     import torch
 
-    _send(out, {"ready": True, "modules": modules(), "torch_threads": torch.get_num_threads(), "errors": errors})
+    _send(out, {"ready": True, "modules": modules(), "torch_threads": torch.get_num_threads(), "errors": errors,
+                "weights_sha256": _STAND_IN.agent_weights(agent)})
     while True:
         try:
             req = _recv(inp)

@@ -1,15 +1,17 @@
 """What the platform stand-ins of every layout share, loaded by file from this folder (never imported through
 sb3_realm): the simulated clock and the task log of the frameworks (``platform_stub/framework.py``,
 ``gorge15/platform/framework.py``), and the guarded process and the pipe of their harnesses (``harness.py``,
-``gorge15/harness.py``). Standard library only."""
+``gorge15/harness.py``), and the digest of the weights an Agent holds. Standard library only."""
 
+import hashlib
 import json
 import struct
 import sys
 import traceback
 from importlib.abc import MetaPathFinder
 
-__all__ = ["BLOCKED", "Clock", "Log", "guard_imports", "read_exactly", "recv", "send"]
+__all__ = ["BLOCKED", "Clock", "Log", "agent_weights", "guard_imports", "read_exactly", "recv", "send",
+           "weights_digest"]
 
 #: the packages a submission may not import (torch, numpy, the standard library and the platform's modules only)
 BLOCKED = ("sb3_realm", "stable_baselines3", "sb3_contrib", "gymnasium", "gym")
@@ -99,3 +101,21 @@ def send(stream, obj):
     data = json.dumps(obj).encode()
     stream.write(struct.pack(">I", len(data)) + data)
     stream.flush()
+
+
+def weights_digest(state):
+    """The sha256 of a state dict's tensors (torch's): each key with its tensor's dtype, shape and values, in key
+    order. Two state dicts holding the same weights have the same digest, whatever file they were read from."""
+    digest = hashlib.sha256()
+    for key in sorted(state):
+        tensor = state[key].detach().cpu().contiguous()
+        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+def agent_weights(agent):
+    """The :func:`weights_digest` of the weights an Agent plays with (its ``model``), or None for an Agent without
+    one."""
+    model = getattr(agent, "model", None)
+    return None if model is None or not hasattr(model, "state_dict") else weights_digest(model.state_dict())

@@ -258,13 +258,58 @@ def test_without_preload_saves_count_from_the_learners_steps(setup, tmp_path):
     assert report["exported_weights_kept"]  # the Agent loads the exported weights when it is made
 
 
-def test_a_finetuning_package_saves_new_weights(setup, tmp_path):
-    out = tmp_path / "finetune"
+@pytest.fixture(scope="module")
+def finetune(setup) -> Path:
+    out = setup["root"] / "finetune"
     build_submission(setup["model"], out, code_package=setup["package"], game="gorge", trust_pickle=True,
                      workflow="finetune")
-    report = _task(out, tmp_path)
-    assert report["crashed"] is None and not report["errors"] and report["saves"]
-    assert not report["exported_weights_kept"] and not report["ok"]  # the check would say so
+    return out
+
+
+def test_a_finetuning_package_saves_new_weights(setup, finetune, tmp_path):
+    """The first save is taken before any sample reaches the learner: the exported weights, under the preload's
+    id; the later ones are fine-tuned."""
+    report = _task(finetune, tmp_path)
+    assert report["crashed"] is None and not report["errors"] and len(report["saves"]) >= 2
+    assert report["workflow"] == "finetune" and report["ok"]
+    assert report["saves"][0]["id"] == 64 and report["first_save_exported"] and not report["exported_weights_kept"]
+
+
+_REAL_ORDER = """
+import hashlib, sys, torch
+sys.path[:0] = sys.argv[1:3]
+from agent_diy.agent import Agent
+agent = Agent()
+agent.load_model(path=sys.argv[2] + "/ckpt", id=int(sys.argv[3]))  # the model to evaluate
+agent.load_model(path=sys.argv[2] + "/agent_diy/ckpt", id=64)  # then the preload keys of its conf
+saved = torch.load(sys.argv[2] + "/ckpt/model.ckpt-" + sys.argv[3] + ".pkl", weights_only=True)
+state = agent.model.state_dict()
+print(all(torch.equal(state[k], saved[k]) for k in saved))
+"""
+
+
+def test_a_finetuned_save_evaluates_as_itself_when_the_preload_comes_after_it(finetune, tmp_path):
+    """Where the platform loads the model to evaluate and then plays the preload keys (their file travels in every
+    save), the Agent keeps the save's fine-tuned weights; the stand-in's evaluation plays that order, and --check
+    finds every save playing with its own weights."""
+    report = _task(finetune, tmp_path)
+    last = report["saves"][-1]
+    assert not last["exported_weights"]
+    out = subprocess.run([sys.executable, "-c", _REAL_ORDER, str(LAYOUT / "platform"), last["model_dir"],
+                          str(last["id"])], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "True"
+    from sb3_realm.export.check import _load_own, saves_play_as_themselves
+
+    manifest = read_manifest(finetune)
+    assert saves_play_as_themselves(report["saves"], tmp_path / "task", lambda save: _load_own(save, manifest))
+    assert all(s["plays_own_weights"] and s["load_errors"] == [] for s in report["saves"])
+
+
+def test_the_check_of_a_finetuning_package(setup, finetune):
+    report = check_submission(finetune, setup["model"], games=1, min_states=200, trust_pickle=True)
+    assert report["ok"] and report["identical_actions"] and report["saves_play_as_themselves"]
+    assert report["platform_task"]["first_save_exported"] and report["evaluated_model_id"] == 64
 
 
 def test_failed_games_are_skipped_without_a_limit(setup, tmp_path, monkeypatch):
@@ -423,13 +468,15 @@ def test_cli_builds_and_the_folder_plays_as_the_model(setup, tmp_path, capsys):
 
 
 def test_the_agent_uses_one_torch_thread(setup):
-    """As the official agents do: making the Agent sets torch to one thread, whatever the process had."""
+    """As the official agents do: making the Agent sets torch to one intra-op and one inter-op thread, whatever the
+    process had; a second Agent in the same process (torch takes the inter-op setting once) does not raise."""
     code = ("import sys, torch; sys.path[:0] = sys.argv[1:3]; torch.set_num_threads(3); "
-            "from agent_diy.agent import Agent; Agent(); print(torch.get_num_threads())")
+            "from agent_diy.agent import Agent; Agent(); Agent(); "
+            "print(torch.get_num_threads(), torch.get_num_interop_threads())")
     out = subprocess.run([sys.executable, "-c", code, str(LAYOUT / "platform"), str(setup["out"])],
                          capture_output=True, text=True, cwd=setup["root"])
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[-1] == "1"
+    assert out.stdout.split()[-2:] == ["1", "1"]
 
 
 def test_the_agent_imports_only_torch_numpy_and_the_platform(setup):

@@ -300,11 +300,66 @@ def test_without_preload_the_saves_count_from_zero_and_still_keep_the_weights(fr
 
 
 def test_a_finetuning_task_saves_new_weights(framework, uploads, tmp_path):
+    """The first save is taken before any sample reaches the learner (the exported weights, under the preload's
+    id); the later ones hold fine-tuned weights."""
     _, report = run_task(framework, uploads["finetune"], tmp_path / "task")
     assert report["errors"] == [] and len(report["saves"]) >= 2
-    last = report["saves"][-1]
-    assert not same_weights(Path(last["model_dir"]) / "ckpt" / f"model.ckpt-{last['id']}.pkl",
-                            uploads["finetune"] / "ckpt" / "model.ckpt-512.pkl")
+    exported = uploads["finetune"] / "ckpt" / "model.ckpt-512.pkl"
+    first, last = report["saves"][0], report["saves"][-1]
+    assert first["id"] == 512 and same_weights(Path(first["model_dir"]) / "ckpt" / "model.ckpt-512.pkl", exported)
+    assert not same_weights(Path(last["model_dir"]) / "ckpt" / f"model.ckpt-{last['id']}.pkl", exported)
+
+
+def _weights_of(agent):
+    return {k: v.clone() for k, v in agent.model.state_dict().items()}
+
+
+def _same(state, path):
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    return set(state) == set(saved) and all(torch.equal(state[k], saved[k]) for k in state)
+
+
+def test_a_finetuned_save_evaluates_as_itself_in_the_platforms_load_order(framework, uploads, tmp_path):
+    """The platform's actor loads the model to evaluate, then plays the conf's preload keys, whose file (the
+    exported weights) travels in every save: the Agent keeps the save's own weights, with a log line, and the
+    stand-in's model loader plays that order. The preload still loads where the Agent holds the exported weights."""
+    _, report = run_task(framework, uploads["finetune"], tmp_path / "task")
+    save = report["saves"][-1]
+    model_dir, pool, pid = Path(save["model_dir"]), tmp_path / "pool", __import__("os").getpid()
+    saved = model_dir / "ckpt" / f"model.ckpt-{save['id']}.pkl"
+    log = framework.Log()
+    with framework.imported_package(pool / str(pid), {f"model_{save['id']}_pid_{pid}"}):
+        agent, _ = framework.load_saved_model(model_dir, pool, log)  # the save's weights, no preload yet
+        copy = pool / str(pid) / f"model_{save['id']}_pid_{pid}"
+        agent.load_model(str(copy / "diy" / "ckpt"), 512)  # the preload, after it, as the real actor plays it
+    assert _same(_weights_of(agent), saved) and agent.loaded.endswith(f"model.ckpt-{save['id']}.pkl")
+    assert any("keeps the weights of" in m for _, m in log.lines)
+    layout = tomllib.loads((LAYOUT / "layout.toml").read_text(encoding="utf-8"))
+    with framework.imported_package(tmp_path / "pool2" / str(pid), {f"model_{save['id']}_pid_{pid}"}):
+        agent, _ = framework.load_saved_model(model_dir, tmp_path / "pool2", framework.Log(), layout)
+    assert _same(_weights_of(agent), saved)
+    (agent_module,) = imported(framework, uploads["finetune"], "algorithm.agent")
+    fresh = agent_module.Agent(agent_type="player", device="cpu")
+    fresh.load_model(path=str(uploads["finetune"] / "diy" / "ckpt"), id=512)  # a training task's preload
+    assert _same(_weights_of(fresh), uploads["finetune"] / "ckpt" / "model.ckpt-512.pkl")
+
+
+def test_saved_weights_get_the_modes_of_ordinary_files(framework, uploads, tmp_path):
+    """A save is mode 0666 less the umask (0644 under 022), as any new file, never a temporary file's 0600."""
+    if sys.platform == "win32":
+        pytest.skip("POSIX file modes")
+    (agent_module,) = imported(framework, uploads["ppo"], "algorithm.agent")
+    agent = agent_module.Agent(agent_type="player", device="cpu")
+    old = __import__("os").umask(0o022)
+    try:
+        target = Path(agent.save_model(path=str(tmp_path / "a"), id=7))
+        __import__("os").umask(0o002)
+        other = Path(agent.save_model(path=str(tmp_path / "b"), id=7))
+    finally:
+        __import__("os").umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644 and Path(f"{target}.sha256").stat().st_mode & 0o777 == 0o644
+    assert other.stat().st_mode & 0o777 == 0o664
+    assert not [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_saves_over_the_platforms_limits_are_error_lines(framework, uploads, tmp_path):
@@ -533,7 +588,8 @@ def test_check_with_a_code_package_and_its_cli_next_steps(models, tmp_path):
                           "--check-states", "200", "--check-max-step", "80"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)["check"]
-    assert report["ok"] and report["platform_task"]["ok"] and report["evaluated_model_id"] > 512
+    assert report["ok"] and report["platform_task"]["ok"] and report["evaluated_model_id"] == 512
+    assert report["saves_play_as_themselves"]
     for term in ("代码包", "开悟客户端", "训练任务", "模型管理", "评估任务", "preload_model = true", "sign"):
         assert term in run.stderr
     assert not list(out.rglob("__pycache__"))  # the stand-in only read the folder
@@ -548,6 +604,19 @@ def test_check_fails_when_the_platform_task_breaks_a_limit(models, uploads, tmp_
     report = check_submission(folder, models["ppo"], games=1, max_step=40, min_states=10, task_max_step=10)
     assert not report["ok"] and not report["platform_task"]["ok"]
     assert any("saves within a minute" in e for e in report["platform_task"]["errors"])
+
+
+def test_the_check_of_a_finetuning_package_plays_each_save_as_itself(models, uploads, tmp_path):
+    """--workflow finetune: the first save is the exported model (it plays the SB3 model's actions), the later ones
+    hold their fine-tuned weights, and each, loaded as the platform's actor loads it (the preload after it), plays
+    with its own weights."""
+    report = check_submission(uploads["finetune"], models["ppo"], games=1, max_step=60, min_states=100,
+                              task_max_step=60)
+    task = report["platform_task"]
+    assert report["ok"] and report["identical_actions"] and report["saves_play_as_themselves"], report
+    assert task["workflow"] == "finetune" and task["first_save_exported"] and not task["exported_weights_kept"]
+    assert task["saves"][0]["exported_weights"] and not task["saves"][-1]["exported_weights"]
+    assert all(s["plays_own_weights"] for s in task["saves"])
 
 
 @pytest.mark.slow

@@ -9,9 +9,13 @@ defaults. On the shared stand-in:
 2. a training task with the preload keys runs its workflow on the simulator until at least ``task_episodes``
    episodes have ended and two models are saved, without an ERROR line (platform failures injected: ``env.reset``
    and ``score`` sometimes None);
-3. every model the task saved holds the exported weights, tensor for tensor (same keys, ``torch.equal``);
-4. the evaluation loop on the first saved model, loaded as the platform's model loader does (its conf's preload
-   keys played first, as an evaluation does: an ERROR line of that loading fails the check), and the SB3 model
+3. every model the task saved holds the exported weights, tensor for tensor (same keys, ``torch.equal``); for a
+   package built with ``--workflow finetune``, whose later saves hold fine-tuned weights, the first save does (the
+   workflow takes it before any sample reaches the learner);
+4. every save, loaded as the platform's actor loads a model to evaluate (the model first, then its conf's preload
+   keys, which travel in every save), plays with its own weights, not the preload's (:func:`saves_play_as_themselves`);
+5. the evaluation loop on the first saved model, loaded that way (an ERROR line of that loading fails the check), and
+   the SB3 model
    (``model.predict(deterministic=True)`` on the training env's observation) see the same states: every action must
    be identical, over the leaderboard games and more games until ``min_states`` states (competition-shaped
    observations, ``env_info`` None right after a reset, as the platform's loop does); then the SB3 model plays the
@@ -42,6 +46,7 @@ from ..agents.submission import (
 from ..atomic import inside
 from ..evaluation import game_seed, protocol_configs
 from ..submission import BLOCKED_MODULES
+from ..submission.stand_in import weights_digest
 
 __all__ = [
     "TASK_OVERRIDES",
@@ -50,6 +55,7 @@ __all__ = [
     "run_own_platform_task",
     "run_platform_task",
     "same_weights",
+    "saves_play_as_themselves",
 ]
 
 # the stand-in's training task: small batches and frequent model dumps, as the official train_test.py sets them, so
@@ -64,21 +70,46 @@ def same_weights(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
     return set(a) == set(b) and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
 
 
-def _judge_task(report: dict, exported: Path, episodes: int, task_dir: str | os.PathLike) -> dict:
+def _saved_file(save: dict, task_dir: str | os.PathLike) -> Path | None:
+    """The weights file of a save the task reported, or None when it is not a file inside the task's folder
+    ``task_dir`` (the report comes from the process that ran the package's code)."""
+    saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{int(save['id'])}.pkl"
+    inside_task = Path(os.path.realpath(saved)).is_relative_to(Path(os.path.realpath(task_dir)))
+    return saved if inside_task and saved.is_file() else None
+
+
+def _judge_task(report: dict, exported: Path, episodes: int, task_dir: str | os.PathLike,
+                workflow: str = "keep") -> dict:
     """A finished training task's report with each save compared to the ``exported`` weights file
-    (``exported_weights``, ``exported_weights_kept``) and ``ok``: no crash or ERROR line, ``episodes`` games ended,
-    two saves, every one the exported weights, no blocked module imported. A save is read only from inside the
-    task's folder ``task_dir`` (the report comes from the process that ran the package's code)."""
-    room = Path(os.path.realpath(task_dir))
+    (``exported_weights``, ``exported_weights_kept``, ``first_save_exported``) and ``ok``: no crash or ERROR line,
+    ``episodes`` games ended, two saves, every one the exported weights (``workflow`` ``finetune``: the first one),
+    no blocked module imported. A save is read only from inside the task's folder ``task_dir``."""
     for save in report["saves"]:
-        saved = Path(save["model_dir"]) / "ckpt" / f"model.ckpt-{int(save['id'])}.pkl"
-        save["exported_weights"] = (Path(os.path.realpath(saved)).is_relative_to(room) and saved.is_file()
-                                    and same_weights(saved, exported))
-    report["exported_weights_kept"] = bool(report["saves"]) and all(s["exported_weights"] for s in report["saves"])
+        saved = _saved_file(save, task_dir)
+        save["exported_weights"] = saved is not None and same_weights(saved, exported)
+    saves = report["saves"]
+    report["exported_weights_kept"] = bool(saves) and all(s["exported_weights"] for s in saves)
+    report["first_save_exported"] = bool(saves) and saves[0]["exported_weights"]
+    report["workflow"] = workflow
+    weights = report["first_save_exported"] if workflow == "finetune" else report["exported_weights_kept"]
     report["ok"] = (report["crashed"] is None and not report["errors"] and report["episodes"] >= episodes
-                    and len(report["saves"]) >= 2 and report["exported_weights_kept"]
-                    and not set(report["modules"]) & set(BLOCKED_MODULES))
+                    and len(saves) >= 2 and weights and not set(report["modules"]) & set(BLOCKED_MODULES))
     return report
+
+
+def saves_play_as_themselves(saves: list[dict], task_dir: str | os.PathLike, loaded) -> bool:
+    """Whether every save of a task plays with its own weights once loaded as the platform's actor loads a model to
+    evaluate (the model, then the preload keys of its conf: their file, the exported weights, travels in every save
+    and must not replace a fine-tuned save's). ``loaded(save)`` loads one in the stand-in's guarded process and
+    returns ``(digest, errors)``: the :func:`~sb3_realm.submission.stand_in.weights_digest` of the weights its Agent
+    then holds and the loading's ERROR lines. Each save gets ``plays_own_weights`` (and ``load_errors``)."""
+    for save in saves:
+        saved = _saved_file(save, task_dir)
+        digest, errors = loaded(save)
+        own = None if saved is None else weights_digest(torch.load(saved, map_location="cpu", weights_only=True))
+        save["plays_own_weights"] = own is not None and digest == own and not errors
+        save["load_errors"] = list(errors)
+    return bool(saves) and all(s["plays_own_weights"] for s in saves)
 
 
 def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *, map_path: str | None = None,
@@ -99,7 +130,19 @@ def run_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike, *,
         report = task.run(env)
     if "platform_error" in report:
         return {**report, "ok": False, "saves": [], "exported_weights_kept": False}
-    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir)
+    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir,
+                       manifest.get("platform_training", "keep"))
+
+
+def _load_shared(save: dict, manifest: dict, task_dir: str | os.PathLike) -> tuple[str | None, list[str]]:
+    """A save loaded on the shared stand-in as the platform's actor loads a model to evaluate: ``(digest, errors)``
+    (:func:`saves_play_as_themselves`)."""
+    try:
+        with SubmissionProcess(save["model_dir"], layout=manifest["layout"], model_pool=Path(task_dir) / "model_pool",
+                               game=manifest_game(manifest).name) as sub:
+            return sub.hello.get("weights_sha256"), list(sub.hello.get("errors", []))
+    except RuntimeError as exc:  # it does not load as the platform loads it
+        return None, [str(exc)]
 
 
 def check_on_shared_stand_in(folder: str | os.PathLike, model_path: str | os.PathLike, *, games: int, max_step: int,
@@ -136,18 +179,29 @@ def check_on_shared_stand_in(folder: str | os.PathLike, model_path: str | os.Pat
                 report = _parity(sub, SB3Policy(model_path, trust_pickle=trust_pickle), manifest, map_path, games,
                                  seed, treasures, max_step, min_states, progress)
                 report["evaluation_errors"] = list(sub.hello.get("errors", []))  # ERROR lines of loading the save
+                hello = sub.hello
+            report["saves_play_as_themselves"] = saves_play_as_themselves(
+                task["saves"], task_dir, lambda save: (hello.get("weights_sha256"), report["evaluation_errors"])
+                if save is first else _load_shared(save, manifest, task_dir))
     finally:
         torch.set_num_threads(threads)
     report["evaluated_model_id"] = first["id"]
     report["platform_task"] = _summary(task)
-    report["ok"] = report["ok"] and task["ok"] and not report["evaluation_errors"]
+    report["ok"] = (report["ok"] and task["ok"] and not report["evaluation_errors"]
+                    and report["saves_play_as_themselves"])
     return report
 
 
 def _summary(task: dict) -> dict:
     """The task's report without its log and module list (the log's ERROR lines stay)."""
-    return {k: v for k, v in task.items() if k not in ("log", "modules")} | {
-        "saves": [{"id": s["id"], "exported_weights": s["exported_weights"]} for s in task["saves"]]}
+    return {k: v for k, v in task.items() if k not in ("log", "modules")} | {"saves": _save_summaries(task["saves"])}
+
+
+def _save_summaries(saves: list[dict]) -> list[dict]:
+    """What the report says of each save: its id, whether it holds the exported weights and whether it plays its
+    own once loaded for an evaluation (with the loading's ERROR lines)."""
+    keys = ("id", "exported_weights", "plays_own_weights", "load_errors")
+    return [{k: s[k] for k in keys if k in s} for s in saves]
 
 
 def _parity(sub, reference, manifest, map_path, games, seed, treasures, max_step, min_states, progress) -> dict:
@@ -255,7 +309,18 @@ def run_own_platform_task(folder: str | os.PathLike, task_dir: str | os.PathLike
                 "errors": [], "crashed": None}
     report = done["report"]
     report["faults_injected"] = env.faults
-    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir)
+    return _judge_task(report, inside(folder, manifest["weights"]["file"]), episodes, task_dir,
+                       manifest.get("platform_training", "keep"))
+
+
+def _load_own(save: dict, manifest: dict) -> tuple[str | None, list[str]]:
+    """A save loaded on its layout's own stand-in as the platform's evaluation loads it (an evaluation of no game):
+    ``(digest, errors)`` (:func:`saves_play_as_themselves`)."""
+    with PlatformProcess(manifest["layout"], "eval-model", save["model_dir"]) as evaluation:
+        done = evaluation.serve(lambda usr_conf: None, lambda act: (None, None))
+    if "platform_error" in done:
+        return None, [done["platform_error"]]
+    return done["report"].get("weights_sha256"), list(done["report"]["errors"])
 
 
 class _ParityServer:
@@ -313,7 +378,9 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
                           trust_pickle: bool | None = None, settings: tuple[str, ...] | None = None) -> dict:
     """The proof for a code package on its layout's own stand-in of the platform's framework (its ``harness.py``,
     where the platform hands the Agent ``env_obs``): its training task with the preload keys saves the exported weights
-    unchanged, and the platform's evaluation loop on the first saved model plays the SB3 model's action on every
+    unchanged (``--workflow finetune``: its first save), every save plays with its own weights once loaded as the
+    platform loads a model to evaluate, and the platform's evaluation loop on the first saved model plays the SB3
+    model's action on every
     state (``games`` games of the game's default protocol under each of ``settings``, then more until
     ``min_states`` states), with identical scores on those games (the SB3 model then plays them alone).
 
@@ -331,8 +398,7 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
         with tempfile.TemporaryDirectory(prefix="sb3-realm-platform-") as task_dir:
             task = run_own_platform_task(folder, task_dir, maps_dir=maps_dir, seed=seed, episodes=task_episodes,
                                          max_step=task_max_step)
-            summary = {k: v for k, v in task.items() if k not in ("log", "modules")}
-            summary["saves"] = [{"id": s["id"], "exported_weights": s["exported_weights"]} for s in task["saves"]]
+            summary = _summary(task)
             if not task["saves"]:
                 return {"ok": False, "platform_task": summary, "states": 0, "identical_actions": False,
                         "identical_scores": False}
@@ -350,6 +416,11 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
                 done = evaluation.serve(server.reset, server.step, server.sent)
             if bar is not None:
                 bar.close()
+            first_loaded = ((None, [done["platform_error"]]) if "platform_error" in done else
+                            (done["report"].get("weights_sha256"), list(done["report"]["errors"])))
+            own = saves_play_as_themselves(task["saves"], task_dir, lambda save: first_loaded if save is first
+                                           else _load_own(save, manifest))
+            summary = _summary(task)
     finally:
         torch.set_num_threads(threads)
     if "platform_error" in done:
@@ -360,7 +431,8 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
                   for i, conf in enumerate(configs)]
     leaked = sorted(set(done["report"]["modules"]) & set(BLOCKED_MODULES))
     identical = server.n_mismatch == 0 and server.scores == sb3_scores
-    return {"ok": identical and task["ok"] and not leaked and not done["report"]["errors"],
+    return {"ok": identical and task["ok"] and not leaked and not done["report"]["errors"] and own,
+            "saves_play_as_themselves": own,
             "states": server.states, "games": server.index + 1, "protocol_games": len(configs),
             "protocol": protocol, "identical_actions": server.n_mismatch == 0,
             "mismatched_states": server.n_mismatch, "first_mismatches": server.mismatches,

@@ -5,9 +5,10 @@ cannot import sb3_realm, SB3 or gymnasium (one torch thread, as on the platform)
     python harness.py eval-model LAYOUT_DIR MODEL_DIR
 
 ``train`` runs a training task of the package; ``eval-model`` runs the platform's evaluation loop on a model the
-task saved. In both, the environment is the caller's: the process asks for it over its pipes, and the last message
-is ``{"op": "done", "report": ...}`` (or ``{"op": "done", "platform_error": ...}`` when the package breaks a
-contract).
+task saved (its report holds ``weights_sha256``, the digest of the weights the loading left the Agent to play with:
+``stand_in.weights_digest``). In both, the environment is the caller's: the process asks for it over its pipes, and
+the last message is ``{"op": "done", "report": ...}`` (or ``{"op": "done", "platform_error": ...}`` when the package
+breaks a contract).
 
 Wire format (both ways): 4-byte big-endian length + UTF-8 JSON. Requests: ``{"op": "reset", "usr_conf": ...}``
 answered by ``{"env_obs": ...}`` (null: the platform's failed reset, or, in ``eval-model``, the end of the
@@ -72,7 +73,9 @@ def main():
             names = {p.name for p in model_dir.iterdir() if p.is_dir()}
             with framework.imported_package(model_dir, names):
                 agent, _ = framework.load_saved_model(model_dir, layout_dir, log)
+                weights = _STAND_IN.agent_weights(agent)  # what the loading left the Agent to play with
                 report = framework.evaluate(agent, env)
+                report["weights_sha256"] = weights
             report["errors"] = log.errors
         else:
             raise SystemExit(f"unknown mode {mode!r}")

@@ -32,9 +32,9 @@ the official ``train_test.py`` aborts on one) where an upload breaks a contract:
   the step and the algorithm, ``id_list``) and the ``copy_dir`` folders, the conf's eval lines pointing at it;
 - a saved model is loaded for evaluation as the platform's model loader does (:func:`load_saved_model`): copied
   into a model-pool folder, the wrapper decorators' lines removed from ``agent.py``, the absolute ``from <algo>.``
-  imports of every file renamed under the copy's package, ``agent.py`` imported as a standalone file, the preload
-  keys of its conf played (a preload file missing from the saved model: two ERROR lines), then
-  ``load_model(<copy>/ckpt, train_step)``.
+  imports of every file renamed under the copy's package, ``agent.py`` imported as a standalone file, then
+  ``load_model(<copy>/ckpt, train_step)``, then the preload keys of its conf played, in that order, as the platform's
+  actor does (a preload file missing from the saved model: two ERROR lines).
 
 Time is simulated (:class:`Clock`): each ``env.step`` advances it, and the workflow module's ``time`` is the clock
 during a task, so timed saves happen without waiting.
@@ -320,8 +320,8 @@ def _rewrite_imports(root, algo, package):
 def _evaluation_preload(agent, target, layout, log):
     """What an evaluation does with the preload keys of a saved model's conf (they travel in it): with
     ``preload_model``, the Agent loads ``preload_model_id`` from ``preload_model_dir`` (a path under the project's
-    root on the platform, here the saved model's folder), and a missing file is two ERROR lines, though the model
-    to evaluate is still loaded after it."""
+    root on the platform, here the saved model's folder), and a missing file is two ERROR lines. It runs after the
+    model to evaluate was loaded, as the platform's actor runs it: an Agent must keep that model's weights."""
     conf = target / layout["app_conf"]
     if not conf.is_file():
         return
@@ -341,8 +341,8 @@ def _evaluation_preload(agent, target, layout, log):
 def load_saved_model(model_dir, pool_dir, log, layout=None):
     """The Agent of a saved model, loaded as the platform's model loader does (module docstring); returns
     ``(agent, train_step)``. Call inside :func:`imported_package` with ``pool_dir / str(os.getpid())``. With the
-    ``layout`` (its ``layout.toml``), the preload keys of the saved model's conf are played first, as an evaluation
-    does (:func:`_evaluation_preload`)."""
+    ``layout`` (its ``layout.toml``), the preload keys of the saved model's conf are played after the model is
+    loaded, as the platform's actor plays them (:func:`_evaluation_preload`)."""
     model_dir, pid = Path(model_dir), os.getpid()
     info = json.loads((model_dir / "ckpt" / "kaiwu.json").read_text(encoding="utf-8"))
     algo, step = info["algorithm"], int(info["train_step"])
@@ -364,9 +364,9 @@ def load_saved_model(model_dir, pool_dir, log, layout=None):
     spec.loader.exec_module(module)
     _check_registered(EVAL_REGISTERED)
     agent = module.Agent(agent_type="player", device="cpu", logger=log, monitor=None)
+    agent.load_model(str(target / "ckpt"), step)
     if layout is not None:
         _evaluation_preload(agent, target, layout, log)
-    agent.load_model(str(target / "ckpt"), step)
     return agent, step
 
 

@@ -1,13 +1,14 @@
 """The exported weights on disk, for the Agent of every layout: a plain CPU ``state_dict`` saved with ``torch.save``
 (bytes that depend on the tensors only), a ``.sha256`` beside each save, and loading that checks the file against it
 (or, for the exported file itself, against the package's manifest) before ``torch.load(..., weights_only=True)``.
-Imports torch and the standard library only."""
+Saved files get the ordinary mode of a new file (0666 less the umask, as ``open`` gives), never a temporary file's
+0600. Imports torch and the standard library only."""
 
 import hashlib
 import io
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 import torch
@@ -27,9 +28,21 @@ def state_bytes(state):
     return buffer.getvalue()
 
 
+def _new_file(folder, name):
+    """A new file beside ``name`` in ``folder``, opened for writing: ``(fd, path)``. Made with mode 0666, so that the
+    umask gives it the mode any new file gets (``tempfile.mkstemp`` would make it 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows, no newline edits
+    while True:
+        tmp = os.path.join(str(folder), f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def write_atomically(target, data):
     """``data`` into ``target`` through a file beside it renamed into place: a crash never leaves half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _new_file(target.parent, target.name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -77,6 +90,16 @@ def expected_sha256(target, ckpt_dir, manifest):
                 any(target.resolve() == copy.resolve() for copy in copies):
             return weights["sha256"]
     return None
+
+
+def is_exported(target, manifest):
+    """Whether the file ``target`` holds the package's exported weights: its bytes have the sha256 that the manifest
+    ``manifest`` records for them (False without a manifest or a file)."""
+    target, manifest = Path(target), Path(manifest)
+    if not (target.is_file() and manifest.is_file()):
+        return False
+    expected = json.loads(manifest.read_text(encoding="utf-8"))["weights"]["sha256"]
+    return sha256(target.read_bytes()) == expected
 
 
 def read_state(target, ckpt_dir, manifest, device, log):

@@ -11,6 +11,16 @@ are loaded when the Agent is made; ``load_model(path, id)`` loads any saved id (
 ``learn`` keeps the weights unless the package was built for fine-tuning (``algorithm/algorithm.py``).
 ``save_model`` writes a plain CPU state dict whose bytes depend on the weights only, and its ``.sha256``;
 ``load_model`` checks a file against its ``.sha256``, or against the manifest for the exported file itself.
+
+The preload never replaces a model being evaluated. The conf's preload keys travel in every saved model, and so does
+their file (the exported weights, in this folder's ``ckpt/``): where the platform plays them after loading the model
+to evaluate, the exported weights would replace the save's. So once a ``load_model`` call has given this Agent
+weights (a save's: fine-tuned ones, or the exported ones again), a later ``load_model`` of the exported weights (told
+by the manifest's checksum) is skipped, with a log line. The preload of a training task, the first call, loads them as
+always.
+
+Threads: one intra-op and one inter-op torch thread, as the official agents set them (the platform runs many
+processes on a machine's cores); torch takes the inter-op setting once per process, so a second Agent keeps it.
 """
 
 import sys
@@ -24,13 +34,21 @@ from agent_diy.feature.definition import ActData, ObsData
 from agent_diy.feature.features import FeatureState, action_mask, encode
 from agent_diy.model.model import Model
 from agent_diy.model.policy import Acting
-from agent_diy.model.weights import read_state, save_state, weights_file
+from agent_diy.model.weights import is_exported, read_state, save_state, weights_file
+
+INTEROP_THREADS = 1  # torch's inter-op threads (set once per process)
 
 
 class Agent(BaseAgent):
     def __init__(self, agent_type="player", device=None, logger=None, monitor=None):
-        # one torch thread, as the official agents set it: the platform runs many processes on a machine's cores
+        # one torch thread of each kind, as the official agents set them: the platform runs many processes on a
+        # machine's cores
         torch.set_num_threads(1)
+        if torch.get_num_interop_threads() != INTEROP_THREADS:  # a second call aborts the process on torch < 2.1
+            try:
+                torch.set_num_interop_threads(INTEROP_THREADS)
+            except RuntimeError:  # set once per process (or parallel work began): the setting in force stays
+                pass
         self.logger = logger
         self.monitor = monitor
         self.torch_device = torch.device(device if isinstance(device, (str, torch.device)) else "cpu")
@@ -41,6 +59,7 @@ class Agent(BaseAgent):
         self.acting = Acting(self.model, self.torch_device)
         self.last_action = -1
         self.loaded = None  # the file of the weights in use
+        self.own_weights = None  # the file whose weights a load_model call gave (a save's)
         self.generator = torch.Generator().manual_seed(Config.SEED)
         super().__init__(agent_type, device, logger, monitor)
         exported = weights_file(Config.CKPT_DIR, Config.CKPT_ID)
@@ -134,5 +153,12 @@ class Agent(BaseAgent):
 
     def load_model(self, path=None, id="1"):
         """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch); ``id`` may
-        be ``"latest"``: the highest id there."""
-        self._load_file(weights_file(path if path is not None else Config.CKPT_DIR, id))
+        be ``"latest"``: the highest id there. The exported weights never replace other weights that an earlier call
+        loaded (the preload after the model being evaluated: module docstring)."""
+        target = weights_file(path if path is not None else Config.CKPT_DIR, id)
+        if self.own_weights is not None and is_exported(target, Config.MANIFEST):
+            self._log("info", f"load_model: {target} holds the exported weights (the preload's); this Agent keeps "
+                              f"the weights of {self.own_weights}, the model it was given to play")
+            return
+        self._load_file(target)
+        self.own_weights = str(target)

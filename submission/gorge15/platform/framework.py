@@ -28,9 +28,12 @@ the official ``train_test.py`` aborts on one) where an upload breaks a contract:
 - each save becomes a saved model as the platform builds one: the package's code folders and ``ckpt/`` (the save's
   files, ``kaiwu.json`` with the step and the algorithm, ``id_list``);
 - the evaluation loop (the platform's own, not in the package): the saved model's Agent, made from its registry
-  entry, ``load_model(<model>/ckpt, <id>)`` once; per game ``env_obs = env.reset(usr_conf)``, ``agent.reset(env_obs)``
-  once, then ``exploit(env_obs)`` exactly once per step with the raw ``env_obs`` (an int 0..15, or a list holding
-  one; anything else stops the evaluation) and ``env.step(action)``.
+  entry, ``load_model(<model>/ckpt, <id>)`` once, then the preload keys of the saved model's conf played (they and
+  their file travel in every save; the 2024 framework's actor plays them after the model to evaluate, and this
+  stand-in assumes the 15.0.1 one does too: an Agent must keep the model it was given); per game
+  ``env_obs = env.reset(usr_conf)``, ``agent.reset(env_obs)`` once, then ``exploit(env_obs)`` exactly once per step
+  with the raw ``env_obs`` (an int 0..15, or a list holding one; anything else stops the evaluation) and
+  ``env.step(action)``.
 
 Time is simulated (:class:`Clock`): each ``env.step`` advances it, and the workflow module's ``time`` is the clock
 during a task, so timed saves happen without waiting.
@@ -436,7 +439,8 @@ class TrainingTask:
 # ---------------------------------------------------------------------------------------------- evaluation
 def load_saved_model(model_dir, layout_dir, log):
     """The Agent of a saved model (its code folders and ``ckpt/``), made from its registry entry and given its
-    weights with ``load_model(<model>/ckpt, <id>)``; returns ``(agent, upload)``. Call inside
+    weights with ``load_model(<model>/ckpt, <id>)``, then the preload keys of its conf played (module docstring);
+    returns ``(agent, upload)``. Call inside
     :func:`imported_package` with ``model_dir`` and the upload's folder names."""
     model_dir = Path(model_dir)
     info = json.loads((model_dir / "ckpt" / "kaiwu.json").read_text(encoding="utf-8"))
@@ -448,6 +452,8 @@ def load_saved_model(model_dir, layout_dir, log):
                             f"{upload.algo!r}")
     agent = agent_class(upload)(agent_type="player", device="cpu", logger=log, monitor=None)
     agent.load_model(path=str(model_dir / "ckpt"), id=int(info["train_step"]))
+    if upload.preload:  # after the model to evaluate, as the platform's actor plays them
+        agent.load_model(path=str(upload.preload_dir), id=upload.preload_id)
     return agent, upload
 
 

@@ -5,8 +5,10 @@ By default the package keeps its weights (``Config.FINETUNE`` False): ``learn`` 
 training task saves is the exported policy, whatever id the platform gives it; the episodes feed the platform's
 monitoring. A package built for fine-tuning takes REINFORCE steps in ``learn`` instead.
 
-Saves: the first after the first episode, then one every ``Config.SAVE_INTERVAL_S`` seconds (the platform allows 2
-a minute and 100 a task), ``Config.MAX_SAVES`` at most; the platform numbers each save by its learner's step.
+Saves: the first after the first episode, before its samples are sent, so that it holds the weights the task started
+from (the exported policy, in either workflow; the platform numbers it ``preload_model_id``), then one every
+``Config.SAVE_INTERVAL_S`` seconds (the platform allows 2 a minute and 100 a task), ``Config.MAX_SAVES`` at most; the
+platform numbers each save by its learner's step.
 
 The platform's returns are read as its own workflows read them: ``usr_conf`` wrapped as ``{"diy": {...}}``;
 ``env.reset`` may return None (that episode is skipped, with a log line, however many fail: the official workflows
@@ -93,6 +95,9 @@ def workflow(envs, agents, logger=None, monitor=None, episodes=None, usr_conf=No
             failed += 1
             _log(logger, "info", f"episode skipped ({failed} failed so far, {played} played)")
         else:
+            if saves == 0:  # before any sample reaches the learner: the weights the task started from
+                agent.save_model()
+                saves, last_save = 1, time.monotonic()
             samples = sample_process(frames)  # each return needs the episode's later rewards: sent at its end
             for start in range(0, len(samples), Config.SEND_SIZE):
                 agent.learn(samples[start:start + Config.SEND_SIZE])

@@ -5,8 +5,10 @@ By default the package keeps its weights (``learn`` changes nothing), so every m
 exported policy, whatever id the platform gives it; the games feed the platform's monitoring. A package built for
 fine-tuning takes REINFORCE steps on these samples instead.
 
-Saves: the first after the first game, then one every ``Config.SAVE_INTERVAL_S`` seconds (the official workflow's
-interval), ``Config.MAX_SAVES`` at most; the platform names each save by its learner's step.
+Saves: the first after the first game, before its samples are sent, so that it holds the weights the task started
+from (the exported policy, in either workflow; the platform names it ``preload_model_id``), then one every
+``Config.SAVE_INTERVAL_S`` seconds (the official workflow's interval), ``Config.MAX_SAVES`` at most; the platform
+names each save by its learner's step.
 
 The platform's returns are handled as the official workflow handles them: ``read_usr_conf`` returning None ends the
 workflow with an error line; an ``env_obs`` that ``handle_disaster_recovery`` calls abnormal (None, or an error code)
@@ -89,6 +91,9 @@ def workflow(envs, agents, logger=None, monitor=None, *args, **kwargs):
             failed += 1
             _log(logger, "info", f"game skipped ({failed} failed so far, {played} played)")
         else:
+            if saves == 0:  # before any sample reaches the learner: the weights the task started from
+                agent.save_model()
+                saves, last_save = 1, time.monotonic()
             agent.send_sample_data(sample_process(frames))
             played += 1
             _log(logger, "info", f"game {played}: score {score:.1f}, steps {len(frames)}")

@@ -10,6 +10,12 @@ REINFORCE step on the discounted returns of ``sample_process``). ``save_model`` 
 bytes depend on the weights only (the same weights saved twice give the same file) and its ``.sha256``;
 ``load_model`` checks a file against its ``.sha256``, or against the manifest for the exported file itself.
 
+The preload never replaces a model being evaluated. The platform's actor loads the model to evaluate first and plays
+the conf's preload keys after it, and the preload's file (the exported weights, in this folder's ``ckpt/``) travels in
+every saved model: so once a ``load_model`` call has given this Agent weights (a save's: fine-tuned ones, or the
+exported ones again), a later ``load_model`` of the exported weights (told by the manifest's checksum) is skipped,
+with a log line. The preload of a training task, the first call, loads them as always.
+
 RecurrentPPO: the LSTM state is carried from step to step and restarts at every episode start (told by the
 observation, see ``feature/definition.py``). One state per Agent: games served one after another are fine; several
 games batched into one ``predict`` call cannot each keep a state, so such a batch acts from a fresh state for every
@@ -34,7 +40,7 @@ from diy.config import SPEC, Config
 from diy.feature.definition import ActData
 from diy.model.model import Model
 from diy.model.policy import Acting, reinforce_step
-from diy.model.weights import read_state, save_state, weights_file
+from diy.model.weights import is_exported, read_state, save_state, weights_file
 
 
 @attached
@@ -50,6 +56,7 @@ class Agent(BaseAgent):
         self.model.eval()
         self.acting = Acting(self.model, self.torch_device)
         self.loaded = None  # the file of the weights in use
+        self.own_weights = None  # the file whose weights a load_model call gave (a save's)
         self.optimizer = None
         self.generator = torch.Generator().manual_seed(Config.SEED)
         self.warned_batch = False
@@ -139,5 +146,12 @@ class Agent(BaseAgent):
     @load_model_wrapper
     def load_model(self, path=None, id="1"):
         """Load ``<path>/model.ckpt-<id>.pkl`` after checking its sha256 (fails loudly on a mismatch); ``id`` may
-        be ``"latest"``: the highest id there."""
-        self._load_file(self._file(path, id))
+        be ``"latest"``: the highest id there. The exported weights never replace other weights that an earlier call
+        loaded (the preload after the model being evaluated: module docstring)."""
+        target = self._file(path, id)
+        if self.own_weights is not None and is_exported(target, Config.MANIFEST):
+            self._log("info", f"load_model: {target} holds the exported weights (the preload's); this Agent keeps "
+                              f"the weights of {self.own_weights}, the model it was given to play")
+            return
+        self._load_file(target)
+        self.own_weights = str(target)
