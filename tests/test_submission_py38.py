@@ -107,6 +107,10 @@ def problems_for_py38(path: Path) -> list[str]:
     caught_type_error = {id(n) for node in ast.walk(tree) if isinstance(node, ast.Try)
                          and any(isinstance(h.type, ast.Name) and h.type.id == "TypeError" for h in node.handlers)
                          for stmt in node.body for n in ast.walk(stmt)}
+    interop_checked = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and any(isinstance(t, ast.Attribute) and t.attr == "get_num_interop_threads"
+                               for t in ast.walk(node.test))
+                       for stmt in node.body for n in ast.walk(stmt)}
     found = _numpy_problems(tree)
     for node in ast.walk(tree):
         if id(node) in in_annotation:
@@ -117,6 +121,10 @@ def problems_for_py38(path: Path) -> list[str]:
                 found.append(f"{node.lineno}: zip(strict=) needs Python 3.10")
             if "weights_only" in keywords and id(node) not in caught_type_error:
                 found.append(f"{node.lineno}: torch.load(weights_only=) needs torch 1.13 (catch its TypeError)")
+            if (isinstance(node.func, ast.Attribute) and node.func.attr == "set_num_interop_threads"
+                    and id(node) not in interop_checked):
+                found.append(f"{node.lineno}: a second set_num_interop_threads() in a process aborts it on torch < 2.1 "
+                             "(call it only where torch.get_num_interop_threads() differs)")
             if isinstance(node.func, ast.Attribute) and node.func.attr in NEWER_METHODS:
                 found.append(f"{node.lineno}: {node.func.attr}() needs Python {NEWER_METHODS[node.func.attr]}")
             if keywords & {"slots", "kw_only"}:
@@ -155,10 +163,14 @@ def test_the_check_sees_what_38_cannot_run(tmp_path):
     assert [line.split(":")[0] for line in problems_for_py38(bad)] == ["1", "2", "3"]
     bad.write_text("match 1:\n    case 1:\n        pass\n", encoding="utf-8")
     assert "not Python 3.8 grammar" in problems_for_py38(bad)[0]
+    bad.write_text("import torch\ntry:\n    torch.set_num_interop_threads(1)\nexcept RuntimeError:\n    pass\n",
+                   encoding="utf-8")
+    assert [line.split(":")[0] for line in problems_for_py38(bad)] == ["3"]
     good = tmp_path / "good.py"
     good.write_text("from __future__ import annotations\nimport torch\n\ndef f(a: list[int]) -> dict | None:\n"
                     "    try:\n        return torch.load('x', weights_only=True)\n    except TypeError:\n"
-                    "        return torch.load('x')\n", encoding="utf-8")
+                    "        return torch.load('x')\n\n\nif torch.get_num_interop_threads() != 1:\n"
+                    "    torch.set_num_interop_threads(1)\n", encoding="utf-8")
     assert problems_for_py38(good) == []
 
 
