@@ -3,7 +3,7 @@
 This module imports torch and the standard library only: ``sb3-realm build-submission`` copies it verbatim into
 a submission, next to the features module, so the competition image (torch + numpy) runs the very code that was
 trained; it is written for Python 3.8 and torch 1.8 and later, which such an image may run. The SB3 extractors in
-:mod:`sb3_realm.extractors` wrap these modules (as their ``net``).
+:mod:`sb3_realm.models.extractors` wrap these modules (as their ``net``).
 
 - :class:`RealmNet`: a strided CNN over the whole maps fused with an MLP over the vector.
 - :class:`FoveaNet`: full resolution near the hero, coarse far away: the centre crop of the maps at full resolution
