@@ -6,7 +6,10 @@ tests/test_submission_py38.py scans the same files' source for those functions a
 
 With ``SB3_REALM_OLD_NUMPY_PYTHON`` set to an interpreter that has numpy 1.19 (Python 3.8, numpy 1.19.5: numpy only,
 no sb3_realm needed), the copies also encode the same observations under that interpreter, and every step must match
-bit for bit."""
+bit for bit. Where that interpreter also has torch (1.8.1 with Python 3.8 and numpy 1.19.5 is the floor) and a module
+``tomllib`` (Python 3.8 lacks it: a ``tomllib.py`` that re-exports ``tomli`` will do; only the stand-in of the
+framework reads TOML, not the package), a package built here passes ``--check`` with the stand-in and the package's
+Agent running under that interpreter: its actions are the SB3 model's, played here on this project's numpy and torch."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import NEWER_NUMPY
+from helpers import NEWER_NUMPY, gorge_maps_dir, make_gorge_code_package
 
 from sb3_realm.games.gorge import features
 from sb3_realm.games.gorge.env import GorgeEnv
@@ -29,6 +32,14 @@ from sb3_realm.games.gorge.rules import SETTINGS
 
 STEPS = 160  # steps of each game: past the first monster's chase and the planner's first goals
 OLD_NUMPY_PYTHON = os.environ.get("SB3_REALM_OLD_NUMPY_PYTHON")
+
+
+def _old_python_imports(*modules: str) -> bool:
+    """Whether ``SB3_REALM_OLD_NUMPY_PYTHON`` names an interpreter that imports ``modules``."""
+    if not OLD_NUMPY_PYTHON:
+        return False
+    return subprocess.run([OLD_NUMPY_PYTHON, "-c", f"import {', '.join(modules)}"], capture_output=True,
+                          timeout=300).returncode == 0
 
 # run by the old interpreter: argv[1] the folder holding the copies' package, argv[2] the observations (one game a
 # list); prints each step's digest, one game a list, as JSON
@@ -143,3 +154,28 @@ def test_the_shipped_features_give_the_same_results_under_numpy_119(games, tmp_p
     result = json.loads(done.stdout)
     assert result["numpy"].startswith("1.19.")
     assert result["games"] == games["expected"]
+
+
+@pytest.mark.skipif(not _old_python_imports("numpy", "torch", "tomllib"),
+                    reason="SB3_REALM_OLD_NUMPY_PYTHON names no interpreter with numpy 1.19, torch and tomllib")
+def test_a_built_package_passes_its_check_under_the_old_interpreter(tmp_path, monkeypatch):
+    from sb3_contrib import MaskablePPO
+
+    from sb3_realm.export import build_submission, check_submission
+    from sb3_realm.models.extractors import GorgeExtractor
+
+    maps_dir = gorge_maps_dir()
+    small = {"features_extractor_class": GorgeExtractor,
+             "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}}
+    model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu",
+                        policy_kwargs=small)
+    model.learn(64)
+    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
+    model.save(tmp_path / "model.zip")
+    out = tmp_path / "upload"
+    build_submission(tmp_path / "model.zip", out, code_package=make_gorge_code_package(tmp_path / "code_package"),
+                     game="gorge", trust_pickle=True)
+    monkeypatch.setattr(sys, "executable", str(OLD_NUMPY_PYTHON))  # the harness's interpreter
+    report = check_submission(out, tmp_path / "model.zip", games=2, min_states=600, task_episodes=1,
+                              task_max_step=100, trust_pickle=True, maps_dir=str(maps_dir))
+    assert report["ok"] and report["identical_actions"] and report["states"] >= 600
