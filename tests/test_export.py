@@ -127,11 +127,18 @@ def test_the_zip_is_readable_keeps_crlf_and_records_no_local_paths(models, tmp_p
     conf.write_bytes(conf.read_bytes().replace(b"\n", b"\r\n"))
     (package / "ckpt").mkdir()
     (package / "ckpt/model.ckpt-3.pkl").write_bytes(b"another model's weights")
-    manifest = build_submission(models["ppo"], tmp_path / "sub", make_zip=True, ckpt_id=7, code_package=package)
-    assert manifest["zip"]["left_out"] == ["ckpt/model.ckpt-3.pkl"]
+    (package / "ckpt/kaiwu.json").write_text('{"train_step": 3}', encoding="utf-8")  # that model's, too
+    (package / "ckpt/id_list").write_text("all id list\nmodel.ckpt-3\n", encoding="utf-8")
+    umask = os.umask(0o022)
+    try:
+        manifest = build_submission(models["ppo"], tmp_path / "sub", make_zip=True, ckpt_id=7, code_package=package)
+    finally:
+        os.umask(umask)
+    assert manifest["zip"]["left_out"] == ["ckpt/id_list", "ckpt/kaiwu.json", "ckpt/model.ckpt-3.pkl"]
     assert "ckpt/model.ckpt-3.pkl" in next_steps(manifest, tmp_path / "sub")
     if os.name == "posix":
         assert stat.S_IMODE((tmp_path / "sub.zip").stat().st_mode) == 0o644
+        assert stat.S_IMODE((tmp_path / "sub").stat().st_mode) == 0o755  # a folder's mode, not mkdtemp's 0700
     with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
         assert all((info.external_attr >> 16) & 0o777 == 0o644 for info in archive.infolist())
         assert "ckpt/model.ckpt-7.pkl" in archive.namelist() and "ckpt/model.ckpt-3.pkl" not in archive.namelist()
@@ -139,6 +146,8 @@ def test_the_zip_is_readable_keeps_crlf_and_records_no_local_paths(models, tmp_p
     assert text.count(b"\r\n") == text.count(b"\n") > 40
     saved = (tmp_path / "sub/diy/manifest.json").read_text(encoding="utf-8")
     assert str(tmp_path) not in saved and tmp_path.as_posix() not in saved
+    run = models["ppo"].parent  # the training run's folder, an absolute path in its config
+    assert str(run) not in saved and manifest["training_config"]["out"] == run.name
     assert manifest["source_model"]["file"] == "final_model.zip" and manifest["code_package"]["folder"] == "code"
 
 

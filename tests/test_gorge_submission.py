@@ -167,22 +167,26 @@ def test_bad_requests_are_refused_before_anything_is_written(setup, tmp_path, kw
 
 
 def test_the_zip_leaves_out_editors_folders_and_other_models_weights(setup, tmp_path):
-    """A user's copy of the package with editors' folders, other models' weights and no train_test.py: the zip
-    leaves out the first two (the next steps name them), keeps the rest, and the next steps do not send the user
-    to a train_test.py that is not there."""
+    """A user's copy of the package with editors' folders, another model's files (its weights, and the kaiwu.json
+    and id_list of a model unpacked into ckpt/), the package's PDFs and no train_test.py: the zip leaves out all
+    but the last (the next steps name them), keeps the rest, and the next steps do not send the user to a
+    train_test.py that is not there."""
     package = shutil.copytree(setup["package"], tmp_path / "package")
     (package / "train_test.py").unlink()
     for rel, data in {".idea/workspace.xml": b"<project/>", ".vscode/settings.json": b"{}",
-                      "agent_ppo/ckpt/model.ckpt-100.pkl": b"another model", "docs/rules.pdf": b"%PDF-1.4"}.items():
+                      "agent_ppo/ckpt/model.ckpt-100.pkl": b"another model", "docs/rules.pdf": b"%PDF-1.4",
+                      "ckpt/kaiwu.json": b'{"train_step": 100}', "ckpt/id_list": b"all id list\nmodel.ckpt-100\n",
+                      "Guide.PDF": b"%PDF-1.4"}.items():
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         (package / rel).write_bytes(data)
     manifest = build_submission(setup["model"], tmp_path / "out", code_package=package, game="gorge",
                                 trust_pickle=True, make_zip=True)
-    left_out = [".idea/workspace.xml", ".vscode/settings.json", "agent_ppo/ckpt/model.ckpt-100.pkl"]
+    left_out = [".idea/workspace.xml", ".vscode/settings.json", "Guide.PDF", "agent_ppo/ckpt/model.ckpt-100.pkl",
+                "ckpt/id_list", "ckpt/kaiwu.json", "docs/rules.pdf"]
     assert manifest["zip"]["left_out"] == left_out
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = set(archive.namelist())
-    assert not names & set(left_out) and {"docs/rules.pdf", "agent_diy/ckpt/model.ckpt-64.pkl", "kaiwu.json"} <= names
+    assert not names & set(left_out) and {"agent_diy/ckpt/model.ckpt-64.pkl", "kaiwu.json"} <= names
     steps = next_steps(manifest, tmp_path / "out")
     assert all(rel in steps for rel in left_out) and "has no train_test.py" in steps
     assert f"set algorithm_name = \"diy\" in {tmp_path / 'out' / 'train_test.py'}" not in steps

@@ -51,6 +51,23 @@ def test_each_shipped_layout_decides_its_weights_folder_zip_and_code_package_rul
     assert "copy of your own 15.0.1 code package" in gorge.code_package_required
 
 
+def test_the_next_steps_name_the_preloads_file_and_what_a_finetuning_task_saves(tmp_path):
+    """The 2024 steps name the file the preload reads (inside the algorithm folder, not ckpt/) and say that the task
+    dialog setting both algorithm lines is an assumption; a finetune build's steps, in both layouts, say that the
+    first save is the exported policy and each save is evaluated with its own weights."""
+    realm, gorge = layouts.get("kaiwu2024"), layouts.get("gorge15")
+    for workflow in ("keep", "finetune"):
+        manifest = {"algo_dir": "diy", "weights": {"ckpt_id": 512, "file": "ckpt/model.ckpt-512.pkl"},
+                    "platform_training": workflow, "code_package": {"folder": "code"}, "game": "realm"}
+        steps = realm.next_steps(manifest, tmp_path)
+        assert "preloads diy/ckpt/model.ckpt-512.pkl" in steps and "preloads ckpt/" not in steps
+        assert "an assumption" in steps and "The platform sets that algorithm" not in steps
+        gorge_steps = gorge.next_steps({**manifest, "algo_dir": "agent_diy", "game": "gorge", "weights": {
+            "ckpt_id": 64, "file": "agent_diy/ckpt/model.ckpt-64.pkl"}}, tmp_path)
+        for text in (steps, gorge_steps):
+            assert ("is your policy as exported" in text and "with its own weights" in text) == (workflow == "finetune")
+
+
 def test_the_agent_loads_as_its_layout_data_says():
     """The submission player learns how an Agent loads from the layout's data, never from its name: a layout with
     its own stand-in of the framework hands the Agent ``env_obs``."""

@@ -255,7 +255,8 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, al
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
         "source_model": {"file": model_path.name, "sha256": sha256_file(model_path),
                          "algorithm": exported.algo, "num_timesteps": exported.num_timesteps},
-        "training_config": exported.run_config, "feature_version": features.FEATURE_VERSION, "spec": spec,
+        "training_config": _portable_config(exported.run_config), "feature_version": features.FEATURE_VERSION,
+        "spec": spec,
         "weights": {"file": weights.relative_to(root).as_posix(), "sha256": files[weights.relative_to(root).as_posix()],
                     "ckpt_id": ckpt_id, "preload_file": preload.relative_to(root).as_posix()},
         "platform_training": workflow, "sample_dim": sample_dim,
@@ -266,6 +267,14 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, al
     with writing(algo_root / "manifest.json"):
         (algo_root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def _portable_config(config: dict | None) -> dict | None:
+    """The run config for the manifest, without this machine's paths: ``out`` (the run's folder) as its name only
+    when it is absolute."""
+    if not isinstance(config, dict) or not isinstance(config.get("out"), str) or not os.path.isabs(config["out"]):
+        return config
+    return {**config, "out": Path(config["out"]).name}
 
 
 def sample_size(spec: dict) -> int:
@@ -282,8 +291,9 @@ ZIP_LEFT_OUT_DIRS = (".idea", ".vscode", "__pycache__")
 
 def _zip_folder(folder: Path, target: Path, names: list[str], keep: set[str] | frozenset = frozenset()) -> list[str]:
     """The top-level entries ``names`` of ``folder`` into the archive ``target`` (written aside, then renamed; the
-    archive and its files readable by all, 0644), without editors' folders and bytecode caches, nor weights files
-    under a ``ckpt/`` folder other than those in ``keep`` (other models' weights); returns what was left out."""
+    archive and its files readable by all, 0644), without editors' folders, bytecode caches and documents (PDFs),
+    nor files under a ``ckpt/`` folder other than those in ``keep`` (other models' weights, ``kaiwu.json`` and
+    ``id_list``); returns what was left out."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     left_out: list[str] = []
@@ -293,9 +303,8 @@ def _zip_folder(folder: Path, target: Path, names: list[str], keep: set[str] | f
                 rel = p.relative_to(folder)
                 if not p.is_file() or p.is_symlink() or rel.parts[0] not in names:
                     continue
-                other_weights = "ckpt" in rel.parts[:-1] and p.name.startswith("model.ckpt-") and \
-                    rel.as_posix() not in keep
-                if set(rel.parts) & set(ZIP_LEFT_OUT_DIRS) or p.suffix == ".pyc" or other_weights:
+                other_model = "ckpt" in rel.parts[:-1] and rel.as_posix() not in keep
+                if set(rel.parts) & set(ZIP_LEFT_OUT_DIRS) or p.suffix in (".pyc", ".pdf", ".PDF") or other_model:
                     left_out.append(rel.as_posix())
                     continue
                 info = zipfile.ZipInfo.from_file(p, rel.as_posix())
@@ -572,6 +581,9 @@ def _build_held(out, model_path, layout: layouts.Layout, algo_dir, ckpt_id, pack
     ckpt = _ckpt_id(ckpt_id, exported.num_timesteps)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # a folder's ordinary mode (mkdtemp makes it 0700)
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     try:
         try:

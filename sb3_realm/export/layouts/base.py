@@ -98,10 +98,10 @@ def zip_note(manifest: dict) -> str:
     note = f"\n{zipped['file']} holds the upload."
     if zipped["left_out"]:
         shown = ", ".join(zipped["left_out"][:8]) + (", ..." if len(zipped["left_out"]) > 8 else "")
-        note += (f" Left out of it ({len(zipped['left_out'])} files): {shown}. Editors' folders (.idea, .vscode) and "
-                 "bytecode caches are never uploaded; other models' weights (model.ckpt-* files under a ckpt/ folder) "
-                 "are left out unless they are this build's: if your package needs one, add it to the archive by "
-                 "hand.")
+        note += (f" Left out of it ({len(zipped['left_out'])} files): {shown}. Editors' folders (.idea, .vscode), "
+                 "bytecode caches and documents (.pdf) are never uploaded; the files of other models (under a ckpt/ "
+                 "folder: their model.ckpt-* weights, kaiwu.json, id_list) are left out unless they are this "
+                 "build's: if your package needs one, add it to the archive by hand.")
     return note
 
 

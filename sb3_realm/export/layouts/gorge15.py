@@ -71,8 +71,9 @@ class Gorge15(Layout):
             "Start a training task (训练任务) on it: it starts from the preloaded weights. " +
             ("Its training keeps them, so every model the task saves is your policy: the first save comes after the "
              "first game; stop the task once one is listed." if keep else
-             "Its training fine-tunes them (--workflow finetune); each save is a newer policy (one every 30 "
-             "minutes)."),
+             "Its training fine-tunes them (--workflow finetune): the first save, after the first game, is your "
+             "policy as exported; each later one (one every 30 minutes) is a newer policy, and each is evaluated "
+             "with its own weights."),
             "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) with "
             "it, or submit it to the leaderboard. The platform's evaluation calls the Agent's exploit(env_obs) once "
             "per step: the greedy action of your policy.",

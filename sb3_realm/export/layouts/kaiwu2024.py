@@ -84,14 +84,17 @@ class Kaiwu2024(Layout):
                      "\n".join(f"       {line}" for line in (out / MERGE_FILE).read_text(encoding="utf-8").splitlines()
                                if not line.startswith("#")),
                      "Upload that code package in the Kaiwu client."]
-        steps += [f"Start a training task (训练任务) on it, and in the task's dialog pick the algorithm (算法) {algo}: "
-                  f"the platform sets that algorithm in both {layout['app_conf']} (the workflow) and "
-                  f"{layout['servers_conf']} (the Agent its servers build), which must agree. The conf preloads "
-                  f"ckpt/model.ckpt-{ckpt}.pkl (preload_model = true). " +
+        steps += [f"Start a training task (训练任务) on it, and in the task's dialog pick the algorithm (算法) {algo}. "
+                  f"{layout['app_conf']} (the workflow) and {layout['servers_conf']} (the Agent its servers build) "
+                  f"must name the same algorithm; both name {algo} already, and we expect the dialog to set both to "
+                  "the one picked (an assumption: if the task's log names another Agent, set both by hand). The conf "
+                  f"preloads {algo}/ckpt/model.ckpt-{ckpt}.pkl (preload_model = true, preload_model_dir "
+                  f"{layout['project_root']}/{algo}/ckpt). " +
                   ("Its training keeps these weights, so every model the task saves is your policy: the first save "
                    "comes after the first episode, then one every 2 minutes; stop the task once one is listed."
-                   if keep else "Its training fine-tunes these weights (--workflow finetune); each save is a newer "
-                                "policy."),
+                   if keep else "Its training fine-tunes these weights (--workflow finetune): the first save, after "
+                                "the first episode, is your policy as exported; each later one (every 2 minutes) is "
+                                "a newer policy, and each is evaluated with its own weights."),
                   "In model management (模型管理), pick a model the task saved and start an evaluation task (评估任务) "
                   "with it, or submit it to the leaderboard. Only the platform can sign a model: the model to "
                   "evaluate is one its training task saved."]
