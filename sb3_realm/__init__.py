@@ -12,6 +12,7 @@ from .games import register_envs
 from .games.realm import EpisodeConfig, Rules, default_map, load_map
 from .games.realm.env import ENV_IDS, RealmEnv
 from .games.realm.rewards import RewardWeights
+from .processes import passive_thread_waits
 from .version import __version__
 
 __all__ = [
@@ -56,3 +57,4 @@ if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
 register_envs()
+passive_thread_waits()  # OpenMP threads that sleep while they wait: set before torch is loaded
