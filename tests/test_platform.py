@@ -160,9 +160,9 @@ def test_a_saved_model_loads_as_the_platforms_model_loader_does(framework, uploa
 
 
 def test_evaluating_any_save_finds_the_preload(framework, uploads, tmp_path):
-    """The conf's preload keys travel in every saved model and an evaluation plays them first: the preload's file
-    is inside the algorithm folder, which travels too, so evaluating a save of another id than the preload's logs
-    no ERROR line; with the file in ckpt/ (which holds only the save there) it logs two."""
+    """The conf's preload keys travel in every saved model and an evaluation plays them after the save: the
+    preload's file is inside the algorithm folder, which travels too, so evaluating a save of another id than the
+    preload's logs no ERROR line; with the file in ckpt/ (which holds only the save there) it logs two."""
     _, report = run_task(framework, uploads["code"], tmp_path / "task")
     save = report["saves"][-1]
     assert save["id"] != 512
@@ -228,7 +228,8 @@ def test_saves_of_the_same_weights_are_the_same_bytes_and_checksums_hold(framewo
         agent.load_model(path=str(side.parent), id=512)
     side.unlink()
     log = framework.Log()
-    agent.logger = log
+    # a fresh Agent: after a load_model call, a copy of the exported file (the preload's) is skipped, not loaded
+    agent = agent_module.Agent(agent_type="player", device="cpu", logger=log)
     agent.load_model(path=str(side.parent), id="latest")
     assert agent.loaded.endswith("model.ckpt-512.pkl") and any("no checksum" in m for _, m in log.lines)
 
@@ -282,6 +283,7 @@ def test_a_training_task_keeps_the_exported_weights(framework, uploads, tmp_path
     times = [s["time"] for s in report["saves"]]
     assert all(b - a >= 120 for a, b in itertools.pairwise(times))
     assert report["actor_synced_to"] is not None and report["actor_synced_to"] > 512
+    assert task.actor.loaded.endswith(f"model.ckpt-{report['actor_synced_to']}.pkl")  # a save of the same weights
     assert report["train_count"] > ids[0]  # the learner trained on the shipped samples (the aisrv's learn: None)
     logged = "\n".join(m for _, m in task.log.lines)
     assert "env.reset returned None" in logged and "score None" in logged

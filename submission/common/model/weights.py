@@ -93,13 +93,17 @@ def expected_sha256(target, ckpt_dir, manifest):
 
 
 def is_exported(target, manifest):
-    """Whether the file ``target`` holds the package's exported weights: its bytes have the sha256 that the manifest
-    ``manifest`` records for them (False without a manifest or a file)."""
+    """Whether the file ``target`` is an intact copy of the package's exported weights file (the preload's): the name
+    and the sha256 that the manifest ``manifest`` records for it, and a ``.sha256`` beside it, if any, that agrees
+    (False without a manifest or a file). A save of the same weights under another id is not."""
     target, manifest = Path(target), Path(manifest)
     if not (target.is_file() and manifest.is_file()):
         return False
-    expected = json.loads(manifest.read_text(encoding="utf-8"))["weights"]["sha256"]
-    return sha256(target.read_bytes()) == expected
+    weights = json.loads(manifest.read_text(encoding="utf-8"))["weights"]
+    digest, side = sha256(target.read_bytes()), target.with_name(target.name + ".sha256")
+    if side.is_file() and side.read_text(encoding="utf-8").strip() != digest:
+        return False  # loading it fails loudly on the mismatch
+    return target.name == Path(weights["file"]).name and digest == weights["sha256"]
 
 
 def read_state(target, ckpt_dir, manifest, device, log):

@@ -15,9 +15,9 @@ are loaded when the Agent is made; ``load_model(path, id)`` loads any saved id (
 The preload never replaces a model being evaluated. The conf's preload keys travel in every saved model, and so does
 their file (the exported weights, in this folder's ``ckpt/``): where the platform plays them after loading the model
 to evaluate, the exported weights would replace the save's. So once a ``load_model`` call has given this Agent
-weights (a save's: fine-tuned ones, or the exported ones again), a later ``load_model`` of the exported weights (told
-by the manifest's checksum) is skipped, with a log line. The preload of a training task, the first call, loads them as
-always.
+weights (a save's: fine-tuned ones, or the exported ones again), a later ``load_model`` of the preload's file
+(``model.ckpt-<CKPT_ID>.pkl`` with the manifest's checksum) is skipped, with a log line. The preload of a training
+task, the first call, loads it as always.
 
 Threads: one intra-op and one inter-op torch thread, as the official agents set them (the platform runs many
 processes on a machine's cores); torch takes the inter-op setting once per process, so a second Agent keeps it.

@@ -13,8 +13,8 @@ bytes depend on the weights only (the same weights saved twice give the same fil
 The preload never replaces a model being evaluated. The platform's actor loads the model to evaluate first and plays
 the conf's preload keys after it, and the preload's file (the exported weights, in this folder's ``ckpt/``) travels in
 every saved model: so once a ``load_model`` call has given this Agent weights (a save's: fine-tuned ones, or the
-exported ones again), a later ``load_model`` of the exported weights (told by the manifest's checksum) is skipped,
-with a log line. The preload of a training task, the first call, loads them as always.
+exported ones again), a later ``load_model`` of the preload's file (``model.ckpt-<CKPT_ID>.pkl`` with the manifest's
+checksum) is skipped, with a log line. The preload of a training task, the first call, loads it as always.
 
 RecurrentPPO: the LSTM state is carried from step to step and restarts at every episode start (told by the
 observation, see ``feature/definition.py``). One state per Agent: games served one after another are fine; several
