@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import stat
 from pathlib import Path
 
-__all__ = ["ArgumentParser", "json_dict", "map_file"]
+__all__ = ["ArgumentParser", "json_dict", "map_file", "not_utf8", "special_file"]
 
 
 def _closest(word: str, candidates) -> str | None:
@@ -66,6 +67,32 @@ def json_dict(text: str) -> dict:
     return value
 
 
+def not_utf8(text: str) -> str | None:
+    """What in ``text`` cannot be written as UTF-8, as a message part (``"the byte 0xff, which is not UTF-8"``), or
+    None when all of it can. A name read from the system or the command line keeps each byte that is not UTF-8 as a
+    lone surrogate (``os.fsdecode``: ``b"\\xff"`` becomes ``"\\udcff"``); the byte is what the user knows."""
+    bad = list(dict.fromkeys(c for c in str(text) if 0xD800 <= ord(c) <= 0xDFFF))
+    if not bad:
+        return None
+    shown = ", ".join(f"0x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else ascii(c) for c in bad)
+    return f"the byte{'s' if len(bad) > 1 else ''} {shown}, which {'are' if len(bad) > 1 else 'is'} not UTF-8"
+
+
+def special_file(path: str | Path) -> str | None:
+    """What ``path`` is when it exists but is neither a file nor a folder (``"is a named pipe, not a file"``, a
+    socket, a device), or names a link to nothing; None otherwise. Such a path is never opened here."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "is a symbolic link to nothing (a dangling link)" if path.is_symlink() else None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return f"is {kind}, not a file"
+
+
 def map_file(text: str) -> str:
     """argparse type of ``--map``: the path of an existing file (whether it holds a valid map is checked where it is
     loaded). The message names the path and where the competition's map comes from."""
@@ -73,7 +100,8 @@ def map_file(text: str) -> str:
     if text.strip() and where.is_file():
         return text
     # as atomic.not_a_file says it (this module stays beside atomic, not above it: tests/test_layers.py)
-    problem = "is empty" if not text.strip() else "is a folder, not a file" if where.is_dir() else "does not exist"
+    problem = ("is empty" if not text.strip() else "is a folder, not a file" if where.is_dir()
+               else special_file(where) or "does not exist")
     looked = f" (looked for {where})" if problem == "does not exist" and str(where) != text else ""
     raise argparse.ArgumentTypeError(
         f"map file {text!r} {problem}{looked}; pass the path of the competition's map JSON (realm_map_1.json, "

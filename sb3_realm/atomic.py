@@ -10,6 +10,7 @@ import io
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PureWindowsPath
@@ -144,14 +145,23 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
 
 
 def not_a_file(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be read as a file (``"is empty"``, ``"is a folder, not a file"``, ``"does not exist"``),
-    or None when it is one."""
+    """Why ``path`` cannot be read as a file (``"is empty"``, ``"is a folder, not a file"``, ``"is a named pipe, not
+    a file"`` (a socket, a device), ``"does not exist"``), or None when it is one. As ``arguments.special_file``
+    says it (that module stays beside this one, not above it)."""
     if not str(path).strip():
         return "is empty"
     p = Path(path).expanduser()
     if p.is_dir():
         return "is a folder, not a file"
-    return None if p.is_file() else "does not exist"
+    if p.is_file():
+        return None
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return "does not exist"
+    kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return f"is {kind}, not a file"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -18,7 +18,7 @@ from . import games
 from .agents.checkpoint import TRUST_ENV
 from .agents.load import policy_game
 from .agents.submission import folder_code_note
-from .arguments import ArgumentParser, json_dict, map_file
+from .arguments import ArgumentParser, json_dict, map_file, not_utf8
 from .atomic import check_output_file, share_folder
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
 from .evaluation.reports import check_outputs_apart, input_paths, with_yardstick_keys
@@ -499,6 +499,25 @@ def os_error_text(exc: OSError) -> str:
     return f"{reason}:{where or ' (no file named)'}; check the path and its permissions"
 
 
+def unicode_error_text(exc: UnicodeError) -> str:
+    """One line for a text that is not UTF-8: the name that could not be written (the line of the text that holds
+    it, e.g. a path with a byte that is not UTF-8, which Python keeps as a lone surrogate), or the text that could
+    not be read, and what to do."""
+    if isinstance(exc, UnicodeEncodeError) and isinstance(exc.object, str):
+        text = exc.object
+        start = text.rfind("\n", 0, exc.start) + 1
+        end = text.find("\n", exc.end)
+        line = text[start:end if end >= 0 else len(text)]
+        shown = line if len(line) <= 300 else line[:300] + "..."
+        return (f"{shown!r} holds {not_utf8(line) or 'characters that are not UTF-8'}, and the command writes its "
+                "names in UTF-8 (in a file, a log or a report): rename the file or folder in UTF-8, or choose another "
+                "name")
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"a text it read is not UTF-8 ({exc.reason} at byte {exc.start}: {exc.object[exc.start:exc.end]!r}); "
+                "save the file as UTF-8")
+    return f"a text that is not UTF-8: {exc}; use UTF-8 names and files"
+
+
 def _exit_on_sigterm(signum, frame) -> None:
     """SIGTERM (``kill``, a job scheduler, a closing terminal) ends the command as Ctrl-C does: context managers
     close their worker pools and temporary files, so no worker process is left behind."""
@@ -532,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
             _note_folder_code(args)
             print(json.dumps(replay(args.policy, args.out, map_path=args.map_path, usr_conf=args.usr_conf,
                                     seed=args.seed, env_kwargs=env_kwargs, game=args.game), indent=2))
+    except UnicodeError as exc:  # a name or a text that is not UTF-8: which one, not the codec's words
+        print(f"sb3-realm {args.command}: error: {unicode_error_text(exc)}", file=sys.stderr)
+        return 2
     except ValueError as exc:  # bad user input: one clear line, no traceback
         print(f"sb3-realm {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from ..arguments import not_utf8
+
 __all__ = [
     "EVAL_KEYS",
     "MERGE_FILE",
@@ -83,7 +85,11 @@ _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (
 def _entry_problem(real_root: Path, path: Path) -> str | None:
     """Why the entry ``path`` of the package whose resolved folder is ``real_root`` cannot be copied, or None: a
     symbolic link must lead to a file inside the package; anything else must be a file or a folder. Nothing is
-    opened, so a named pipe cannot block."""
+    opened, so a named pipe cannot block. A name must be UTF-8: the upload's manifest and zip name every file so."""
+    problem = not_utf8(path.name)
+    if problem is not None:
+        return (f"has a name that holds {problem}; the upload's manifest and its zip name every file in UTF-8: rename "
+                "it in UTF-8, or remove it from the code package")
     mode = os.lstat(path).st_mode
     if stat.S_ISLNK(mode):
         target = os.readlink(path)

@@ -41,14 +41,23 @@ import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ..agents import load_model
-from ..atomic import atomic_write, check_writable_folder, hold_folder, inside
+from ..atomic import atomic_write, hold_folder, inside
 from ..evaluation import GameResult, game_seed, played_report
 from ..games import GameEnv
 from ..models.algorithms import algorithm
 from ..models.saved import warn_feature_version
 from ..training.checkpoints import check_checkpoint, latest_checkpoint, list_checkpoints
 from ..training.config import save_config
-from ..training.run import build_model, check_run_parts, record_config, resume_changes, start_new_run
+from ..training.run import (
+    MADE_BY_A_RUN,
+    build_model,
+    check_run_parts,
+    record_config,
+    removed_if_unfinished,
+    resume_changes,
+    run_folder,
+    start_new_run,
+)
 from .bc import BCStats, fit, fit_sequences
 from .collect import Collector, Rollouts
 from .config import ImitateConfig, check_run_config
@@ -297,14 +306,18 @@ class _Resume:
     dataset: ExpertDataset
 
 
+#: what an imitation run may write at its top level: a training run's entries and its dataset
+RUN_PARTS = ("dataset", *MADE_BY_A_RUN)
+
+
 def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
     """Validate everything and write nothing yet: the run folder and, when resuming, where it resumes from (the
     checkpoint, its state, the dataset it was trained on, every shard of it loaded as plain arrays) and the
     hyperparameters the config changes (see ``training.run.resume_changes``)."""
     config.validate()
     _check_config(config)
-    run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
-    check_run_parts(run_dir, ("dataset",))  # a run reads, writes and removes only inside its own folder
+    run_dir = run_folder(config, resume)
+    check_run_parts(run_dir, RUN_PARTS)  # a run reads, writes and removes only inside its own folder
     if resume is None:
         start_new_run(config, run_dir)
         if (run_dir / "dataset" / "meta.json").exists():
@@ -353,11 +366,17 @@ def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: b
         bar; the command line passes ``sys.stderr``.
 
     The run folder is held for the run (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused.
+    A new run that fails before its first round saved a checkpoint removes what it made (its ``config.yaml``,
+    ``dataset/``, ``tb/``, ...; the folder when it made it), so that the same command can run again
+    (:func:`~sb3_realm.training.run.removed_if_unfinished`).
     """
     config.validate()
-    folder = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    folder = run_folder(config, resume)
     with hold_folder(folder, "run directory"):
-        return _imitate(config, resume, progress, talk)
+        if resume is not None:
+            return _imitate(config, resume, progress, talk)
+        with removed_if_unfinished(folder, RUN_PARTS):
+            return _imitate(config, resume, progress, talk)
 
 
 def round_line(record: RoundRecord, rounds: int) -> str:

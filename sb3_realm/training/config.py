@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .. import games
+from ..arguments import not_utf8
 from ..atomic import atomic_write, check_portable_path
 from ..evaluation.training_map import env_maps, same_maps
 from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
@@ -316,6 +317,11 @@ class FinetuneConfig:
             raise ValueError(f"finetune.warm_start_lr = {self.warm_start_lr} must be > 0")
         if self.init_from:
             check_portable_path(self.init_from, "finetune.init_from")  # the file itself: checked when a run starts
+            problem = not_utf8(str(self.init_from))
+            if problem is not None:  # the run records where it started, in UTF-8 (config.yaml, the model's data)
+                raise ValueError(f"finetune.init_from = {str(self.init_from)!r} (--init-from): its name holds "
+                                 f"{problem}; the run records the model it starts from in UTF-8: rename the file, "
+                                 "or copy it to a name in UTF-8")
         elif self.warm_start_games or self.anchor_coef:
             raise ValueError("finetune.warm_start_games and finetune.anchor_coef act on a trained model: set "
                              "finetune.init_from (or --init-from MODEL.zip), or set them to 0")

@@ -7,7 +7,7 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .. import games
 from ..agents.checkpoint import load_model
+from ..arguments import not_utf8
 from ..atomic import atomic_write, check_writable_folder, hold_folder, remove_made
 from ..evaluation.training_map import env_maps, map_digest, recorded_digests, recorded_env, training_maps
 from ..models.algorithms import algorithm, model_kwargs
@@ -64,8 +65,10 @@ __all__ = [
     "policy_kwargs",
     "policy_name",
     "record_config",
+    "removed_if_unfinished",
     "resume_changes",
     "resume_config",
+    "run_folder",
     "start_new_run",
     "train",
 ]
@@ -285,39 +288,64 @@ def train(config: TrainConfig, resume: str | Path | None = None, callbacks: list
     callback), called after the run's own ones. A resumed checkpoint is loaded without unpickling anything unless
     ``trust_pickle`` (:mod:`sb3_realm.agents.checkpoint`). The run folder is held for the run
     (:func:`~sb3_realm.atomic.hold_folder`): another command on it is refused. A new run that fails before it saved
-    a model removes what it made (:func:`_remove_unfinished_run`), so that the same command can run again. The run
+    a model removes what it made (:func:`removed_if_unfinished`), so that the same command can run again. The run
     records every map it trained on in ``env.map_history`` (:func:`map_history`).
     """
     config.validate()
-    run_dir = check_writable_folder(resume if resume is not None else config.out, "run directory")
+    run_dir = run_folder(config, resume)
     with hold_folder(run_dir, "run directory"):  # one command at a time in a run
         if resume is not None:
             return _train(config, run_dir, resume, callbacks, trust_pickle, progress, talk)
-        existed = run_dir.is_dir()
-        before = _entries(run_dir) if existed else set()
-        try:
+        with removed_if_unfinished(run_dir):
             return _train(config, run_dir, resume, callbacks, trust_pickle, progress, talk)
-        except BaseException:
-            _remove_unfinished_run(run_dir, existed, before)
-            raise
 
 
-def _entries(run_dir: Path) -> set[str]:
-    """The entries of ``run_dir`` a run may add to (:data:`MADE_BY_A_RUN`), and those of its folders among them
+def run_folder(config: TrainConfig, resume: str | Path | None = None) -> Path:
+    """The folder of a run (``resume``, else ``config.out``), once it is known that it can be written
+    (:func:`~sb3_realm.atomic.check_writable_folder`) and that its name is UTF-8: TensorBoard, which writes the
+    run's logs, takes no other path, and a name with a byte that is not UTF-8 would fail the run after it wrote
+    its first files. Nothing is written."""
+    where = resume if resume is not None else config.out
+    problem = not_utf8(os.fspath(where))
+    if problem is not None:
+        flag = "--resume" if resume is not None else "out (--out)"
+        raise ValueError(f"run directory {os.fspath(where)!r} ({flag}): its name holds {problem}; a run writes "
+                         "its logs with TensorBoard, which takes only UTF-8 paths: rename the folder, or choose "
+                         "a name in UTF-8; nothing was written")
+    return check_writable_folder(where, "run directory")
+
+
+@contextlib.contextmanager
+def removed_if_unfinished(run_dir: Path, made: tuple[str, ...] = MADE_BY_A_RUN) -> Iterator[None]:
+    """The block of a new run: when it raises before the run saved a model, what it made is removed
+    (:func:`_remove_unfinished_run`, for the entries ``made``), so that the same command can run again. ``train``
+    and ``imitate`` (with its ``dataset/``) both start a run in it."""
+    existed = run_dir.is_dir()
+    before = _entries(run_dir, made) if existed else set()
+    try:
+        yield
+    except BaseException:
+        _remove_unfinished_run(run_dir, existed, before, made)
+        raise
+
+
+def _entries(run_dir: Path, made: tuple[str, ...] = MADE_BY_A_RUN) -> set[str]:
+    """The entries of ``run_dir`` a run may add to (``made``), and those of its folders among them
     (``tb/run_1``), as relative POSIX paths."""
     found = set(os.listdir(run_dir))
-    for name in MADE_BY_A_RUN:
+    for name in made:
         folder = run_dir / name
         if folder.is_dir() and not folder.is_symlink():
             found |= {f"{name}/{child}" for child in os.listdir(folder)}
     return found
 
 
-def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str]) -> None:
+def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str],
+                           made: tuple[str, ...] = MADE_BY_A_RUN) -> None:
     """After a new run failed: when it saved no model (no checkpoint, no best or final model), remove what it made
-    (the run folder when it made it, else the entries of :data:`MADE_BY_A_RUN` it added, and what it added in
-    those folders that were there before, such as ``tb/run_2``), so that the same command can run again; a run that
-    saved a model is left for ``--resume`` or the user."""
+    (the run folder when it made it, else the entries of ``made`` it added, and what it added in those folders that
+    were there before, such as ``tb/run_2``), so that the same command can run again; a run that saved a model is
+    left for ``--resume`` or the user."""
     if not run_dir.is_dir() or list_checkpoints(run_dir / "checkpoints"):
         return
     if any((run_dir / name).exists() and name not in before for name in ("best_model.zip", "final_model.zip")):
@@ -326,15 +354,15 @@ def _remove_unfinished_run(run_dir: Path, existed: bool, before: set[str]) -> No
         with contextlib.suppress(OSError):
             remove_made(run_dir, run_dir.parent)
         return
-    for name in MADE_BY_A_RUN:
+    for name in made:
         path = run_dir / name
         if name not in before:
-            made = [path] if path.exists() or path.is_symlink() else []
+            added = [path] if path.exists() or path.is_symlink() else []
         elif path.is_dir() and not path.is_symlink():
-            made = [path / child for child in os.listdir(path) if f"{name}/{child}" not in before]
+            added = [path / child for child in os.listdir(path) if f"{name}/{child}" not in before]
         else:
-            made = []
-        for item in made:
+            added = []
+        for item in added:
             with contextlib.suppress(OSError):
                 remove_made(item, run_dir)
 
