@@ -140,3 +140,27 @@ def test_an_imitation_that_fails_before_its_first_round_removes_what_it_made(tmp
     monkeypatch.undo()
     _model, out = imitate(load_imitate_config(None, [*TINY_IMITATION, f"out={json.dumps(str(mine))}"]))
     assert (out / "final_model.zip").is_file() and (mine / "keep.txt").is_file()
+
+
+@pytest.mark.parametrize("command", ["train", "imitate"])
+def test_a_start_killed_before_its_first_checkpoint_is_not_sent_between_resume_and_out(tmp_path, command):
+    """A start killed (SIGKILL: nothing cleans up) before its first checkpoint left config.yaml and tb/: neither
+    --out nor --resume sends the user to the other; both say that there is nothing to resume and what to do."""
+    from sb3_realm.imitation.config import read_run_config
+    from sb3_realm.training.config import save_config
+    from sb3_realm.training.run import resume_config
+
+    run = tmp_path / "run"
+    if command == "train":
+        config = load_config(TINY, [*TINY_RUN, f"out={json.dumps(str(run))}"])
+    else:
+        config = load_imitate_config(None, [*TINY_IMITATION, f"out={json.dumps(str(run))}"])
+    (run / "tb" / "run_1").mkdir(parents=True)
+    save_config(config, run / "config.yaml")
+    go = train if command == "train" else imitate
+    with pytest.raises(ValueError, match=r"saved no model \(config.yaml; .*nothing to resume: delete the") as new:
+        go(config)
+    reread = resume_config(run) if command == "train" else read_run_config(run)
+    with pytest.raises(ValueError, match=r"nothing to resume: delete the folder .* another folder with --out") as old:
+        go(reread, resume=run)
+    assert "--resume" not in str(new.value).split(":", 1)[1] and "use --out" not in str(old.value)

@@ -331,7 +331,8 @@ def _prepare(config: ImitateConfig, resume) -> tuple[Path, _Resume | None]:
         if kept:  # there are checkpoints, all damaged: the newest one's problem says what to do
             check_checkpoint(kept[-1])
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'} (the "
-                         "first round never finished): start the run again with --out")
+                         "first round never finished), so there is nothing to resume: delete the folder and run the "
+                         "command that started it again, or start the run in another folder with --out")
     ckpt, saved = found
     inside(run_dir / "checkpoints", ckpt.name, f"run directory {str(run_dir)!r}")
     point = ResumePoint.read(ckpt, saved)

@@ -235,6 +235,13 @@ def start_new_run(config: TrainConfig, run_dir: Path) -> None:
     taken = [name for name in RUN_FILES if (run_dir / name).exists()]
     if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()):
         taken.append("checkpoints/")
+    saved = list_checkpoints(run_dir / "checkpoints") or any(
+        (run_dir / name).exists() for name in ("final_model.zip", "best_model.zip"))
+    if taken and not saved:  # a start that was killed before it saved a model: nothing to resume
+        raise ValueError(f"run directory {str(run_dir)!r} holds the start of a run that saved no model "
+                         f"({', '.join(taken)}; killed before its first checkpoint), so there is nothing to resume: "
+                         "delete the folder (or those entries) to start the run again there, or choose another "
+                         "folder with --out (out: in the config)")
     if taken:
         raise ValueError(f"run directory {str(run_dir)!r} already holds a run ({', '.join(taken)}); a new run would "
                          f"overwrite it: use --resume {run_dir} to continue it, or --out (out: in the config) to "
@@ -415,6 +422,10 @@ def _check_resume(config: TrainConfig, run_dir: Path) -> tuple[tuple[Path, dict]
     hyperparameters the config changes)``."""
     found = latest_checkpoint(run_dir / "checkpoints")
     if found is None:
+        if not list_checkpoints(run_dir / "checkpoints"):
+            raise ValueError(f"--resume {str(run_dir)!r}: the run saved no checkpoint (it was stopped before its "
+                             "first), so there is nothing to resume: delete the folder and run the command that "
+                             "started it again, or start the run in another folder with --out")
         raise ValueError(f"--resume {str(run_dir)!r}: no intact checkpoint under {run_dir / 'checkpoints'}")
     if "imitation" in found[1]:
         raise ValueError(f"--resume {str(run_dir)!r} is an imitation run; continue it with sb3-realm imitate "
