@@ -233,3 +233,62 @@ def test_a_link_to_the_english_twin_is_found() -> None:
     text = ("header\n见[基准测试](../../benchmarks.md)；[规则](rules.md)；[API](../../api.md#x)（英文）；"
             "[英文页面](../../index.md)\n")
     assert english_links(page, text) == ["../../benchmarks.md"]
+
+
+# ------------------------------------------------------------------------------ the hook: switcher and changelog
+def _hook():
+    from helpers import load_tool
+
+    return load_tool("mkdocs_hooks")
+
+
+def _site_urls(config: dict) -> dict[str, str]:
+    """Every nav page's source path to its URL, as MkDocs makes them (``gorge/rules.md`` -> ``gorge/rules/``)."""
+    english, chinese = split_nav(config)
+    urls = {}
+    for page in english + chinese:
+        folder, _, name = page.removesuffix(".md").rpartition("/")
+        path = folder if name == "index" else f"{folder}/{name}".lstrip("/")
+        urls[page] = f"{path}/" if path else "./"
+    return urls
+
+
+def test_the_language_switcher_leads_to_the_twin_of_the_page() -> None:
+    """The header's switcher on a page opens that page in the other language (mkdocs.yml's entries, the front pages,
+    stay for a page without a twin)."""
+    hook, config = _hook(), load_config()
+    front, urls = config["extra"]["alternate"], _site_urls(config)
+    for page in ("gorge/rules.md", "zh/gorge/rules.md"):
+        links = {entry["lang"]: entry["link"] for entry in hook.twin_links(page, urls, front)}
+        assert links == {"en": "gorge/rules/", "zh": "zh/gorge/rules/"}, (page, links)
+    glossary = {entry["lang"]: entry["link"] for entry in hook.twin_links("zh/glossary.md", urls, front)}
+    assert glossary == {"en": "./", "zh": "zh/glossary/"}, glossary
+
+
+def test_the_hook_sets_each_pages_switcher() -> None:
+    from types import SimpleNamespace
+
+    hook, config = _hook(), load_config()
+    site = SimpleNamespace(extra=dict(config["extra"]))
+    hook.on_config(site)
+    nav = SimpleNamespace(pages=[SimpleNamespace(file=SimpleNamespace(src_uri=src), url=url)
+                                 for src, url in _site_urls(config).items()])
+    page = next(p for p in nav.pages if p.file.src_uri == "zh/faq.md")
+    hook.on_page_context({}, page, site, nav)
+    assert {entry["lang"]: entry["link"] for entry in site.extra["alternate"]} == {"en": "faq/", "zh": "zh/faq/"}
+
+
+def test_the_changelog_is_in_both_navigations_and_shows_the_repositorys_file() -> None:
+    hook = _hook()
+    english, chinese = split_nav(load_config())
+    assert "changelog.md" in english and "zh/changelog.md" in chinese
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    for page in ("changelog.md", "zh/changelog.md"):
+        shown = hook.changelog_markdown((DOCS / page).read_text(encoding="utf-8"), changelog)
+        assert hook.CHANGELOG_MARKER not in shown and "## Unreleased" in shown, page
+        assert "\n# Changelog" not in shown.replace("# Changelog\n\n**English**", ""), page  # one title a page
+
+
+def test_troubleshooting_is_in_both_navigations() -> None:
+    english, chinese = split_nav(load_config())
+    assert "faq.md" in english and "zh/faq.md" in chinese
