@@ -20,7 +20,8 @@ weights (a save's: fine-tuned ones, or the exported ones again), a later ``load_
 task, the first call, loads it as always.
 
 Threads: one intra-op and one inter-op torch thread, as the official agents set them (the platform runs many
-processes on a machine's cores); torch takes the inter-op setting once per process, so a second Agent keeps it.
+processes on a machine's cores). Torch takes the inter-op setting once per process (a second call raises, and on
+torch < 2.1 aborts the process), so it is set only where it differs: a second Agent keeps it.
 """
 
 import sys
