@@ -318,6 +318,27 @@ def test_the_guard_compares_contents_only_never_names_first(monkeypatch, tmp_pat
         tm.check_training_maps("run/model.zip", [str(plain)], game="gorge")
 
 
+def test_the_map_warning_reads_a_moved_training_file_by_its_recorded_content(monkeypatch, tmp_path):
+    from sb3_realm.games.realm import default_map, load_map, small_map
+
+    def write(game_map, path: Path) -> Path:
+        path.write_text(json.dumps(game_map.to_dict()), encoding="utf-8")
+        return path
+
+    trained = write(small_map(), tmp_path / "realm_map_1.json")
+    env = {"map_path": str(trained), "map_digests": {str(trained.resolve()): tm.map_digest(trained)}}
+    monkeypatch.setattr(tm, "recorded_env", lambda policy: env)
+    moved = trained.rename(tmp_path / "renamed.json")
+    assert tm.training_map_mismatch("run/model.zip", load_map(moved), game="realm") is None  # its own map
+    (tmp_path / "elsewhere").mkdir()
+    other = write(default_map(), tmp_path / "elsewhere" / "realm_map_1.json")  # another map, the same name
+    message = tm.training_map_mismatch("run/model.zip", load_map(other), game="realm")
+    assert message is not None and "a map it never learned" in message
+    write(default_map(), trained)  # another map in the training file's place: it is not the training map either
+    assert "moved or changed since" in tm.training_map_mismatch("run/model.zip", load_map(trained), game="realm")
+    assert tm.training_map_mismatch("run/model.zip", load_map(moved), game="realm") is None
+
+
 def test_a_run_records_the_content_of_its_map_files_for_the_guard(tmp_path):
     trained = _gorge_map_file(tmp_path / "maps", "own_2", "mine.json.gz")
     _, run = train(load_config(GORGE, [*GORGE_RUN, f"env.map_names=[{json.dumps(str(trained))}, own_1]",

@@ -104,11 +104,19 @@ def training_map_mismatch(policy: str, played, game: str | None = None) -> str |
     if found is None:
         return None
     trained, trained_text, fix = found
+    digests = recorded_digests(env)
+    path = str(env.get("map_path") or "")
+    recorded = (digests.get(path) or digests.get(_file_key(path))) if path else None
+    if recorded is not None and map_digest(path) != recorded:
+        # the training file moved, or another map took its place: the content the run recorded decides
+        return None if map_digest(played.name) == recorded else (
+            f"{policy!r} was trained on the map file {path!r} (moved or changed since) and plays here on "
+            f"{_describe(played, spec)}, a map it never learned, so its scores say little about how it plays its own "
+            "map; to play it there, pass that map with --map PATH")
     if trained is not None and spec.maps.same(trained, played):
         return None
-    same_name = Path(played.name).name == Path(env["map_path"]).name if trained is None else False
-    if trained is None and played.name not in spec.maps.builtin and same_name:
-        return None  # the training file is not here to compare; one of the same name is taken for it
+    if trained is None and played.name not in spec.maps.builtin and Path(played.name).name == Path(path).name:
+        return None  # no content to compare anywhere: one of the training file's name is taken for it
     return (f"{policy!r} was trained on {trained_text} and plays here on {_describe(played, spec)}, a map it never "
             f"learned, so its scores say little about how it plays its own map; to play it there, {fix}")
 
@@ -227,12 +235,13 @@ def same_maps(spec: games.GameSpec, names: Iterable[str], others: Iterable[str],
         return loaded[name]
 
     def same(name: str, other: str) -> bool:
-        a, b = load(name), load(other)
+        recorded = digests.get(other) or digests.get(_file_key(other))
+        a = load(name)
+        if recorded is not None and map_digest(other) != recorded:  # the file moved, or another map took its place
+            return a is not None and map_digest(name) == recorded
+        b = load(other)
         if a is not None and b is not None:
             return bool(spec.maps.same(a, b))
-        recorded = (digests.get(other) or digests.get(_file_key(other))) if b is None else None
-        if recorded is not None and a is not None:
-            return map_digest(name) == recorded
         return _name_key(name) == _name_key(other)
 
     return [(name, other) for name in names for other in [next((o for o in others if same(name, o)), None)]
