@@ -5,10 +5,10 @@ By default the package keeps its weights (``Config.FINETUNE`` False): ``learn`` 
 training task saves is the exported policy, whatever id the platform gives it; the episodes feed the platform's
 monitoring. A package built for fine-tuning takes REINFORCE steps in ``learn`` instead.
 
-Saves: the first after the first episode, before its samples are sent, so that it holds the weights the task started
-from (the exported policy, in either workflow; the platform numbers it ``preload_model_id``), then one every
-``Config.SAVE_INTERVAL_S`` seconds (the platform allows 2 a minute and 100 a task), ``Config.MAX_SAVES`` at most; the
-platform numbers each save by its learner's step.
+Saves: the first after the first episode, before its samples are sent, so that it holds the weights the task began
+with (the exported policy, in either workflow; the platform numbers it ``preload_model_id``), then one every
+``Config.SAVE_INTERVAL_S`` seconds (the platform allows 2 a minute and 100 a task), ``Config.MAX_SAVES`` at most;
+the platform numbers each save by its learner's step.
 
 The platform's returns are read as its own workflows read them: ``usr_conf`` wrapped as ``{"diy": {...}}``;
 ``env.reset`` may return None (that episode is skipped, with a log line, however many fail: the official workflows

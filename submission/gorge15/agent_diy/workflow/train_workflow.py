@@ -5,8 +5,8 @@ By default the package keeps its weights (``learn`` changes nothing), so every m
 exported policy, whatever id the platform gives it; the games feed the platform's monitoring. A package built for
 fine-tuning takes REINFORCE steps on these samples instead.
 
-Saves: the first after the first game, before its samples are sent, so that it holds the weights the task started
-from (the exported policy, in either workflow; the platform names it ``preload_model_id``), then one every
+Saves: the first after the first game, before its samples are sent, so that it holds the weights the task began with
+(the exported policy, in either workflow; the platform names it ``preload_model_id``), then one every
 ``Config.SAVE_INTERVAL_S`` seconds (the official workflow's interval), ``Config.MAX_SAVES`` at most; the platform
 names each save by its learner's step.
 
