@@ -17,7 +17,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import sb3_realm.training.callbacks as callbacks_module
+import sb3_realm.training.eval_callback as eval_callback_module
 from sb3_realm import games
 from sb3_realm.agents import ModelPolicy
 from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
@@ -106,7 +106,7 @@ def test_best_model_kept_by_competition_score(tmp_path, monkeypatch):
         calls.append((policy, protocol, kwargs))
         return fake_report(next(scores))
 
-    monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
+    monkeypatch.setattr(eval_callback_module, "evaluate", fake_evaluate)
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
     folder = tmp_path / "best"
     cb = CompetitionEvalCallback(2, CONFIGS, folder / "best_model", json_path=folder / "eval.json", batched=False,
@@ -145,7 +145,7 @@ def test_the_evaluation_plays_and_logs_what_the_games_spec_says(tmp_path, monkey
         realm.evaluation, evaluate_args=lambda confs: {"protocol": "fixed", "max_step": 7},
         success=dataclasses.replace(realm.evaluation.success, rate="wins")))
     monkeypatch.setitem(games.GAMES, "toy", toy)
-    monkeypatch.setattr(callbacks_module, "evaluate", fake_evaluate)
+    monkeypatch.setattr(eval_callback_module, "evaluate", fake_evaluate)
     model = with_logger(PPO("MultiInputPolicy", venv(1), **PPO_KW), tmp_path / "log")
     cb = CompetitionEvalCallback(1, CONFIGS, tmp_path / "best.zip", batched=False, game="toy")
     cb.init_callback(model)

@@ -561,7 +561,7 @@ def test_a_trials_success_rate_and_games_are_the_games_own(tmp_path, monkeypatch
         return _report([next(scores)] if per_game else [100.0, 0.0, 100.0])
 
     monkeypatch.setattr(importlib.import_module("sb3_realm.tuning.objective"), "evaluate", fake_evaluate)
-    monkeypatch.setattr(importlib.import_module("sb3_realm.training.callbacks"), "evaluate", fake_evaluate)
+    monkeypatch.setattr(importlib.import_module("sb3_realm.training.eval_callback"), "evaluate", fake_evaluate)
     configs = protocol_configs("leaderboard", seed=7, games=3, treasures=2, max_step=24, game="realm")
     model = PPO("MultiInputPolicy", RealmEnv(map_name="small", treasure_num=2, max_step=24), n_steps=32, batch_size=32,
                 device="cpu", seed=0)

@@ -1,5 +1,6 @@
 """Training: the run's config (:mod:`.config`), the run itself (:mod:`.run`: train, resume, init-from), resumable
-checkpoints (:mod:`.checkpoints`) and the SB3 callbacks (:mod:`.callbacks`)."""
+checkpoints (:mod:`.checkpoints`) and the SB3 callbacks (:mod:`.callbacks`; the held-out evaluation in
+:mod:`.eval_callback`)."""
 
 from .callbacks import (
     CompetitionEvalCallback,
