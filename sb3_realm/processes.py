@@ -29,7 +29,7 @@ def passive_thread_waits() -> str:
     spins for a while (GNU OpenMP: 300,000 rounds) before it sleeps. On an idle machine that saves a wake-up; on a
     machine with other work on it the spinning thread holds a core that the thread it waits for needs, and each of the
     many small operations of a behaviour-cloning step waits for a time slice: on a 2-core machine with other work on it,
-    a 2-thread fit took 8 to 40 times as long as with threads that sleep (docs/benchmarks.md). Asleep, threads cost
+    a 2-thread fit took many times as long as with threads that sleep (docs/benchmarks.md). Asleep, threads cost
     nothing while they wait, and the numbers are the same: the policy changes when a thread runs, never how the work is
     split.
 
