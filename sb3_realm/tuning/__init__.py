@@ -1,9 +1,9 @@
 """Optuna studies over reward weights and hyperparameters, judged by the competition score on held-out games.
 
 ``sample_*(trial) -> dict`` and ``convert_*(params, base) -> TrainConfig`` (:mod:`.space`), storages with heartbeats
-(:mod:`.storage`), the objective and its pruning callback (:mod:`.objective`), studies and workers (:mod:`.study`),
-outputs (:mod:`.outputs`); the scripts ``tuning/tune_rewards.py`` / ``tuning/tune_hparams.py`` are thin wrappers over
-:func:`.script.main`.
+(:mod:`.storage`), the objective and its pruning callback (:mod:`.objective`), a study's config (:mod:`.study_config`),
+studies and workers (:mod:`.study`), outputs (:mod:`.outputs`); the scripts ``tuning/tune_rewards.py`` /
+``tuning/tune_hparams.py`` are thin wrappers over :func:`.script.main`.
 """
 
 from .objective import TrialEvalCallback, eval_configs, objective
