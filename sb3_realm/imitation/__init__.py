@@ -1,6 +1,7 @@
 """Imitation of an expert: datasets of expert-labelled states, behaviour cloning into SB3 policies, DAgger.
 
 - :mod:`~sb3_realm.imitation.dataset`: :class:`ExpertDataset` (shards on disk, compact in memory);
+- :mod:`~sb3_realm.imitation.blocks`: the states in compact form (:class:`Block`, a game's storage layout);
 - :mod:`~sb3_realm.imitation.collect`: games played by the expert or the learner, labelled by the expert, in
   worker processes;
 - :mod:`~sb3_realm.imitation.bc`: behaviour cloning into PPO / MaskablePPO policies (:func:`fit`) and
