@@ -108,6 +108,7 @@ def test_no_layout_is_named_outside_its_module():
 
 def test_a_build_reads_no_layout_toml(models, tmp_path, monkeypatch):
     """The layout's data is read once, when it is registered: a build asks the layout object, never the file."""
+    import sb3_realm.agents.manifest as manifest
     import sb3_realm.agents.submission as player
     import sb3_realm.submission as shipped
 
@@ -120,6 +121,7 @@ def test_a_build_reads_no_layout_toml(models, tmp_path, monkeypatch):
     real = shipped.layout_spec
     monkeypatch.setattr(shipped, "layout_spec", counted)
     monkeypatch.setattr(player, "layout_spec", counted)
+    monkeypatch.setattr(manifest, "layout_spec", counted)
     build_submission(models["ppo"], tmp_path / "out")
     assert calls == []
 
