@@ -26,55 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-try:
-    import psutil
-except ImportError:
-    psutil = None
+from peak_memory import psutil, tree_rss  # benchmarks/peak_memory.py, beside this script
 
 REPO = Path(__file__).resolve().parents[1]
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 GIB = 1024 ** 3
-
-
-def _tree_rss_proc(root: int) -> tuple[int, int]:
-    """(RSS of ``root`` and every process under it, RSS of ``root``) in bytes, from Linux's /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                    stat = f.read()
-            except OSError:  # ended since the listing
-                continue
-            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
-    sizes, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            with open(f"/proc/{pid}/statm", encoding="utf-8") as f:
-                sizes[pid] = int(f.read().split()[1]) * PAGE
-        except OSError:
-            sizes[pid] = 0
-        todo.extend(children.get(pid, []))
-    return sum(sizes.values()), sizes[root]
-
-
-def tree_rss(root: int) -> tuple[int, int]:
-    """(RSS of ``root`` with every process under it, RSS of ``root`` alone) in bytes; (0, 0) once it has ended."""
-    if os.path.isdir("/proc"):
-        return _tree_rss_proc(root)
-    try:
-        proc = psutil.Process(root)
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0, 0
-    sizes = []
-    for p in procs:
-        try:
-            sizes.append(p.memory_info().rss)
-        except psutil.NoSuchProcess:
-            sizes.append(0)
-    return sum(sizes), sizes[0]
 
 
 def start_busy(count: int) -> list[subprocess.Popen]:
@@ -99,7 +54,7 @@ def run_job(command: list[str], out: Path, interval: float) -> dict:
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak_tree = peak_own = 0
     while proc.poll() is None:
-        total, own = tree_rss(proc.pid)
+        total, own, _ = tree_rss(proc.pid)
         peak_tree, peak_own = max(peak_tree, total), max(peak_own, own)
         time.sleep(interval)
     wall = time.perf_counter() - start

@@ -1,10 +1,9 @@
-"""benchmarks/busy_laptop.py: its busy loops run at the lowest priority, its memory counts the command's workers, and
+"""benchmarks/busy_laptop.py: its busy loops run at the lowest priority, it measures memory with benchmarks/peak_memory.py, and
 a bad argument is refused before any run."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -23,22 +22,6 @@ def test_busy_loops_run_at_the_lowest_priority(monkeypatch):
         for p in busy:
             p.kill()
             p.wait()
-
-
-def test_peak_memory_counts_the_processes_under_the_command(monkeypatch):
-    bench = load_benchmark("busy_laptop", monkeypatch)
-    alone, own = bench.tree_rss(os.getpid())
-    assert alone >= own > 0
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        for _ in range(100):  # the child's interpreter is up once it has a resident size
-            total, own_now = bench.tree_rss(os.getpid())
-            if total - own_now > alone - own:
-                break
-        assert total - own_now > alone - own  # the child's memory is in the sum, not in the command's own
-    finally:
-        child.kill()
-        child.wait()
 
 
 @pytest.mark.parametrize("args", [["--busy", "0"], ["--repeat", "0"], ["--rounds", "-1"], ["--interval", "0"]])
