@@ -1,5 +1,5 @@
-"""benchmarks/busy_laptop.py: its busy loops run at the lowest priority, it measures memory with benchmarks/peak_memory.py, and
-a bad argument is refused before any run."""
+"""benchmarks/busy_laptop.py: its busy loops run at the lowest priority, and a bad argument is refused
+before any run (its memory sampler is benchmarks/peak_memory.py's, tested there)."""
 
 from __future__ import annotations
 
