@@ -314,3 +314,27 @@ for _names, _keywords in (
         (("asarray",), {"copy": "2.0"})):
     for _name in _names:
         NEWER_NUMPY_KEYWORDS.setdefault(_name, {}).update(_keywords)
+
+
+def small_gorge_model(path: Path, algo: str = "maskable", seed: int = 0) -> Path:
+    """A Gorge Chase model with a small extractor, trained for 64 steps and saved at ``path`` with the features version
+    sb3-realm's runs record: enough to build, check and time a package, not to play well. ``algo``: ``maskable``
+    (MaskablePPO) or ``recurrent`` (RecurrentPPO)."""
+    from sb3_contrib import MaskablePPO, RecurrentPPO  # lazy: most tests that import helpers need no torch
+
+    from sb3_realm.games.gorge import features
+    from sb3_realm.games.gorge.env import GorgeEnv
+    from sb3_realm.models.extractors import GorgeExtractor
+
+    small = {"features_extractor_class": GorgeExtractor,
+             "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}}
+    if algo == "recurrent":
+        model = RecurrentPPO("MultiInputLstmPolicy", GorgeEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=seed,
+                             device="cpu", policy_kwargs={**small, "lstm_hidden_size": 16})
+    else:
+        model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=seed,
+                            device="cpu", policy_kwargs=small)
+    model.learn(64)
+    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
+    model.save(path)
+    return Path(path)

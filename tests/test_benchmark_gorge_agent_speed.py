@@ -10,15 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_gorge_code_package
-
-from sb3_realm.games.gorge import features
-from sb3_realm.games.gorge.env import GorgeEnv
-from sb3_realm.models.extractors import GorgeExtractor
+from helpers import make_gorge_code_package, small_gorge_model
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gorge_agent_speed.py"
-SMALL = {"features_extractor_class": GorgeExtractor,
-         "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
@@ -27,16 +21,10 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory) -> Path:
-    from sb3_contrib import MaskablePPO
-
     from sb3_realm.cli import main
 
     root = tmp_path_factory.mktemp("agent_speed")
-    model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu",
-                        policy_kwargs=SMALL)
-    model.learn(64)
-    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
-    model.save(root / "model.zip")
+    small_gorge_model(root / "model.zip")
     out = root / "upload"
     assert main(["build-submission", str(root / "model.zip"), "--out", str(out), "--layout", "gorge15",
                  "--code-package", str(make_gorge_code_package(root / "code_package")), "--game", "gorge",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import NEWER_NUMPY, gorge_maps_dir, make_gorge_code_package
+from helpers import NEWER_NUMPY, gorge_maps_dir, make_gorge_code_package, small_gorge_model
 
 from sb3_realm.games.gorge import features
 from sb3_realm.games.gorge.env import GorgeEnv
@@ -159,19 +159,10 @@ def test_the_shipped_features_give_the_same_results_under_numpy_119(games, tmp_p
 @pytest.mark.skipif(not _old_python_imports("numpy", "torch", "tomllib"),
                     reason="SB3_REALM_OLD_NUMPY_PYTHON names no interpreter with numpy 1.19, torch and tomllib")
 def test_a_built_package_passes_its_check_under_the_old_interpreter(tmp_path, monkeypatch):
-    from sb3_contrib import MaskablePPO
-
     from sb3_realm.export import build_submission, check_submission
-    from sb3_realm.models.extractors import GorgeExtractor
 
     maps_dir = gorge_maps_dir()
-    small = {"features_extractor_class": GorgeExtractor,
-             "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}}
-    model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu",
-                        policy_kwargs=small)
-    model.learn(64)
-    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
-    model.save(tmp_path / "model.zip")
+    small_gorge_model(tmp_path / "model.zip")
     out = tmp_path / "upload"
     build_submission(tmp_path / "model.zip", out, code_package=make_gorge_code_package(tmp_path / "code_package"),
                      game="gorge", trust_pickle=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import GORGE_USER_TRAIN_CONF, make_gorge_code_package, tree_digest
+from helpers import GORGE_USER_TRAIN_CONF, make_gorge_code_package, small_gorge_model, tree_digest
 
 from sb3_realm.agents.submission import read_manifest
 from sb3_realm.cli import main
@@ -27,37 +27,14 @@ from sb3_realm.export.build import next_steps
 from sb3_realm.export.check import check_on_own_stand_in, run_own_platform_task
 from sb3_realm.export.code_package import edit_settings, ensure_table
 from sb3_realm.games.gorge import features
-from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.rules import SETTINGS
-from sb3_realm.models.extractors import GorgeExtractor
 from sb3_realm.submission import LAYOUTS
 
 LAYOUT = LAYOUTS["gorge15"]
-SMALL = {"features_extractor_class": GorgeExtractor,
-         "features_extractor_kwargs": {"features_dim": 32, "cnn_channels": (8, 8, 8)}}
-
-
-def _model(path: Path, algo: str = "maskable", seed: int = 0) -> Path:
-    if algo == "recurrent":
-        from sb3_contrib import RecurrentPPO
-
-        model = RecurrentPPO("MultiInputLstmPolicy", GorgeEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=seed,
-                             device="cpu", policy_kwargs={**SMALL, "lstm_hidden_size": 16})
-    else:
-        from sb3_contrib import MaskablePPO
-
-        model = MaskablePPO("MultiInputPolicy", GorgeEnv(), n_steps=64, batch_size=32, n_epochs=1, seed=seed,
-                            device="cpu", policy_kwargs=SMALL)
-    model.learn(64)
-    model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
-    model.save(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("gorge15")
-    model = _model(root / "model.zip")
+    model = small_gorge_model(root / "model.zip")
     package = make_gorge_code_package(root / "code_package")
     out = root / "upload"
     build_submission(model, out, code_package=package, game="gorge", trust_pickle=True)
@@ -92,7 +69,6 @@ def test_the_package_is_a_copy_of_the_code_package_with_the_policy(setup):
                 "model/model.py", "model/weights.py", "model/nets.py", "model/spec.json",
                 "workflow/train_workflow.py", "ckpt/model.ckpt-64.pkl"):
         assert (out / "agent_diy" / rel).is_file(), rel
-    from sb3_realm.games.gorge import features
     from sb3_realm.models import nets
 
     assert (out / "agent_diy/feature/features.py").read_bytes() == Path(features.__file__).read_bytes()
@@ -442,13 +418,13 @@ def test_check_plays_the_models_actions_on_10k_states(setup):
 
 
 def test_check_fails_for_another_model(setup, tmp_path):
-    other = _model(tmp_path / "other.zip", seed=3)
+    other = small_gorge_model(tmp_path / "other.zip", seed=3)
     report = check_on_own_stand_in(setup["out"], other, games=3, min_states=200, trust_pickle=True)
     assert not report["ok"] and not report["identical_actions"] and report["first_mismatches"]
 
 
 def test_check_of_a_recurrent_policy(setup, tmp_path):
-    model = _model(tmp_path / "recurrent.zip", algo="recurrent")
+    model = small_gorge_model(tmp_path / "recurrent.zip", algo="recurrent")
     out = tmp_path / "upload"
     build_submission(model, out, code_package=setup["package"], game="gorge", trust_pickle=True)
     report = check_on_own_stand_in(out, model, games=3, min_states=600, trust_pickle=True)
