@@ -1,6 +1,7 @@
 """The Gymnasium env of Gorge Chase: a thin adapter around :class:`~sb3_realm.games.gorge.core.Game` whose observation
 is :func:`.features.encode` of the platform's observation (:func:`~sb3_realm.games.gorge.observation.env_obs`): what
-the submission's Agent computes from the same dict."""
+the submission's Agent computes from the same dict; with ``observation="raw"``, :func:`.raw.encode` of that dict
+instead: the platform's own view as arrays, without the planner."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import raw
 from .core import FAILED, Game
 from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, action_mask, encode
 from .maps import GorgeMap, load_map, map_from_dict
-from .observation import env_obs
+from .observation import env_info, env_obs, frame_state
 from .protocols import SHIPPED_MAPS
 from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
@@ -31,15 +33,22 @@ from .rules import SETTINGS, GorgeConfig, Rules, choose_map_id
 __all__ = ["SHIPPED_MAPS", "GorgeEnv", "env_spaces", "free_neighbours", "shipped_map"]
 
 _OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
+OBSERVATIONS = ("features", "raw")  # GorgeEnv's observation argument
 
 
-def env_spaces() -> tuple[spaces.Dict, spaces.Discrete]:
-    """The env's observation and action spaces (those of every map)."""
-    observation = spaces.Dict({
+def env_spaces(observation: str = "features", rules: Rules | None = None) -> tuple[spaces.Dict, spaces.Discrete]:
+    """The env's observation and action spaces (those of every map) with ``observation`` ``"features"`` (the
+    default: the model input of :mod:`.features`) or ``"raw"`` (:func:`.raw.observation_space`, its scores bounded
+    by the ``rules``' score values, default the engine's)."""
+    if observation == "raw":
+        rules = rules if rules is not None else Rules()
+        return (raw.observation_space(raw.score_max(rules.step_score_multiplier, rules.treasure_value)),
+                spaces.Discrete(N_ACTIONS))
+    observation_space = spaces.Dict({
         "maps": spaces.Box(0, 255, MAP_SHAPE, dtype=np.uint8),
         "vector": spaces.Box(-1.0, 1.0, (VECTOR_SIZE,), dtype=np.float32),
     })
-    return observation, spaces.Discrete(N_ACTIONS)
+    return observation_space, spaces.Discrete(N_ACTIONS)
 
 
 def shipped_map(name: str) -> GorgeMap:
@@ -69,9 +78,12 @@ def _map_id(name: str) -> int:
 class GorgeEnv(gym.Env):
     """Gorge Chase as a Gymnasium env.
 
-    Observation: ``Dict(maps=Box(0, 255, (7, 21, 21), uint8), vector=Box(-1, 1, (80,), float32))`` from
-    :mod:`.features`. Action: ``Discrete(16)`` (0..7 move, 8..15 flash in direction ``a - 8``); the legal ones come
-    from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~.rewards.TERMS`.
+    Observation (``observation="features"``, the default): ``Dict(maps=Box(0, 255, MAP_SHAPE, uint8),
+    vector=Box(-1, 1, (VECTOR_SIZE,), float32))`` from :mod:`.features`, which runs the observation-only planner
+    each step. With ``observation="raw"``: the platform's own view as the arrays of :func:`.raw.encode` (the 21 x 21
+    ``map_info``, the hero, the monsters, the treasures and buffs in view, the timers; :func:`.raw.observation_space`),
+    without the planner. Action: ``Discrete(16)`` (0..7 move, 8..15 flash in direction ``a - 8``); the legal ones
+    come from :meth:`action_masks` (MaskablePPO). Reward: ``sum(weight * term)`` over :data:`~.rewards.TERMS`.
 
     ``info["reward_terms"]`` holds every term of the step; at the end of an episode ``info`` also has the competition
     ``score``, ``steps``, ``treasures``, ``flash_used``, ``buff_used``, ``caught``, ``caught_after_speedup``,
@@ -94,9 +106,12 @@ class GorgeEnv(gym.Env):
     :param settings: a name of :data:`~sb3_realm.games.gorge.rules.SETTINGS` (``default``, ``final``) or a list of
         them: each episode plays one (drawn with ``self.np_random`` when there are several), its keys over the
         episode configuration except those ``usr_conf`` gives here (which win); ``reset``'s info names it.
-    :param model_input: compute the model input (the features and their planner, several milliseconds a step); False
-        for players that read only the platform observation (the scripted and planner experts): the observations are
-        zeros and :meth:`action_masks` is the platform's legal actions.
+    :param observation: ``"features"`` (the model input of :mod:`.features`, several milliseconds a step for its
+        planner) or ``"raw"`` (the platform's own view, :func:`.raw.encode`, at the simulator's speed; then
+        :meth:`action_masks` is the platform's legal actions).
+    :param model_input: compute the observation; False for players that read only the platform observation (the
+        scripted and planner experts): the observations are zeros and :meth:`action_masks` is the platform's legal
+        actions.
     :param usr_conf: the keys of :class:`~sb3_realm.games.gorge.rules.GorgeConfig` (``treasure_count``,
         ``buff_count``, ``buff_cooldown``, ``talent_cooldown``, ``monster_interval``, ``monster_speedup``,
         ``max_step``, ``map``, ``map_random``); ``reset(options=usr_conf)`` overrides them for one episode.
@@ -115,9 +130,13 @@ class GorgeEnv(gym.Env):
         render_mode: str | None = None,
         rules: Rules | Mapping | None = None,
         settings: str | Sequence[str] | None = None,
+        observation: str = "features",
         model_input: bool = True,
         **usr_conf: Any,
     ) -> None:
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation = {observation!r} is not an observation of the env; pass 'features' (the "
+                             "model input, with the planner) or 'raw' (the platform's own view, without it)")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode = {render_mode!r} is not supported; use None or 'rgb_array'")
         if isinstance(rules, Mapping):
@@ -125,6 +144,10 @@ class GorgeEnv(gym.Env):
         if rules is not None and not isinstance(rules, Rules):
             raise ValueError(f"rules = {rules!r} is not a Rules; pass Rules(...), a dict of its fields, or leave it "
                              "out")
+        if observation == "raw" and rules is not None and rules.buff_duration > raw.TIMER_MAX:
+            raise ValueError(f"Rules.buff_duration = {rules.buff_duration} is above {raw.TIMER_MAX}, the bound of the "
+                             "raw observation's buff time; pass a buff_duration of at most that with "
+                             "observation='raw'")
         if isinstance(map_names, str) or (map_names is not None and (
                 not isinstance(map_names, Sequence) or not map_names)):
             raise ValueError(f"map_names = {map_names!r}; pass a non-empty list of map names or paths, e.g. "
@@ -150,15 +173,17 @@ class GorgeEnv(gym.Env):
         for name in self.map_names or ():
             self._load(name)  # fail on a bad name now, not at the first reset
         self.reward_weights = reward_weights
-        self.observation_space, self.action_space = env_spaces()
+        self.observation = observation
+        self.observation_space, self.action_space = env_spaces(observation, self.rules)
         self.game: Game | None = None
         self.map = ""
         self.map_id = 0
         self.episodes = 0
         self.features = FeatureState()
         self.model_input = bool(model_input)
-        self._blank: dict[str, np.ndarray] = {"maps": np.zeros(MAP_SHAPE, dtype=np.uint8),
-                                              "vector": np.zeros(VECTOR_SIZE, dtype=np.float32)}
+        self._raw = observation == "raw"
+        self._blank: dict[str, np.ndarray] = raw.zeros() if self._raw else {
+            "maps": np.zeros(MAP_SHAPE, dtype=np.uint8), "vector": np.zeros(VECTOR_SIZE, dtype=np.float32)}
         self._phi = 0.0
         self._episode_terms = [0.0] * len(TERMS)
 
@@ -255,10 +280,10 @@ class GorgeEnv(gym.Env):
         """(16,) bool legal actions for MaskablePPO: :func:`.features.action_mask` of the current observation (the
         platform's legal actions less the moves into obstacles seen and the flashes that land in place; the planner
         of the features chooses among the same). ``mask_walls`` is the Realm's option, taken for the shared players'
-        sake and ignored. Without the model input: the platform's legal actions."""
+        sake and ignored. With ``observation="raw"`` or without the model input: the platform's legal actions."""
         del mask_walls
         game = self._game()
-        if not self.model_input:
+        if self._raw or not self.model_input:
             return game.legal_actions()
         return action_mask(self._observation, self.features)
 
@@ -298,9 +323,28 @@ class GorgeEnv(gym.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         if not self.model_input:
             return {key: value.copy() for key, value in self._blank.items()}
+        if self._raw:  # raw.encode of env_obs(...)["observation"], without the dict's unseen parts and lists
+            game = self._game()
+            return raw.encode({"frame_state": frame_state(game, view=True), "env_info": env_info(game),
+                               "map_info": _view(game), "legal_action": game.legal_actions()})
         self._observation = env_obs(self._game(), "0", self.map_id)["observation"]
         maps, vector = encode(self._observation, self.features)
         return {"maps": maps, "vector": vector}
+
+
+def _view(game: Game) -> np.ndarray:
+    """(21, 21) uint8: ``map_info`` of the platform's observation (1 for road, 0 for an obstacle or off the map) as an
+    array, read from the map's walkable grid."""
+    walkable = game.game_map.walkable
+    h, w = walkable.shape
+    size = raw.VIEW_SIZE
+    half = size // 2
+    out = np.zeros((size, size), dtype=np.uint8)
+    z0, x0 = game.hero[1] - half, game.hero[0] - half
+    zs, ze, xs, xe = max(z0, 0), min(z0 + size, h), max(x0, 0), min(x0 + size, w)
+    if zs < ze and xs < xe:
+        out[zs - z0:ze - z0, xs - x0:xe - x0] = walkable[zs:ze, xs:xe]
+    return out
 
 
 def _settings_names(settings: str | Sequence[str] | None) -> tuple[str, ...]:
