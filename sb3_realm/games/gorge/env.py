@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import operator
 import os
 import re
@@ -24,7 +25,15 @@ from . import raw
 from .core import FAILED, Game
 from .features import MAP_SHAPE, N_ACTIONS, VECTOR_SIZE, FeatureState, action_mask, encode
 from .maps import GorgeMap, load_map, map_from_dict
-from .observation import env_info, env_obs, frame_state
+from .observation import env_obs
+from .protocol import (
+    DISTANCE_BUCKET_MAX,
+    DISTANCE_BUCKET_SIZE,
+    ORGAN_PRESENT,
+    ORGAN_WAITING,
+    VIEW_RANGE,
+    relative_direction,
+)
 from .protocols import SHIPPED_MAPS
 from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
@@ -323,13 +332,77 @@ class GorgeEnv(gym.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         if not self.model_input:
             return {key: value.copy() for key, value in self._blank.items()}
-        if self._raw:  # raw.encode of env_obs(...)["observation"], without the dict's unseen parts and lists
-            game = self._game()
-            return raw.encode({"frame_state": frame_state(game, view=True), "env_info": env_info(game),
-                               "map_info": _view(game), "legal_action": game.legal_actions()})
+        if self._raw:
+            return raw_observation(self._game())
         self._observation = env_obs(self._game(), "0", self.map_id)["observation"]
         maps, vector = encode(self._observation, self.features)
         return {"maps": maps, "vector": vector}
+
+
+#: [sign(dz) + 1][sign(dx) + 1] -> hero_relative_direction (protocol.relative_direction, as a table)
+_DIRECTIONS = tuple(tuple(relative_direction(sx, sz) for sx in (-1, 0, 1)) for sz in (-1, 0, 1))
+
+
+def _where(dx: int, dz: int) -> list[int]:
+    """``[hero_l2_distance, hero_relative_direction]`` of an offset: protocol.distance_bucket and relative_direction
+    without their argument checks (the offsets here are the game's own integers)."""
+    return [min(DISTANCE_BUCKET_MAX, math.isqrt(dx * dx + dz * dz) // DISTANCE_BUCKET_SIZE),
+            _DIRECTIONS[(dz > 0) - (dz < 0) + 1][(dx > 0) - (dx < 0) + 1]]
+
+
+def raw_observation(game: Game) -> dict[str, np.ndarray]:
+    """:func:`.raw.encode` of the platform's ``env_obs(game, ...)["observation"]``, read straight from the game's
+    state without building the dict (the ``observation="raw"`` env's observation, a few times faster)."""
+    hx, hz = game.hero
+    cfg = game.config
+    ints = [hx, hz, game.flash_cooldown, game.buff_remaining, game.treasures_collected]  # hero
+    for monster in game.monsters[:raw.MAX_MONSTERS]:
+        x, z = monster.cell
+        dx, dz = x - hx, z - hz
+        where = _where(dx, dz)
+        seen = max(abs(dx), abs(dz)) <= VIEW_RANGE  # out of view: position and speed hidden
+        ints += [1, 1, x, z, monster.speed, *where] if seen else [1, 0, -1, -1, -1, *where]
+    ints += [0] * (len(raw.MONSTER_FIELDS) * (raw.MAX_MONSTERS - min(len(game.monsters), raw.MAX_MONSTERS)))
+    n_treasure, n_buff = len(raw.TREASURE_FIELDS), len(raw.BUFF_FIELDS)
+    items = [0] * (n_treasure * raw.MAX_TREASURES + n_buff * raw.MAX_BUFFS)
+    remaining = [0] * raw.MAX_TREASURES
+    for treasure in game.treasures:
+        slot = treasure.entity_id - 1  # config_id k + 1 in row k
+        if 0 <= slot < raw.MAX_TREASURES:
+            remaining[slot] = 1
+            x, z = treasure.cell
+            dx, dz = x - hx, z - hz
+            if max(abs(dx), abs(dz)) <= VIEW_RANGE:
+                items[slot * n_treasure:(slot + 1) * n_treasure] = [1, x, z, *_where(dx, dz)]
+    first = n_treasure * raw.MAX_TREASURES
+    for buff in game.buffs:
+        slot = buff.entity_id - cfg.treasure_count - 1  # config_ids follow the treasures'
+        x, z = buff.cell
+        dx, dz = x - hx, z - hz
+        if 0 <= slot < raw.MAX_BUFFS and max(abs(dx), abs(dz)) <= VIEW_RANGE:
+            status = ORGAN_PRESENT if buff.visible else ORGAN_WAITING
+            items[first + slot * n_buff:first + (slot + 1) * n_buff] = [1, status, x, z, *_where(dx, dz)]
+    ints += items
+    ints += [game.step_no, cfg.max_step, cfg.talent_cooldown, game.flash_count, cfg.buff_cooldown,  # env_info
+             game.rules.monster_speed, game.monster_interval, game.monster_speedup, cfg.treasure_count,
+             cfg.buff_count, game.treasures_collected, game.buff_pickups]
+    flat = np.array(ints, dtype=np.int32)
+    flags = np.empty(N_ACTIONS + raw.MAX_TREASURES, dtype=np.uint8)
+    flags[:N_ACTIONS] = game.flash_cooldown == 0
+    flags[:8] = 1  # the moves are always legal
+    flags[N_ACTIONS:] = remaining
+    a, b = 5 + len(raw.MONSTER_FIELDS) * raw.MAX_MONSTERS, first + n_buff * raw.MAX_BUFFS
+    return {
+        "map_info": _view(game),
+        "legal_action": flags[:N_ACTIONS],
+        "hero": flat[:5],
+        "monsters": flat[5:a].reshape(raw.MAX_MONSTERS, -1),
+        "treasures": flat[a:a + first].reshape(raw.MAX_TREASURES, -1),
+        "buffs": flat[a + first:a + b].reshape(raw.MAX_BUFFS, -1),
+        "treasure_remaining": flags[N_ACTIONS:],
+        "env_info": flat[a + b:],
+        "scores": np.array([game.step_score, game.treasure_score, game.total_score], dtype=np.float32),
+    }
 
 
 def _view(game: Game) -> np.ndarray:
