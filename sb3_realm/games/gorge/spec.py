@@ -12,6 +12,7 @@ from . import features, protocol
 from .env import GorgeEnv, env_spaces, shipped_map
 from .experts.planner import PlannerPolicy
 from .experts.scripted import ScriptedPolicy
+from .experts.search import CeilingPolicy, SearchPolicy
 from .maps import GorgeMap, load_map
 from .observation import GorgeCompetitionEnv
 from .protocols import (
@@ -117,7 +118,8 @@ SPEC = GameSpec(
         record_step=record_step,
         plot_route=plot_route,
     ),
-    experts=Experts({"scripted": ScriptedPolicy, "planner": PlannerPolicy}, options=EXPERT_OPTIONS),
+    experts=Experts({"scripted": ScriptedPolicy, "planner": PlannerPolicy, "search": SearchPolicy,
+                     "ceiling": CeilingPolicy}, options=EXPERT_OPTIONS),
     submission=Submission(
         features=features,
         feature_version_note="version 1: the first Gorge Chase features",
