@@ -5,14 +5,19 @@ work, the default observation is unchanged, and no step runs the features or the
 from __future__ import annotations
 
 import ast
+import json
 import pickle
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
+from test_shown_outputs import GORGE_PAGES, _ids, run_snippet, same_as_shown, shown
 
 import sb3_realm  # noqa: F401  (registers the envs)
 from sb3_realm.games.gorge import env as env_module
@@ -195,3 +200,22 @@ def test_the_encoder_needs_numpy_and_the_standard_library_only():
     top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
     top |= {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     assert "gymnasium" not in top  # imported by observation_space() alone: encode runs without it
+
+
+@pytest.mark.parametrize("page", GORGE_PAGES, ids=_ids)
+def test_the_raw_env_snippet_prints_what_the_page_shows(page, tmp_path):
+    code, output = shown(page, 'observation="raw", map_name=')
+    assert len(code.strip().splitlines()) <= 8
+    same_as_shown(run_snippet(code, tmp_path), output)
+
+
+def test_the_benchmark_times_the_raw_observation_beside_the_others():
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "env_speed.py"
+    short = ["--steps", "200", "--gorge-steps", "200", "--features-steps", "10", "--repeats", "1"]
+    out = subprocess.run([sys.executable, str(script), *short], capture_output=True, text=True, check=True,
+                         cwd=script.parent)
+    result = json.loads(out.stdout)
+    assert set(result["gorge"]) == {"features", "raw", "simulator"}
+    assert "observation='raw'" in result["gorge"]["raw"]["env"] and result["gorge"]["raw"]["steps_per_repeat"] == 200
+    assert all(entry["steps_per_s"] > 0 for entry in result["gorge"].values())
+    assert result["realm_steps_per_s"] > 0 and result["minigrid_steps_per_s"] > 0
