@@ -1,10 +1,14 @@
 """Gorge Chase planners: the scripted yardstick (``scripted``: the planner with the whole terrain and the monsters'
 true states, :class:`sb3_realm.games.gorge.experts.ScriptedPolicy`) and the observation-only planner (``planner``:
 the same decision code on what the platform observation shows, :class:`sb3_realm.games.gorge.experts.PlannerPolicy`)
-on the test maps, under the game's named settings, with the time each takes to choose an action. Prints JSON.
+on the test maps, under the game's named settings, with the time each takes to choose an action; with
+``--policies``, also the rollout searches: ``search`` (the search on what the observation shows,
+:class:`sb3_realm.games.gorge.experts.SearchPolicy`, as it runs inside ``exploit()``) and ``ceiling`` (the same search
+on copies of the true game, :class:`sb3_realm.games.gorge.experts.CeilingPolicy`). Prints JSON.
 
     python benchmarks/gorge_planner.py [--maps open_9 open_10 own_6 own_7 own_8 own_9 own_10] [--maps-dir DIR]
-        [--games 50] [--settings default final] [--policies scripted planner] [--jobs 1] [--out runs/gorge_planner]
+        [--games 50] [--settings default final] [--policies scripted planner [search ceiling]] [--jobs 1]
+        [--out runs/gorge_planner]
 
 ``--maps`` takes open map ids (``open_<k>``, read from ``--maps-dir`` as ``gorge_chase_map_<k>.json``), shipped
 maps (``own_1`` .. ``own_10``) and map files (``.json``); the default is the test maps: open_9, open_10 and the
@@ -21,9 +25,11 @@ seed ``game_seed(TEST_SEED, i * games + j)`` (:func:`sb3_realm.evaluation.game_s
 Per policy, settings and map (and over all maps): games, mean score and its standard deviation, the share of games
 survived to max_step, the catches before monster 2 spawns (catch step < the episode's monster_interval), between
 monster 2 and the speed-up, and after the speed-up, mean flashes, treasures, buffs and steps, and the time of
-``act()`` alone per step (``time.perf_counter`` around each call: mean, p50, p99, max in ms; both policies build the
-platform observation inside ``act()``, and that time is in it). With both policies: the paired difference planner -
-scripted of the score, its mean and standard error over the games, per map and over all maps.
+``act()`` alone per step (``time.perf_counter`` around each call: mean, p50, p99, max in ms; every policy builds the
+platform observation inside ``act()``, and that time is in it); for a search, the share of steps it searched and the
+actions it changed per game. The paired differences of the score (mean and standard error over the same games, per
+map and over all maps) of planner - scripted, search - planner, search - scripted and ceiling - scripted, each where
+both policies play.
 
 ``--jobs J`` (> 1) plays each (policy, settings, map) in one of ``J`` processes (the package's start method,
 :func:`sb3_realm.processes.start_method`): the scores are the same, the per-step times are not the cost of one step on
@@ -50,7 +56,7 @@ from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm import games as _games
 from sb3_realm.games.gorge.env import GorgeEnv
-from sb3_realm.games.gorge.experts import PlannerPolicy, ScriptedPolicy
+from sb3_realm.games.gorge.experts import CeilingPolicy, PlannerPolicy, ScriptedPolicy, SearchPolicy
 from sb3_realm.games.gorge.protocols import MAP_LISTS, check_map_name
 from sb3_realm.games.gorge.rules import MONSTER_INTERVAL_NEVER, SETTINGS
 from sb3_realm.processes import mp_context
@@ -62,8 +68,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: the seed of the test games' env seeds: benchmarks/gorge_recipe.py's, never used to train or select
 TEST_SEED = 20_260_917
 TEST_MAPS = MAP_LISTS["test"]  # open_9, open_10, own_6 .. own_10
-POLICIES: dict[str, type[ScriptedPolicy] | type[PlannerPolicy]] = {"scripted": ScriptedPolicy,
-                                                                   "planner": PlannerPolicy}
+POLICIES: dict[str, type] = {"scripted": ScriptedPolicy, "planner": PlannerPolicy, "search": SearchPolicy,
+                              "ceiling": CeilingPolicy}
+#: the paired differences reported where both policies play: (policy, baseline)
+PAIRS = (("planner", "scripted"), ("search", "planner"), ("search", "scripted"), ("ceiling", "scripted"))
 #: what this script writes in --out
 OWN = ("gorge_planner.json",)
 
@@ -92,8 +100,13 @@ class Job(NamedTuple):
     :class:`sb3_realm.games.gorge.planner.Planner`); none: the defaults"""
 
 
-def planner_of(policy: ScriptedPolicy | PlannerPolicy):
-    """The :class:`~sb3_realm.games.gorge.planner.Planner` a policy decides with (the scripted policy is one)."""
+def planner_of(policy):
+    """The :class:`~sb3_realm.games.gorge.planner.Planner` a policy decides with (the scripted policy is one; a
+    search's is the planner it follows)."""
+    if isinstance(policy, SearchPolicy):
+        return policy.search.agent.planner
+    if isinstance(policy, CeilingPolicy):
+        return policy.base
     return policy.agent.planner if isinstance(policy, PlannerPolicy) else policy
 
 
@@ -121,9 +134,12 @@ def play(job: Job) -> dict:
             times.append(time.perf_counter() - start)
             obs, _, terminated, truncated, end = env.step(action)
             done = terminated or truncated
+        searcher = getattr(policy, "search", policy)  # a search's counters: states searched, actions changed
         games.append({"seed": seed, "score": float(end["score"]), "steps": int(end["steps"]),
                       "phase": catch_phase(end, monster_interval), "flashes": int(end["flash_used"]),
-                      "treasures": int(end["treasures"]), "buffs": int(end["buff_used"])})
+                      "treasures": int(end["treasures"]), "buffs": int(end["buff_used"]),
+                      **({"searched": int(searcher.searched), "changed": int(searcher.changed)}
+                         if hasattr(searcher, "searched") else {})})
     return {"games": games, "act_ms": np.asarray(times, dtype=np.float64) * 1000.0}
 
 
@@ -155,6 +171,9 @@ def summarise(games: list[dict], act_ms: np.ndarray, scores: bool = True) -> dic
         "mean_treasures": round(float(np.mean([g["treasures"] for g in games])), 2),
         "mean_buffs": round(float(np.mean([g["buffs"] for g in games])), 2),
         "mean_steps": round(float(np.mean([g["steps"] for g in games])), 1),
+        **({"searched_share": round(sum(g["searched"] for g in games) / max(1, sum(g["steps"] for g in games)), 4),
+            "changed_per_game": round(float(np.mean([g["changed"] for g in games])), 2)}
+           if all("searched" in g for g in games) else {}),
         "act_ms": {"steps": int(act_ms.size), "mean": round(float(act_ms.mean()), 3),
                    "p50": round(float(np.percentile(act_ms, 50)), 3),
                    "p99": round(float(np.percentile(act_ms, 99)), 3), "max": round(float(act_ms.max()), 3)},
@@ -163,7 +182,8 @@ def summarise(games: list[dict], act_ms: np.ndarray, scores: bool = True) -> dic
 
 
 def paired(planner: list[dict], scripted: list[dict]) -> dict:
-    """The paired difference planner - scripted of the score over the same games: mean and standard error."""
+    """The paired difference of the score over the same games (the first list's minus the second's): mean and
+    standard error."""
     assert [g["seed"] for g in planner] == [g["seed"] for g in scripted]  # the same games, in the same order
     diff = np.array([p["score"] - s["score"] for p, s in zip(planner, scripted, strict=True)])
     se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
@@ -224,8 +244,9 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=50, help="games per map (seeds fixed by TEST_SEED)")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["default", "final"],
                         help="the named settings to play, each on every map (default: default final)")
-    parser.add_argument("--policies", nargs="+", choices=list(POLICIES), default=list(POLICIES),
-                        help="the policies to play (default: scripted planner)")
+    parser.add_argument("--policies", nargs="+", choices=list(POLICIES), default=["scripted", "planner"],
+                        help="the policies to play (default: scripted planner; search and ceiling take 20 to 60 "
+                             "times as long)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="processes (default 1; per-step times are the cost of a step only with 1)")
     parser.add_argument("--out", default=None, help="also write OUT/gorge_planner.json (a new or empty folder, or "
@@ -264,10 +285,12 @@ def main() -> None:
         played_conf = next(job for job in jobs if job.settings == settings).confs[0]
         entry = {"env_conf": {k: v for k, v in played_conf.items() if k not in ("map_name", "map", "map_random")},
                  "policies": policies}  # the maps are --maps
-        if {"planner", "scripted"} <= set(args.policies):
-            games = {name: (results["planner", settings, name]["games"], results["scripted", settings, name]["games"])
+        for policy, baseline in PAIRS:
+            if not {policy, baseline} <= set(args.policies):
+                continue
+            games = {name: (results[policy, settings, name]["games"], results[baseline, settings, name]["games"])
                      for name in args.maps}
-            entry["planner_minus_scripted"] = {
+            entry[f"{policy}_minus_{baseline}"] = {
                 "maps": {name: paired(*pair) for name, pair in games.items()},
                 "overall": paired([g for p, _ in games.values() for g in p], [g for _, s in games.values() for g in s]),
             }

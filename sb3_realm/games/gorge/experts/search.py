@@ -11,10 +11,50 @@ import numpy as np
 
 from ..core import FAILED, Game
 from ..observation import env_obs
-from ..search import STEP_SCORE, ObservationSearch
+from ..memory import RULES
+from ..search import STEP_SCORE, HeroFields, ObservationSearch, World
 from .scripted import ScriptedPolicy
 
-__all__ = ["CeilingPolicy", "SearchPolicy"]
+__all__ = ["CeilingPolicy", "NumpyTies", "SearchPolicy", "world_of"]
+
+
+class NumpyTies:
+    """A world's tie draws taken from a numpy generator as the game takes them (``uniform_choice``): a world built
+    by :func:`world_of` with the game's generator draws the game's ties."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def randrange(self, n: int) -> int:
+        return int(self.rng.integers(n))
+
+
+def world_of(game: Game, rng: np.random.Generator | None = None) -> World:
+    """The search's :class:`~..search.World` of a game's true state: its terrain, every treasure and buff, the
+    monsters' cells, speeds and last moves, monster 2's spawn cell and step, the timers; ties drawn from ``rng``
+    (default: a copy of the game's generator, so the world plays the game's own draws)."""
+    w = World()
+    w.walkable = game.game_map.walkable
+    w._road = w.walkable.reshape(-1).data
+    w.fields = HeroFields(w.walkable)
+    cfg, rules = game.config, game.rules
+    w.step, w.max_step, w.hero = game.step_no, cfg.max_step, game.hero
+    w.flash_cd, w.talent_cooldown = game.flash_cooldown, cfg.talent_cooldown
+    w.buff_remaining, w.buff_cooldown = game.buff_remaining, cfg.buff_cooldown
+    w.treasures = {t.entity_id: t.cell for t in game.treasures}
+    w.buffs = [[b.entity_id, b.cell, b.visible, b.respawn_counter] for b in game.buffs]
+    w.monsters = [[m.cell, m.speed, m.prev, m.last_axis] for m in game.monsters]
+    w.monster_speed = rules.monster_speed + rules.monster_speed_bonus
+    w.monster_interval, w.monster_speedup = game.monster_interval, game.monster_speedup
+    w.boosted, w.second_spawned = game.boosted, game.second_spawned
+    w.rules = {**RULES, **{k: getattr(rules, k) for k in RULES}}
+    w.spawn_step = game.monster_interval - rules.spawn_delay
+    w.spawn_cell = next((c for s, c in game.history if s == w.spawn_step), None)
+    if w.spawn_cell is None and w.spawn_step < game.step_no and game.history:
+        w.spawn_cell = game.history[0][1]  # the oldest kept cell, as the game takes it
+    w.collected = game.treasures_collected
+    w.rng = NumpyTies(copy.deepcopy(game.rng) if rng is None else rng)  # type: ignore[assignment]
+    return w
 
 
 class SearchPolicy:

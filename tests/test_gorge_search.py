@@ -1,0 +1,133 @@
+"""The rollout searches of Gorge Chase: the believed world steps by the game's rules, the observation-only search
+plays the planner's action unless its rollouts find a better one, and the ceiling search leaves the game it searches
+untouched."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from sb3_realm.games.gorge.core import RUNNING
+from sb3_realm.games.gorge.env import GorgeEnv
+from sb3_realm.games.gorge.experts import CeilingPolicy, ScriptedPolicy, SearchPolicy
+from sb3_realm.games.gorge.experts.search import _View, world_of
+from sb3_realm.games.gorge.search import ObservationSearch, World
+
+CONF = {"monster_interval": 60, "monster_speedup": 150, "max_step": 400}
+
+
+def game_state(game) -> tuple:
+    return (game.step_no, game.hero, [(m.cell, m.speed, m.prev, m.last_axis) for m in game.monsters],
+            sorted(t.cell for t in game.treasures), [(b.visible, b.respawn_counter) for b in game.buffs],
+            game.flash_cooldown, game.buff_remaining, game.status, game.treasures_collected)
+
+
+def world_state(w: World) -> tuple:
+    return (w.step, w.hero, [(m[0], m[1], m[2], m[3]) for m in w.monsters], sorted(w.treasures.values()),
+            [(b[2], b[3]) for b in w.buffs], w.flash_cd, w.buff_remaining, w.status, w.collected)
+
+
+@pytest.mark.parametrize("map_name", ["own_6", "own_8"])
+def test_the_world_steps_as_the_game_does(map_name):
+    """From the true state, with the game's generator for the ties, the world and the game go through the same
+    states under the same actions: moves, flashes, pickups, the monsters' chase, monster 2's spawn and the speed-up."""
+    env = GorgeEnv(map_names=[map_name], model_input=False)
+    rng = np.random.default_rng(0)
+    compared = spawned = boosted = 0
+    for seed in range(2):
+        env.reset(seed=seed, options=CONF)
+        expert = ScriptedPolicy(env)
+        expert.reset(env)
+        while env.game.status == RUNNING:
+            game = env.game
+            if game.step_no % 40 == 5:
+                copied = copy.deepcopy(game, {id(game.game_map): game.game_map})
+                world = world_of(copied)
+                player = copy.deepcopy(expert, {id(expert.terrain): expert.terrain})
+                for _ in range(60):  # the expert's moves, a fifth of them replaced by random actions
+                    action = player.act(_View(copied, env.map_id))
+                    if rng.random() < 0.2:
+                        action = int(rng.integers(16))
+                    if action >= 8 and copied.flash_cooldown > 0:
+                        action -= 8
+                    copied.step(action)
+                    world.step_action(action)
+                    assert world_state(world) == game_state(copied)
+                    compared += 1
+                    spawned += copied.events.monster_spawned
+                    boosted += copied.events.speed_up
+                    if copied.status != RUNNING:
+                        break
+            env.step(expert.act(env))
+    assert compared > 300 and spawned and boosted
+
+
+def play(policy, env, seed: int, conf: dict = CONF) -> list[int]:
+    env.reset(seed=seed, options=conf)
+    policy.reset(env)
+    actions = []
+    while env.game.status == RUNNING:
+        actions.append(policy.act(env))
+        env.step(actions[-1])
+    return actions
+
+
+def test_the_search_plays_the_planner_unless_a_rollout_finds_better():
+    """Where the search does not search, it plays the planner's choice; where it plays another action, that action's
+    rollouts were worth more than the planner's; the same game gives the same actions."""
+    env = GorgeEnv(map_names=["own_7"], model_input=False)
+    search = ObservationSearch(horizon=40)
+    for seed in range(3):
+        env.reset(seed=seed, options=CONF)
+        search.reset()
+        while env.game.status == RUNNING:
+            action = search.act(env.platform_obs()["observation"])
+            planner = search.agent.choice
+            if not search.values:
+                assert action == planner
+            elif action != planner:
+                assert search.values[action] > search.values[planner]
+            env.step(action)
+        if search.searched:
+            break
+    assert search.searched > 0
+    assert play(SearchPolicy(env, horizon=40), env, seed) == play(SearchPolicy(env, horizon=40), env, seed)
+
+
+def test_a_spent_budget_plays_the_planner():
+    """With no time left for other actions, the search keeps the planner's action."""
+    env = GorgeEnv(map_names=["own_7"], model_input=False)
+    search = ObservationSearch(horizon=40, budget_ms=0.0)
+    env.reset(seed=0, options=CONF)
+    while env.game.status == RUNNING:
+        action = search.act(env.platform_obs()["observation"])
+        assert action == search.agent.choice
+        assert set(search.values) <= {action}
+        env.step(action)
+    assert search.searched > 0
+
+
+def test_the_ceiling_leaves_the_game_it_searches_untouched():
+    """The ceiling plays copies: the game, its generator included, is as it was after each decision, and the game
+    with its decisions is the same game when played again."""
+    env = GorgeEnv(map_names=["own_6"], model_input=False)
+    policy = CeilingPolicy(env, horizon=30)
+    short = {**CONF, "max_step": 250}
+    env.reset(seed=2, options=short)
+    policy.reset(env)
+    while env.game.status == RUNNING:
+        before = game_state(env.game), env.game.rng.bit_generator.state
+        action = policy.act(env)
+        assert (game_state(env.game), env.game.rng.bit_generator.state) == before
+        env.step(action)
+    assert policy.searched > 0 and policy.changed > 0
+    assert play(CeilingPolicy(env, horizon=30), env, 2, short) == play(CeilingPolicy(env, horizon=30), env, 2, short)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="horizon = 0"):
+        ObservationSearch(horizon=0)
+    with pytest.raises(ValueError, match="horizon = 0"):
+        CeilingPolicy(None, horizon=0)
