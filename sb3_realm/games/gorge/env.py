@@ -39,7 +39,8 @@ from .render import render_frame
 from .rewards import TERMS, RewardWeights, potential, reward_terms
 from .rules import SETTINGS, GorgeConfig, Rules, choose_map_id
 
-__all__ = ["SHIPPED_MAPS", "GorgeEnv", "env_spaces", "free_neighbours", "shipped_map"]
+__all__ = ["OBSERVATIONS", "SHIPPED_MAPS", "GorgeEnv", "env_spaces", "free_neighbours", "raw_observation",
+           "shipped_map"]
 
 _OPEN_MAP = re.compile(r"gorge_chase_map_(\d+)\.json$")
 OBSERVATIONS = ("features", "raw")  # GorgeEnv's observation argument
@@ -116,8 +117,8 @@ class GorgeEnv(gym.Env):
         them: each episode plays one (drawn with ``self.np_random`` when there are several), its keys over the
         episode configuration except those ``usr_conf`` gives here (which win); ``reset``'s info names it.
     :param observation: ``"features"`` (the model input of :mod:`.features`, several milliseconds a step for its
-        planner) or ``"raw"`` (the platform's own view, :func:`.raw.encode`, at the simulator's speed; then
-        :meth:`action_masks` is the platform's legal actions).
+        planner) or ``"raw"`` (the platform's own view, :func:`.raw.encode`, some microseconds a step, no planner;
+        then :meth:`action_masks` is the platform's legal actions).
     :param model_input: compute the observation; False for players that read only the platform observation (the
         scripted and planner experts): the observations are zeros and :meth:`action_masks` is the platform's legal
         actions.
