@@ -136,6 +136,10 @@ def _window(full: np.ndarray, x: int, z: int, fill: int = 0) -> np.ndarray:
     return out
 
 
+#: a block's cells seen -> 255 times the share seen
+_SEEN_SHARE = np.round(np.arange(BLOCK * BLOCK + 1) / (BLOCK * BLOCK) * 255).astype(np.uint8)
+
+
 def _closeness(steps: np.ndarray) -> np.ndarray:
     return np.where(steps <= HORIZON, 255 - 8 * np.minimum(steps, HORIZON), 0).astype(np.uint8)
 
@@ -175,8 +179,9 @@ def _maps(agent: ObservationPlanner) -> np.ndarray:
     mem, terrain, planner = agent.memory, agent.terrain, agent.planner
     hx, hz = mem.hero
     maps = np.zeros(MAP_SHAPE, dtype=np.uint8)
-    maps[0] = _window(np.where(mem.walkable & mem.seen, 255, 0).astype(np.uint8), hx, hz)
-    maps[1] = _window(np.where(mem.walkable, 0, 255).astype(np.uint8), hx, hz, fill=255)
+    walkable = _window(mem.walkable, hx, hz)  # False outside the map
+    maps[0][walkable & _window(mem.seen, hx, hz)] = 255
+    maps[1][~walkable] = 255
     hero_steps = terrain.hero_windows([mem.hero], HORIZON)[0].astype(np.int32)  # (33, 33), 255 where not reached
     threat = Planner.threat_windows(mem, planner.fields, np.array([hx]), np.array([hz]))[0]
     maps[2] = np.where((hero_steps <= planner.horizon) & (hero_steps < threat), 255, 0).astype(np.uint8)
@@ -193,8 +198,8 @@ def _maps(agent: ObservationPlanner) -> np.ndarray:
     if planner.target is not None:
         _mark(maps[6], planner.target[0] - hx, planner.target[1] - hz, 160)
     blocks = WORLD_SIZE // BLOCK
-    seen = mem.seen.reshape(blocks, BLOCK, blocks, BLOCK).mean(axis=(1, 3))
-    maps[7, :blocks, :blocks] = np.round(seen * 255).astype(np.uint8)
+    seen = mem.seen.reshape(blocks, BLOCK, blocks, BLOCK).sum(axis=(1, 3))
+    maps[7, :blocks, :blocks] = _SEEN_SHARE[seen]
     whole = np.zeros((blocks, blocks), dtype=np.uint8)
     marks = [((hx, hz), 60)] + [(m.cell, 120) for m in mem.monsters] + [(c, 170) for c in mem.buffs.values()] + [
         (c, 255) for c in mem.treasures.values()]

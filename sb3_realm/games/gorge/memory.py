@@ -89,21 +89,27 @@ _SET_BITS = [[k for k in range(12) if level >> k & 1] for level in range(1 << 12
 
 
 def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, target: int = 0,
-            extra: int = 0) -> tuple[int, list[int], bool]:
+            extra: int = 0, before: int = 0, unvisited: int = -1, level: int = 0) -> tuple[int, list[int], bool]:
     """BFS over bitset ``road`` from the cells of ``start``: each level moves the front by every ``(shift, gate)``
-    (``gate``: the cells a move may start from, -1 for all), up to ``levels`` levels, or ``extra`` levels past the
+    (``gate``: the cells a move may start from, -1 for all), up to level ``levels``, or ``extra`` levels past the
     one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels,
-    whether the search stopped early with cells left to reach)."""
-    # the graph is undirected: the neighbours of a level lie in the level before, the level itself and the next, so
-    # only the last two fronts are taken out (every operand stays the size of the front, not of the map)
-    front, before = start, 0
-    planes: list[int] = [0] * max(1, min(levels, 4095).bit_length())
-    level = 0
-    stop = levels
+    whether the search stopped early with cells left to reach).
+
+    A search resumed at ``level`` (cells of ``start`` at that level, ``before`` at the one before, ``unvisited`` the
+    road cells at no level up to it; ``target`` only the cells of target not reached yet) continues as the search from
+    the first level would; its planes hold the levels above ``level`` (``level`` less)."""
+    # the graph is undirected: the cells new at a level are the neighbours of the last front not reached before
+    front = start
+    if unvisited == -1:
+        unvisited = road & ~start
+    planes: list[int] = []
+    base = level
+    stop = min(levels, base + 4095)
     plain = all(gate == -1 for _, gate in shifts)
     ups = [by for by, _ in shifts if by > 0]
     downs = [-by for by, _ in shifts if by < 0]
     left = target & ~start  # cells of target not reached yet (while ``target``)
+    set_bits = _SET_BITS
     cut = True
     while level < stop:
         new = 0
@@ -116,23 +122,25 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
             for by, gate in shifts:
                 shifted = front & gate if gate != -1 else front
                 new |= shifted << by if by >= 0 else shifted >> -by
-        new &= road
-        new ^= new & (front | before)
+        new &= unvisited
         if not new:
             cut = False
             break
+        unvisited ^= new
         level += 1
-        before, front = front, new
-        for k in _SET_BITS[level & 4095]:
+        front = new
+        bits = set_bits[level - base]
+        if bits[-1] >= len(planes):
+            planes.append(0)  # a level is never more than one bit longer than the one before
+        for k in bits:
             planes[k] |= new
         if target:
-            left ^= left & new
+            if left:
+                left ^= left & new
             if not left:
                 stop = min(stop, level + extra)
                 target = 0
-    reached = start
-    for plane in planes:
-        reached |= plane
+    reached = road & ~unvisited
     return reached, planes, cut
 
 

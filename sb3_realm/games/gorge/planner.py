@@ -111,6 +111,9 @@ class BeliefTerrain:
         return self.memory.is_road(x, z)
 
     def _fresh(self, stamp: int, x: int, z: int, radius: int) -> bool:
+        log = self.memory.wall_log
+        if not log or log[-1][0] <= stamp:  # no obstacle seen since: nothing changed anywhere
+            return True
         changed = self.memory.changed[max(0, z - radius):z + radius + 1, max(0, x - radius):x + radius + 1]
         return bool(changed.max(initial=0) <= stamp)
 
@@ -223,6 +226,7 @@ class _Field:
     speed: int
     delay: int
     moves: bool
+    padded: np.ndarray | None = None  # the grid padded by RADIUS (made on first use)
 
 
 class Planner:
@@ -398,9 +402,16 @@ class Planner:
         ``10 ** 6`` where none can)."""
         coming = mem.step + 1
         threat_time = np.full((len(xs), 2 * RADIUS + 1, 2 * RADIUS + 1), 10 ** 6, dtype=np.int32)
+        r = RADIUS
         for f in fields:
+            pad = getattr(f, "padded", None)
+            if pad is None:  # one padded copy per field and decision (the features read the same fields)
+                h, w = f.grid.shape
+                pad = np.full((h + 2 * r, w + 2 * r), UNREACHABLE, dtype=f.grid.dtype)
+                pad[r:r + h, r:r + w] = f.grid
+                f.padded = pad
             # a monster moving this step may stand up to ``speed`` cells nearer to any cell afterwards
-            need = np.maximum(padded_windows(f.grid, xs, zs) - (f.speed if f.moves else 0) - 1, 0)
+            need = np.maximum(sliding_windows(pad, 2 * r + 1)[zs, xs] - (f.speed if f.moves else 0) - 1, 0)
             slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
             speed = max(f.speed, 1)
             if slow:
