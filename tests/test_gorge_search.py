@@ -13,6 +13,7 @@ from sb3_realm.games.gorge.core import RUNNING
 from sb3_realm.games.gorge.env import GorgeEnv
 from sb3_realm.games.gorge.experts import CeilingPolicy, ScriptedPolicy, SearchPolicy
 from sb3_realm.games.gorge.experts.search import _View, world_of
+from sb3_realm.games.gorge.features import FeatureState, encode
 from sb3_realm.games.gorge.search import ObservationSearch, World
 
 CONF = {"monster_interval": 60, "monster_speedup": 150, "max_step": 400}
@@ -96,10 +97,11 @@ def test_the_search_plays_the_planner_unless_a_rollout_finds_better():
     assert play(SearchPolicy(env, horizon=40), env, seed) == play(SearchPolicy(env, horizon=40), env, seed)
 
 
-def test_a_spent_budget_plays_the_planner():
-    """With no time left for other actions, the search keeps the planner's action."""
+@pytest.mark.parametrize("budget", [{"budget_ms": 0.0}, {"max_rollout_steps": 0}])
+def test_a_spent_budget_plays_the_planner(budget):
+    """With no time or work left for other actions, the search keeps the planner's action."""
     env = GorgeEnv(map_names=["own_7"], model_input=False)
-    search = ObservationSearch(horizon=40, budget_ms=0.0)
+    search = ObservationSearch(horizon=40, **budget)
     env.reset(seed=0, options=CONF)
     while env.game.status == RUNNING:
         action = search.act(env.platform_obs()["observation"])
@@ -131,3 +133,22 @@ def test_bad_settings_are_refused():
         ObservationSearch(horizon=0)
     with pytest.raises(ValueError, match="horizon = 0"):
         CeilingPolicy(None, horizon=0)
+
+
+def test_a_search_sharing_the_features_planner_decides_as_its_own():
+    """Around the features' planner (the Agent's FeatureState) and its choice as the proposal, the search plays what
+    a search with a planner of its own plays."""
+    env = GorgeEnv(map_names=["own_7"], model_input=False)
+    own = ObservationSearch(horizon=40)
+    state = FeatureState()
+    shared = ObservationSearch(horizon=40, agent=state.planner)
+    env.reset(seed=0, options=CONF)
+    searched = 0
+    while env.game.status == RUNNING:
+        observation = env.platform_obs()["observation"]
+        action = own.act(observation)
+        encode(observation, state)
+        assert shared.decide(observation, proposal=state.choice) == action
+        searched += bool(shared.values)
+        env.step(action)
+    assert searched > 0

@@ -442,45 +442,63 @@ def _copy_planner(planner: Planner) -> Planner:
 # --------------------------------------------------------------------------------------------------- the search
 class ObservationSearch:
     """The rollout search on what the observation shows (see the module docstring): :meth:`act` takes
-    ``env_obs["observation"]`` as the Agent's ``exploit()`` receives it and returns an action.
+    ``env_obs["observation"]`` as the Agent's ``exploit()`` receives it and returns an action; :meth:`decide` searches
+    after a planner shared with the features has taken the observation, around another policy's proposal.
 
     :param horizon: steps each rollout looks ahead.
     :param pessimistic: also roll out on a world where the cells never seen are obstacles for the hero (the monsters
         still cross them): an action's value is the mean over the samples.
     :param ties: rollouts per sample with other draws of the monsters' ties.
     :param survival_value: value of a rollout still running at the horizon (score units); default ``1.5 * horizon``.
-    :param budget_ms: time for one call; the search stops trying actions once it is spent (None: no limit).
+    :param max_rollout_steps: the work of one call, in world steps played by rollouts: once spent, no further action
+        is tried (the deterministic budget; None: no limit).
+    :param budget_ms: the time of one call: once spent, no further action is tried (None: no limit; the actions then
+        depend on the machine's speed).
     :param seed: seed of the worlds' tie generators.
-    :param refresh: steps after which the planner's kept rollout is played again from the new state.
+    :param refresh: steps after which the kept rollout is played again from the new state.
     :param use_flash: let the planner flash (the search tries flashes where this allows them).
     :param use_buff: let the planner go for seen speed buffs.
+    :param agent: the :class:`~.planner.ObservationPlanner` to search with, shared with its owner (the features'
+        ``FeatureState.planner``), who updates it with each observation and resets it for a new game; default: one of
+        the search's own, updated by :meth:`act`.
     """
 
     name = "search"
 
     def __init__(self, horizon: int = 80, pessimistic: bool = False, ties: int = 1,
-                 survival_value: float | None = None, budget_ms: float | None = None, seed: int = 0,
-                 refresh: int = 10, use_flash: bool = True, use_buff: bool = True) -> None:
+                 survival_value: float | None = None, max_rollout_steps: int | None = None,
+                 budget_ms: float | None = None, seed: int = 0, refresh: int = 10, use_flash: bool = True,
+                 use_buff: bool = True, agent: ObservationPlanner | None = None) -> None:
         if horizon < 1 or ties < 1 or refresh < 1:
             raise ValueError(f"horizon = {horizon}, ties = {ties}, refresh = {refresh}: each must be >= 1")
+        if max_rollout_steps is not None and max_rollout_steps < 0:
+            raise ValueError(f"max_rollout_steps = {max_rollout_steps} must be >= 0 (or None: no limit)")
         self.horizon = int(horizon)
         self.pessimistic = bool(pessimistic)
         self.ties = int(ties)
         self.survival_value = STEP_SCORE * horizon if survival_value is None else float(survival_value)
+        self.max_rollout_steps = max_rollout_steps
         self.budget_ms = budget_ms
         self.seed = int(seed)
         self.refresh = int(refresh)
-        self.agent = ObservationPlanner(use_flash=use_flash, use_buff=use_buff)
+        self._own_agent = agent is None
+        self.agent = ObservationPlanner(use_flash=use_flash, use_buff=use_buff) if agent is None else agent
         self.reset()
 
     def reset(self) -> None:
-        """Forget the game."""
-        self.agent.reset()
+        """Forget the game (and the planner's memory of it, where the planner is the search's own)."""
+        if self._own_agent:
+            self.agent.reset()
+        self._new_game()
+
+    def _new_game(self) -> None:
         self._kept: tuple | None = None  # (signatures by step, end world, end policy, caught step)
         self._since = 0
         self._flash_cd = 0
+        self._last_step = -1
+        self._spent = 0
         self.searched = 0  # states searched this game
-        self.changed = 0  # ... where the search played another action than the planner
+        self.changed = 0  # ... where the search played another action than the proposal
         self.values: dict[int, float] = {}  # the last search's value of each action tried
 
     @property
@@ -488,10 +506,23 @@ class ObservationSearch:
         return self.agent.memory
 
     def act(self, observation: dict) -> int:
-        """The action for this observation (call once per step, in order)."""
+        """The action for this observation (call once per step, in order): the search around the planner's
+        choice."""
+        self.agent.act(observation)
+        return self.decide(observation)
+
+    def decide(self, observation: dict, proposal: int | None = None) -> int:
+        """The action for this observation, which the planner has just taken (its ``act()``, or the features'
+        ``encode`` with the ``FeatureState`` whose planner this search shares): ``proposal`` (default: the planner's
+        choice) unless, where ``proposal`` followed by the planner is caught within the horizon on the believed
+        world, another action's rollouts are worth more."""
         start = time.perf_counter()
-        base = self.agent.act(observation)
         mem = self.agent.memory
+        if mem.step < self._last_step:
+            self._new_game()
+        self._last_step = mem.step
+        self._spent = 0
+        base = self.agent.choice if proposal is None else int(proposal)
         self._flash_cd = int(observation["frame_state"]["heroes"]["flash_cooldown"])
         self.values = {}
         if not mem.monsters:
@@ -540,6 +571,7 @@ class ObservationSearch:
             self._since = 0
         while caught is None and world.running and world.step < mem.step + self.horizon:
             world.step_action(policy.act(world))
+            self._spent += 1
             signatures[world.step] = world.signature()[:4]
             if world.status == FAILED:
                 caught = world.step
@@ -548,19 +580,16 @@ class ObservationSearch:
 
     def _search(self, base: int, start: float) -> int:
         mem = self.agent.memory
-        outcomes = self.agent.planner.outcomes
-        actions = [o.action for o in outcomes]
-        if base not in actions:
-            actions.insert(0, base)
-        else:
-            actions.remove(base)
-            actions.insert(0, base)
+        landings = self.agent.planner.landings
+        actions = [base] + [o.action for o in self.agent.planner.outcomes
+                            if o.action != base and o.cell != landings[base]]
         worlds = self._worlds()
         policies = [RolloutPolicy(self.agent, w) for w in worlds]
         self.searched += 1
         best, best_value = base, -float("inf")
         for a in actions:
-            if self.budget_ms is not None and a != base and (time.perf_counter() - start) * 1000 > self.budget_ms:
+            if a != base and ((self.budget_ms is not None and (time.perf_counter() - start) * 1000 > self.budget_ms)
+                              or (self.max_rollout_steps is not None and self._spent >= self.max_rollout_steps)):
                 break
             total, count = 0.0, 0
             for k, world in enumerate(worlds):
@@ -579,6 +608,7 @@ class ObservationSearch:
         world.step_action(first)
         while world.running and world.step < end:
             world.step_action(policy.act(world))
+            self._spent += 1
         value = world.score - start_score
         if world.status != FAILED:
             value += self.survival_value
