@@ -209,6 +209,11 @@ def _build_submission_parser(sub) -> argparse.ArgumentParser:
     bs.add_argument("--workflow", default="keep", choices=["keep", "finetune"],
                     help="what a platform training task does with the weights: keep them (default: every model it "
                          "saves is this policy) or finetune them (REINFORCE on the platform's samples)")
+    searchable = _either([spec.title for spec in games.GAMES.values() if spec.submission.search is not None])
+    bs.add_argument("--search", type=int, default=None, metavar="STEPS",
+                    help=f"{searchable}: exploit() runs the rollout search around the network's action, each call "
+                         "playing at most STEPS world steps of rollouts (recorded in the package; e.g. 400); "
+                         "default: the network alone")
     bs.add_argument("--zip", action="store_true", help="also write <out>.zip with ckpt/, conf/ and the algorithm "
                                                        "folder (the 2024 recipe's upload; needs --code-package)")
     bs.add_argument("--force", action="store_true", help="replace an existing output folder")
@@ -359,7 +364,8 @@ def _cmd_build_submission(args) -> int:
 
     manifest = build_submission(args.model, args.out, layout=args.layout, algo_dir=args.algo_dir,
                                 ckpt_id=args.ckpt_id, code_package=args.code_package, workflow=args.workflow,
-                                make_zip=args.zip, force=args.force, game=args.game, then=measure_and_check)
+                                make_zip=args.zip, force=args.force, game=args.game, search=args.search,
+                                then=measure_and_check)
     status = 0 if not args.check or result["check"]["ok"] else 1
     print(json.dumps(result, indent=2))
     if status:

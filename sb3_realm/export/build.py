@@ -212,7 +212,7 @@ def _game_of(exported: ExportedPolicy) -> games.GameSpec:
 
 
 def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, algo_dir: str, ckpt_id: int,
-                model_path: Path, workflow: str, package) -> dict:
+                model_path: Path, workflow: str, package, search: dict | None = None) -> dict:
     kept: dict[str, bytes] = {}
     if package is not None:
         copy_package(package, root)  # never through a link out of the package (checked when it was read)
@@ -231,9 +231,13 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, al
     shutil.copyfile(source, features_file)
     for name in getattr(features, "COMPANION_FILES", ()):  # the modules it imports, beside it
         shutil.copyfile(source.parent / name, features_file.parent / name)
+    search_module = _game_of(exported).submission.search
+    if search is not None and search_module is not None:  # the search the Agent runs around the network's action
+        shutil.copyfile(str(search_module.__file__), features_file.parent / Path(str(search_module.__file__)).name)
     shutil.copyfile(nets.__file__, algo_root / layout.spec.get("nets_file", "model/nets.py"))
     spec_path = algo_root / layout.spec.get("spec_file", "model/spec.json")
-    spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow}
+    spec = {**exported.spec, "ckpt_id": ckpt_id, "platform_training": workflow,
+            **({"search": search} if search is not None else {})}
     with writing(spec_path):
         spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
     weights = layout.weights_folder(root, algo_root) / f"model.ckpt-{ckpt_id}.pkl"
@@ -447,7 +451,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                      algo_dir: str | None = None, ckpt_id: str | int | None = None,
                      code_package: str | os.PathLike | None = None, workflow: str = "keep", make_zip: bool = False,
                      force: bool = False, trust_pickle: bool | None = None, game: str | None = None,
-                     then: Callable[[dict], object] | None = None) -> dict:
+                     search: int | None = None, then: Callable[[dict], object] | None = None) -> dict:
     """Build the upload folder ``out`` from an SB3 checkpoint; returns the manifest.
 
     :param layout: the platform layout, one of :func:`sb3_realm.export.layouts.names`; None: the first of the model's
@@ -468,6 +472,9 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
         are rebuilt from plain data).
     :param game: the game the model plays (``realm``, ``gorge``); None: the one its run config records. Needed for
         a model saved outside a training run of the package (no ``config.yaml`` beside it).
+    :param search: the Agent runs the game's search around the network's action in ``exploit()``, each call playing
+        at most this many world steps of rollouts (recorded in the package's ``model/spec.json``); None: the network
+        alone. Only for a game with a search (:attr:`~sb3_realm.games.Submission.search`).
     :param then: called with the manifest once the folder is built, while ``out`` is still held (the command's
         ``--check`` runs there, so that no other build replaces the folder while it is checked).
 
@@ -486,6 +493,7 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
                           "exported weights) or finetune")
     if ckpt_id is not None:
         _ckpt_id(ckpt_id, 1)
+    settings = _search_settings(search, game_spec)
     if make_zip and code_package is None:
         raise ExportError("--zip needs --code-package: the zip holds ckpt/, conf/ and the algorithm folder, and conf/ "
                           "must be your code package's own (with the needed lines edited), never one written from "
@@ -507,12 +515,30 @@ def build_submission(model_path: str | os.PathLike, out: str | os.PathLike, *, l
     try:
         with hold_folder(out, "--out"):  # one command at a time on an upload folder (its lock is beside it)
             manifest = _build_held(out, model_path, chosen, algo_dir, ckpt_id, package, package_path, workflow,
-                                   make_zip, force, trust_pickle, None if game is None else game_spec)
+                                   make_zip, force, trust_pickle, None if game is None else game_spec, settings)
             if then is not None:
                 then(manifest)
             return manifest
     except FolderInUse as exc:
         raise ExportError(str(exc)) from None
+
+
+#: the look-ahead of the search a package built with ``--search`` runs (steps each rollout plays)
+SEARCH_HORIZON = 80
+
+
+def _search_settings(search: object, game_spec) -> dict | None:
+    """The search settings a package records for ``--search STEPS`` (None: no search), or an error naming the value
+    and the fix."""
+    if search is None:
+        return None
+    if game_spec.submission.search is None:
+        raise ExportError(f"--search {search}: {game_spec.title} has no search to run around the network; build "
+                          "without --search")
+    if isinstance(search, bool) or not isinstance(search, int) or search < 1:
+        raise ExportError(f"--search {search!r} must be a whole number of rollout steps >= 1 (the work of one "
+                          "exploit() call, e.g. --search 400); leave it out for the network alone")
+    return {"horizon": SEARCH_HORIZON, "max_rollout_steps": int(search)}
 
 
 def _check_not_linked(out: Path) -> None:
@@ -562,7 +588,7 @@ def recover_interrupted_build(out: str | os.PathLike) -> str | None:
 
 
 def _build_held(out, model_path, layout: layouts.Layout, algo_dir, ckpt_id, package, package_path, workflow,
-                make_zip, force, trust_pickle, game=None) -> dict:
+                make_zip, force, trust_pickle, game=None, search: dict | None = None) -> dict:
     recovered = recover_interrupted_build(out)
     if recovered:
         warnings.warn(f"--out {str(out)!r}: {recovered}", RecoveredBuildWarning, stacklevel=3)
@@ -587,7 +613,11 @@ def _build_held(out, model_path, layout: layouts.Layout, algo_dir, ckpt_id, pack
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     try:
         try:
-            manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package)
+            if search is not None and _game_of(exported).submission.search is None:
+                raise ExportError(f"--search: {_game_of(exported).title} has no search to run around the network; "
+                                  "build without --search")
+            manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package,
+                                   search)
         except CodePackageError as exc:
             named = str(exc).startswith("--code-package")
             raise ExportError(str(exc) if named else f"--code-package {str(package_path)!r}: {exc}") from None

@@ -63,6 +63,17 @@ __all__ = [
 TASK_OVERRIDES = {"train_batch_size": 64, "replay_buffer_capacity": 1024, "dump_model_freq": 5}
 
 
+def _reference(model_path, trust_pickle, manifest: dict):
+    """The policy the package must play as: the SB3 model, with the game's search around it where the package was
+    built with one (its ``model/spec.json`` records the settings)."""
+    policy = SB3Policy(model_path, trust_pickle=trust_pickle)
+    settings = (manifest.get("spec") or {}).get("search")
+    searched = manifest_game(manifest).submission.searched
+    if settings and searched is not None:
+        return searched(policy, settings)
+    return policy
+
+
 def same_weights(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
     """Whether two state-dict files hold the same tensors under the same keys (``torch.equal`` on each; the keys'
     order aside)."""
@@ -176,7 +187,7 @@ def check_on_shared_stand_in(folder: str | os.PathLike, model_path: str | os.Pat
                         "evaluation_error": str(exc), "states": 0, "identical_actions": False,
                         "identical_scores": False}
             with sub:
-                report = _parity(sub, SB3Policy(model_path, trust_pickle=trust_pickle), manifest, map_path, games,
+                report = _parity(sub, _reference(model_path, trust_pickle, manifest), manifest, map_path, games,
                                  seed, treasures, max_step, min_states, progress)
                 report["evaluation_errors"] = list(sub.hello.get("errors", []))  # ERROR lines of loading the save
                 hello = sub.hello
@@ -409,7 +420,7 @@ def check_on_own_stand_in(folder: str | os.PathLike, model_path: str | os.PathLi
             keep = ("max_step",) if max_step is not None else ()
             configs = [game.apply_settings(name, conf, keep=keep) for name in played for conf in configs]
             env = game.env.make()
-            reference = SB3Policy(model_path, trust_pickle=trust_pickle)
+            reference = _reference(model_path, trust_pickle, manifest)
             bar = tqdm(total=min_states, desc="check", unit="state") if progress else None
             server = _ParityServer(env, reference, configs, seed, min_states, bar)
             with PlatformProcess(manifest["layout"], "eval-model", first["model_dir"]) as evaluation:

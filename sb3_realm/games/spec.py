@@ -104,6 +104,10 @@ class ExpertOptions:
     :param configure: ``(policy, tie_break, settings) -> None``: sets up a built expert for labelling.
     :param start_searches: ``(policy, searches) -> None``: the first searches a built expert starts a job with.
     :param new_searches: ``(policy) -> dict``: the first searches it made since :attr:`start_searches`.
+    :param suggested_actions: ``(vectors (N, size) float32) -> (N,) int``: the action the game's features hand the
+        network as their own suggestion in each state (Gorge Chase: the planner's choice), -1 where they suggest none;
+        None: the features suggest no action. Imitation weights up the states whose label differs from it
+        (``imitation.disagree_weight``).
     """
 
     tie_breaks: tuple[str, ...]
@@ -114,6 +118,7 @@ class ExpertOptions:
     configure: Callable[..., None]
     start_searches: Callable[[Any, Any], None]
     new_searches: Callable[[Any], dict]
+    suggested_actions: Callable[[np.ndarray], np.ndarray] | None = None
 
     def changed(self, settings) -> dict:
         """Of ``(name, value)`` pairs, those whose value differs from the default (what names an expert)."""
@@ -325,6 +330,10 @@ class Submission:
         sees it (observation and ``env_info`` frames), for the parity check (None: no submission).
     :param parity_treasure_counts: treasure counts the extra games of a submission's parity check cycle through
         (empty: the check plays more games of its protocol's maps).
+    :param search: the numpy-only search module a package built with ``--search`` carries beside the features, and
+        whose ``ObservationSearch`` its Agent runs around the network's action (None: the game has no search).
+    :param searched: ``(policy, settings) -> policy``: a package's policy with the search around it, as a package
+        built with ``--search`` plays (the parity check's reference); ``settings`` are the package's recorded ones.
     """
 
     features: ModuleType
@@ -333,6 +342,8 @@ class Submission:
     protocol_file: Path | None = None
     competition_env: Callable[..., Any] | None = None
     parity_treasure_counts: tuple[int, ...] = ()
+    search: ModuleType | None = None
+    searched: Callable[[Any, dict], Any] | None = None
 
 
 @dataclass(frozen=True)

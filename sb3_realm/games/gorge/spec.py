@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from ..spec import Env, Episodes, Evaluation, ExpertOptions, Experts, GameSpec, Maps, Results, Submission, Success
-from . import features, protocol
+from . import features, protocol, search
 from .env import GorgeEnv, env_spaces, shipped_map
 from .experts.planner import PlannerPolicy
 from .experts.scripted import ScriptedPolicy
-from .experts.search import CeilingPolicy, SearchPolicy
+from .experts.search import CeilingPolicy, SearchedPolicy, SearchPolicy
 from .maps import GorgeMap, load_map
 from .observation import GorgeCompetitionEnv
 from .protocols import (
@@ -54,6 +54,15 @@ def _no_setting(name: str, value, label: str):
     raise ValueError(f"{label} = {value!r}: Gorge Chase's scripted expert has no search settings; remove it")
 
 
+def planner_choices(vectors: np.ndarray) -> np.ndarray:
+    """The planner's choice that the features' vectors ``(N, VECTOR_SIZE)`` carry (the one-hot at
+    ``PER_ACTION * a + 9``), -1 where a vector holds none."""
+    vectors = np.asarray(vectors)
+    per_action = features.PER_ACTION
+    chosen = vectors[:, 9:per_action * features.N_ACTIONS:per_action]  # (N, N_ACTIONS)
+    return np.where(chosen.max(axis=1) > 0.5, chosen.argmax(axis=1), -1).astype(np.int64)
+
+
 #: the scripted expert labels for imitation as it plays: one tie rule (its own) and no search settings
 EXPERT_OPTIONS = ExpertOptions(
     tie_breaks=("index",),
@@ -64,6 +73,7 @@ EXPERT_OPTIONS = ExpertOptions(
     configure=lambda policy, tie_break, settings: None,
     start_searches=lambda policy, searches: None,
     new_searches=lambda policy: {},
+    suggested_actions=planner_choices,
 )
 
 SPEC = GameSpec(
@@ -127,6 +137,8 @@ SPEC = GameSpec(
         protocol_file=Path(protocol.__file__),
         competition_env=GorgeCompetitionEnv,
         parity_treasure_counts=(),
+        search=search,
+        searched=SearchedPolicy,
     ),
     config_dir="configs/gorge",
     settings=SETTINGS,

@@ -19,6 +19,10 @@ weights (a save's: fine-tuned ones, or the exported ones again), a later ``load_
 (``model.ckpt-<CKPT_ID>.pkl`` with the manifest's checksum) is skipped, with a log line. The preload of a training
 task, the first call, loads it as always.
 
+A package built with ``--search STEPS`` records the search's settings in ``model/spec.json`` and carries
+``feature/search.py``: ``exploit()`` then runs that rollout search around the network's action (each call plays at
+most STEPS world steps of rollouts; the same observations give the same actions). ``predict`` stays the network's.
+
 Threads: one intra-op and one inter-op torch thread, as the official agents set them (the platform runs many
 processes on a machine's cores). Torch takes the inter-op setting once per process (a second call raises, and on
 torch < 2.1 aborts the process), so it is set only where it differs: a second Agent keeps it.
@@ -57,6 +61,11 @@ class Agent(BaseAgent):
         self.model.eval()
         self.algorithm = Algorithm(self.model, self.torch_device, logger)
         self.memory = FeatureState()  # what the features remember of this game
+        self.search = None  # the rollout search around the network's action, where the package carries one
+        if SPEC.get("search"):
+            from agent_diy.feature.search import ObservationSearch
+
+            self.search = ObservationSearch(agent=self.memory.planner, **SPEC["search"])
         self.acting = Acting(self.model, self.torch_device)
         self.last_action = -1
         self.loaded = None  # the file of the weights in use
@@ -119,7 +128,11 @@ class Agent(BaseAgent):
         """The evaluation's call, once per step with the raw ``env_obs``: the greedy action (an int 0..15)."""
         obs_data, _ = self.observation_process(env_obs)
         act_data = self.predict([obs_data])[0]
-        return self.action_process(act_data, is_stochastic=False)
+        action = self.action_process(act_data, is_stochastic=False)
+        if self.search is not None:
+            action = self.search.decide(env_obs["observation"], proposal=action)
+            self.last_action = action
+        return action
 
     def action_process(self, act_data, is_stochastic=True):
         """ActData -> the env's action (0..7 move, 8..15 flash): the sampled one, or the greedy one."""

@@ -10,12 +10,12 @@ import copy
 import numpy as np
 
 from ..core import FAILED, Game
-from ..observation import env_obs
 from ..memory import RULES
+from ..observation import env_obs
 from ..search import STEP_SCORE, HeroFields, ObservationSearch, World
 from .scripted import ScriptedPolicy
 
-__all__ = ["CeilingPolicy", "NumpyTies", "SearchPolicy", "world_of"]
+__all__ = ["CeilingPolicy", "NumpyTies", "SearchPolicy", "SearchedPolicy", "world_of"]
 
 
 class NumpyTies:
@@ -197,3 +197,31 @@ class CeilingPolicy:
         if game.status != FAILED:
             value += self.survival_value
         return value
+
+
+class SearchedPolicy:
+    """A model's policy with the observation-only search around its action, as a package built with ``--search``
+    plays: each step the policy proposes, and :meth:`~..search.ObservationSearch.decide` keeps the proposal unless,
+    where it leads into a catch within the horizon, another action's rollouts are worth more. The search shares the
+    planner of the env's features (the one that encoded the policy's observation).
+
+    :param policy: the package's policy (``reset(env)``, ``act(env, obs)``) on a Gorge env with its model input.
+    :param settings: the search's settings (:class:`~..search.ObservationSearch`), as the package records them.
+    """
+
+    def __init__(self, policy, settings: dict) -> None:
+        self.policy = policy
+        self.settings = dict(settings)
+        self.algo = getattr(policy, "algo", None)
+        self.search: ObservationSearch | None = None
+
+    def reset(self, env) -> None:
+        self.policy.reset(env)
+        self.search = None
+
+    def act(self, env, obs=None) -> int:
+        action = int(self.policy.act(env, obs))
+        planner = env.features.planner
+        if self.search is None or self.search.agent is not planner:
+            self.search = ObservationSearch(agent=planner, **self.settings)
+        return self.search.decide(env.platform_obs()["observation"], proposal=action)
