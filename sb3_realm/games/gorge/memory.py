@@ -89,14 +89,14 @@ _SET_BITS = [[k for k in range(12) if level >> k & 1] for level in range(1 << 12
 
 
 def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, target: int = 0,
-            extra: int = 0, before: int = 0, unvisited: int = -1, level: int = 0) -> tuple[int, list[int], bool]:
+            extra: int = 0, unvisited: int = -1, level: int = 0) -> tuple[int, list[int], bool, int]:
     """BFS over bitset ``road`` from the cells of ``start``: each level moves the front by every ``(shift, gate)``
     (``gate``: the cells a move may start from, -1 for all), up to level ``levels``, or ``extra`` levels past the
     one that has reached every cell of ``target`` (when given). Returns (cells reached, bit planes of their levels,
-    whether the search stopped early with cells left to reach).
+    whether the search stopped early with cells left to reach, the last level).
 
-    A search resumed at ``level`` (cells of ``start`` at that level, ``before`` at the one before, ``unvisited`` the
-    road cells at no level up to it; ``target`` only the cells of target not reached yet) continues as the search from
+    A search resumed at ``level`` (cells of ``start`` at that level, ``unvisited`` the road cells at no level up to
+    it; ``target`` only the cells of target not reached yet) continues as the search from
     the first level would; its planes hold the levels above ``level`` (``level`` less)."""
     # the graph is undirected: the cells new at a level are the neighbours of the last front not reached before
     front = start
@@ -141,7 +141,7 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
                 stop = min(stop, level + extra)
                 target = 0
     reached = road & ~unvisited
-    return reached, planes, cut
+    return reached, planes, cut, level
 
 
 def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) -> np.ndarray:
@@ -156,6 +156,32 @@ def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) ->
     return out
 
 
+def _road(walkable: np.ndarray) -> int:
+    """The bitset of ``walkable``'s cells, rows padded by one bit."""
+    h, w = walkable.shape
+    padded = np.zeros((h, w + 1), dtype=bool)
+    padded[:, :w] = walkable
+    return _bits(padded)
+
+
+def _cells(walkable: np.ndarray, cells, p: int) -> int:
+    """The bitset of the road cells among ``cells`` (rows of ``p`` bits)."""
+    h, w = walkable.shape
+    out = 0
+    for x, z in cells:
+        if 0 <= x < w and 0 <= z < h and walkable[z, x]:
+            out |= 1 << (z * p + x)
+    return out
+
+
+def _finish(walkable: np.ndarray, out: np.ndarray, cut: bool, last: int) -> np.ndarray:
+    """``out`` ((H, W + 1) levels) as a field: the road cells not reached read ``last + 1`` when the search was cut."""
+    out = out[:, :walkable.shape[1]]
+    if cut:
+        out[(out == UNREACHABLE) & walkable] = last + 1
+    return out
+
+
 def distance_field(walkable: np.ndarray, source: Cell | list[Cell], near: list[Cell] | None = None, extra: int = 0,
                    limit: int = 4095) -> np.ndarray:
     """(H, W) int32 4-connected BFS distances over ``walkable`` from ``source`` (a cell, or a list of cells: the
@@ -164,25 +190,52 @@ def distance_field(walkable: np.ndarray, source: Cell | list[Cell], near: list[C
     not reach read one more than its last level (a lower bound); so does every search at ``limit`` levels."""
     h, w = walkable.shape
     p = w + 1
-    padded = np.zeros((h, p), dtype=bool)
-    padded[:, :w] = walkable
-    start = 0
-    for x, z in [source] if isinstance(source, tuple) else source:
-        if 0 <= x < w and 0 <= z < h and walkable[z, x]:
-            start |= 1 << (z * p + x)
+    start = _cells(walkable, [source] if isinstance(source, tuple) else source, p)
     if not start:
         return np.full((h, w), UNREACHABLE, dtype=np.int32)
-    target = 0
-    for cx, cz in near or ():
-        if 0 <= cx < w and 0 <= cz < h and walkable[cz, cx]:
-            target |= 1 << (cz * p + cx)
-    reached, planes, cut = _search(_bits(padded), start, [(1, -1), (-1, -1), (p, -1), (-p, -1)], limit, target,
-                                   extra)
-    out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)[:, :w]
-    if cut:
-        last = int(out[out < UNREACHABLE].max())
-        out[(out == UNREACHABLE) & walkable] = last + 1
-    return out
+    target = _cells(walkable, near or (), p)
+    reached, planes, cut, last = _search(_road(walkable), start, [(1, -1), (-1, -1), (p, -1), (-p, -1)], limit,
+                                         target, extra)
+    out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)
+    return _finish(walkable, out, cut, last)
+
+
+def resume_field(walkable: np.ndarray, grid: np.ndarray, exact: int, source: Cell, near: list[Cell] | None = None,
+                 extra: int = 0, limit: int = 4095) -> np.ndarray:
+    """``distance_field(walkable, source, near, extra, limit)``, the same array, from an earlier field ``grid`` of
+    ``source`` whose values up to ``exact`` are the distances on ``walkable`` (obstacles found since then lie farther:
+    their cells, and every cell whose distance grew, read more than ``exact``): the search resumes at that level."""
+    h, w = walkable.shape
+    p = w + 1
+    known = grid <= exact
+    if not (0 <= source[0] < w and 0 <= source[1] < h) or not walkable[source[1], source[0]] or exact < 1 or int(
+            grid[source[1], source[0]]) != 0:
+        return distance_field(walkable, source, near, extra, limit)
+    top = int(grid[known].max())
+    level = min(exact, top, limit)
+    stop = limit
+    targets = [(x, z) for x, z in near or () if 0 <= x < w and 0 <= z < h and walkable[z, x]]
+    left = [(x, z) for x, z in targets if int(grid[z, x]) > level]
+    if targets and not left:  # every target reached by then: the fresh search stopped extra levels past the last
+        stop = min(limit, max(1, max(int(grid[z, x]) for x, z in targets)) + extra)
+    out = np.full((h, p), UNREACHABLE, dtype=np.int32)
+    if stop <= level:
+        mine = grid <= stop
+        out[:, :w][mine] = grid[mine]
+        return _finish(walkable, out, bool((grid == stop).any()), stop)
+    road = _road(walkable)
+    visited = np.zeros((h, p), dtype=bool)
+    visited[:, :w] = grid <= level
+    front = np.zeros((h, p), dtype=bool)
+    front[:, :w] = grid == level
+    unvisited = road & ~_bits(visited)
+    reached, planes, cut, last = _search(road, _bits(front), [(1, -1), (-1, -1), (p, -1), (-p, -1)], stop,
+                                         _cells(walkable, left, p), extra, unvisited=unvisited, level=level)
+    out = _levels(reached & unvisited, planes, h * p, UNREACHABLE - level, np.int32).reshape(h, p)
+    out += level
+    mine = visited[:, :w]
+    out[:, :w][mine] = grid[mine]
+    return _finish(walkable, out, cut, last)
 
 
 def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diagonal: bool,
@@ -216,7 +269,7 @@ def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diago
     if diagonal:
         # a diagonal step from p needs p + (dx, 0) or p + (0, dz) to be road
         shifts += [(dx + dz * q, _shift(road, -dx) | _shift(road, -dz * q)) for dx, dz in DIRECTIONS if dx and dz]
-    reached, planes, _ = _search(road, start, shifts, levels)
+    reached, planes, _, _ = _search(road, start, shifts, levels)
     out = _levels(reached, planes, k * rows * q, FAR, np.uint8).reshape(k, rows, q)
     return np.ascontiguousarray(out[:, :size, :size])
 

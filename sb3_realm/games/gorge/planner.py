@@ -46,6 +46,7 @@ from .memory import (
     UNREACHABLE,
     Memory,
     distance_field,
+    resume_field,
     rule_branches,
     sliding_windows,
     window_distances,
@@ -167,6 +168,7 @@ class BeliefTerrain:
         if cell == mem.hero:
             return mem.hero_field()
         got: tuple[int, np.ndarray, int] | None = self._fields.get(cell)
+        kept = got  # a field to resume from: exact up to its last element
         if got is not None:
             stamp, grid, exact = got
             if stamp < mem.updates:
@@ -179,15 +181,19 @@ class BeliefTerrain:
                     if values.size:
                         exact = min(exact, int(values.min()) - 1)
                     flat[cells] = UNREACHABLE
-                got = self._fields[cell] = (mem.updates, grid, exact)
+                got = kept = self._fields[cell] = (mem.updates, grid, exact)
             if (exact_near is None and exact < UNREACHABLE) or (exact_near is not None and (
                     int(grid[exact_near[1], exact_near[0]]) + 2 * EXACT_MARGIN > exact)):
                 got = None
         if got is None:
+            # the same search as from scratch, resumed past the levels a kept field still holds exactly
             if exact_near is None:
-                got = (mem.updates, distance_field(mem.walkable, cell), UNREACHABLE)
+                grid = (distance_field(mem.walkable, cell) if kept is None else
+                        resume_field(mem.walkable, kept[1], kept[2], cell))
+                got = (mem.updates, grid, UNREACHABLE)
             else:  # searched a little past what is needed now, so that it lasts a few steps
-                grid = distance_field(mem.walkable, cell, near=[exact_near], extra=3 * EXACT_MARGIN)
+                grid = (distance_field(mem.walkable, cell, near=[exact_near], extra=3 * EXACT_MARGIN) if kept is None
+                        else resume_field(mem.walkable, kept[1], kept[2], cell, [exact_near], 3 * EXACT_MARGIN))
                 finite = grid[grid < UNREACHABLE]
                 got = (mem.updates, grid, int(finite.max()) - 1 if finite.size else UNREACHABLE)
             self._fields[cell] = got
@@ -199,6 +205,15 @@ class BeliefTerrain:
 
 
 # -------------------------------------------------------------------------------------------------- the planner
+def _ceil_div(values: np.ndarray, by: int) -> np.ndarray:
+    """``ceil(values / by)`` of non-negative integers (``by`` >= 1): a shift where ``by`` is a power of two."""
+    if by == 1:
+        return values
+    if by & (by - 1) == 0:
+        return (values + (by - 1)) >> (by.bit_length() - 1)
+    return (values + (by - 1)) // by
+
+
 @dataclass
 class Outcome:
     """Where one action leads and how it is judged (see the module docstring)."""
@@ -401,7 +416,7 @@ class Planner:
         ``(xs[k], zs[k])`` after the coming step (speeds, the coming speed-up and monster 2's spawn included;
         ``10 ** 6`` where none can)."""
         coming = mem.step + 1
-        threat_time = np.full((len(xs), 2 * RADIUS + 1, 2 * RADIUS + 1), 10 ** 6, dtype=np.int32)
+        threat_time: np.ndarray | None = None
         r = RADIUS
         for f in fields:
             pad = getattr(f, "padded", None)
@@ -415,11 +430,18 @@ class Planner:
             slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
             speed = max(f.speed, 1)
             if slow:
-                steps = np.where(need <= speed * slow, -(-need // speed),
-                                 slow + -(-(need - speed * slow) // (speed + 1)))
+                steps = np.where(need <= speed * slow, _ceil_div(need, speed),
+                                 slow + _ceil_div(need - speed * slow, speed + 1))
             else:
-                steps = -(-need // speed)
-            np.minimum(threat_time, steps + f.delay, out=threat_time)
+                steps = _ceil_div(need, speed)
+            if f.delay:
+                steps = steps + f.delay
+            if threat_time is None:
+                threat_time = np.minimum(steps, 10 ** 6).astype(np.int32, copy=False)
+            else:
+                np.minimum(threat_time, steps, out=threat_time)
+        if threat_time is None:
+            return np.full((len(xs), 2 * r + 1, 2 * r + 1), 10 ** 6, dtype=np.int32)
         return threat_time
 
     def _evaluate(self, mem: Memory, terrain, outcomes: list[Outcome], monsters: list[Monster],
