@@ -128,10 +128,13 @@ def play(job: Job) -> dict:
         assert game is not None  # reset made it
         monster_interval = game.monster_interval
         done, end = False, {}  # end: the last step's info (the episode's summary)
+        spent: list[int] = []  # a search's rollout steps per call
         while not done:
             start = time.perf_counter()
             action = policy.act(env, obs)
             times.append(time.perf_counter() - start)
+            if hasattr(policy, "search"):
+                spent.append(int(policy.search.spent))
             obs, _, terminated, truncated, end = env.step(action)
             done = terminated or truncated
         searcher = getattr(policy, "search", policy)  # a search's counters: states searched, actions changed
@@ -139,7 +142,8 @@ def play(job: Job) -> dict:
                       "phase": catch_phase(end, monster_interval), "flashes": int(end["flash_used"]),
                       "treasures": int(end["treasures"]), "buffs": int(end["buff_used"]),
                       **({"searched": int(searcher.searched), "changed": int(searcher.changed)}
-                         if hasattr(searcher, "searched") else {})})
+                         if hasattr(searcher, "searched") else {}),
+                      **({"rollout_steps": spent} if spent else {})})
     return {"games": games, "act_ms": np.asarray(times, dtype=np.float64) * 1000.0}
 
 
@@ -174,11 +178,19 @@ def summarise(games: list[dict], act_ms: np.ndarray, scores: bool = True) -> dic
         **({"searched_share": round(sum(g["searched"] for g in games) / max(1, sum(g["steps"] for g in games)), 4),
             "changed_per_game": round(float(np.mean([g["changed"] for g in games])), 2)}
            if all("searched" in g for g in games) else {}),
+        **({"rollout_steps_per_call": _spread(np.concatenate([g["rollout_steps"] for g in games]))}
+           if all("rollout_steps" in g for g in games) else {}),
         "act_ms": {"steps": int(act_ms.size), "mean": round(float(act_ms.mean()), 3),
                    "p50": round(float(np.percentile(act_ms, 50)), 3),
                    "p99": round(float(np.percentile(act_ms, 99)), 3), "max": round(float(act_ms.max()), 3)},
         **({"scores": [round(float(s), 1) for s in played]} if scores else {}),
     }
+
+
+def _spread(values: np.ndarray) -> dict:
+    """Mean, p50, p99 and max of per-call counts."""
+    return {"mean": round(float(values.mean()), 1), "p50": float(np.percentile(values, 50)),
+            "p99": float(np.percentile(values, 99)), "max": int(values.max())}
 
 
 def paired(planner: list[dict], scripted: list[dict]) -> dict:

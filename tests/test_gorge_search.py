@@ -152,3 +152,29 @@ def test_a_search_sharing_the_features_planner_decides_as_its_own():
         searched += bool(shared.values)
         env.step(action)
     assert searched > 0
+
+
+def test_a_pessimistic_world_closes_cells_to_the_hero_only():
+    """In a pessimistic copy the hero stops before a closed cell and a flash lands short of it, while a monster walks
+    through one; the world it was copied from still lets the hero in."""
+    from sb3_realm.games.gorge.memory import RULES
+    from sb3_realm.games.gorge.search import HeroFields
+
+    world = World()
+    world.walkable = np.ones((12, 12), dtype=bool)
+    world._road = world._hero_road = world.walkable.reshape(-1).data
+    world.fields = HeroFields(world.walkable)
+    world.rules = dict(RULES)
+    world.hero = (2, 5)
+    world.monsters = [[(9, 5), 1, None, None]]
+    closed = np.zeros_like(world.walkable)
+    closed[5, 3] = closed[5, 8] = True  # east of the hero, west of the monster
+    blocked = world.pessimistic(closed)
+    blocked.step_action(0)  # east
+    assert blocked.hero == (2, 5) and blocked.monsters[0][0] == (8, 5)
+    flash = world.pessimistic(np.ones_like(closed))
+    flash.step_action(8)  # a flash east: no cell the hero can enter, so in place
+    assert flash.hero == (2, 5) and flash.flash_cd == flash.talent_cooldown - 1
+    free = world.copy()
+    free.step_action(0)
+    assert free.hero == (3, 5)

@@ -128,6 +128,7 @@ class World:
         self.rules: dict = {}
         self.rng = random.Random(0)
         self._road = self.walkable.reshape(-1).data
+        self._hero_road = self._road  # the cells the hero can enter (a pessimistic world: fewer than the monsters)
 
     # ------------------------------------------------------------------------------------------------ build
     @classmethod
@@ -138,7 +139,7 @@ class World:
         the observation's ``flash_cooldown`` (default: none when the flash is ready, else the whole cooldown)."""
         w = cls()
         w.walkable = mem.walkable if walkable is None else walkable
-        w._road = w.walkable.reshape(-1).data
+        w._road = w._hero_road = w.walkable.reshape(-1).data
         w.fields = fields if fields is not None else HeroFields(w.walkable)
         w.step, w.max_step, w.hero = mem.step, mem.max_step, mem.hero
         w.talent_cooldown = mem.talent_cooldown
@@ -183,6 +184,17 @@ class World:
     def is_road(self, x: int, z: int) -> bool:
         h, w = self.walkable.shape
         return 0 <= x < w and 0 <= z < h and bool(self._road[z * w + x])
+
+    def hero_road(self, x: int, z: int) -> bool:
+        """Whether the hero can enter the cell (the monsters' road, less the cells a pessimistic world closes)."""
+        h, w = self.walkable.shape
+        return 0 <= x < w and 0 <= z < h and bool(self._hero_road[z * w + x])
+
+    def pessimistic(self, closed: np.ndarray) -> World:
+        """A copy in which the hero cannot enter the cells of ``closed`` ((H, W) bool; the monsters still can)."""
+        w = self.copy()
+        w._hero_road = (self.walkable & ~closed).reshape(-1).data
+        return w
 
     @property
     def score(self) -> float:
@@ -245,10 +257,12 @@ class World:
         if self.step >= self.max_step:
             self.status = COMPLETED
 
-    def _allowed(self, x: int, z: int, dx: int, dz: int) -> bool:
-        if not self.is_road(x + dx, z + dz):
+    def _allowed(self, x: int, z: int, dx: int, dz: int, road=None) -> bool:
+        """The corner rule on the monsters' road (``road``: another test of a cell, the hero's)."""
+        road = road or self.is_road
+        if not road(x + dx, z + dz):
             return False
-        return dx == 0 or dz == 0 or self.is_road(x + dx, z) or self.is_road(x, z + dz)
+        return dx == 0 or dz == 0 or road(x + dx, z) or road(x, z + dz)
 
     def _move(self, direction: int) -> list[Cell]:
         length = 1 + (self.rules["buff_extra_speed"] if self.buff_remaining > 0 else 0)
@@ -256,7 +270,7 @@ class World:
         x, z = self.hero
         path = []
         for _ in range(length):
-            if not self._allowed(x, z, dx, dz):
+            if not self._allowed(x, z, dx, dz, self.hero_road):
                 break
             x, z = x + dx, z + dz
             path.append((x, z))
@@ -271,7 +285,7 @@ class World:
         hx, hz = self.hero
         path: list[Cell] = []
         for k in range(reach, 0, -1):
-            if self.is_road(hx + k * dx, hz + k * dz):
+            if self.hero_road(hx + k * dx, hz + k * dz):
                 path = [(hx + j * dx, hz + j * dz) for j in range(1, k + 1)]
                 self.hero = path[-1]
                 break
@@ -446,8 +460,9 @@ class ObservationSearch:
     after a planner shared with the features has taken the observation, around another policy's proposal.
 
     :param horizon: steps each rollout looks ahead.
-    :param pessimistic: also roll out on a world where the cells never seen are obstacles for the hero (the monsters
-        still cross them): an action's value is the mean over the samples.
+    :param pessimistic: also roll out on a world where the hero cannot enter the cells never seen (the monsters still
+        cross them; the planner, which takes them as road, finds its way blocked there): an action's value is the
+        mean over the two worlds.
     :param ties: rollouts per sample with other draws of the monsters' ties.
     :param survival_value: value of a rollout still running at the horizon (score units); default ``1.5 * horizon``.
     :param max_rollout_steps: the work of one call, in world steps played by rollouts: once spent, no further action
@@ -502,6 +517,11 @@ class ObservationSearch:
         self.values: dict[int, float] = {}  # the last search's value of each action tried
 
     @property
+    def spent(self) -> int:
+        """World steps the rollouts of the last call played (the work :attr:`max_rollout_steps` bounds)."""
+        return self._spent
+
+    @property
     def memory(self) -> Memory:
         return self.agent.memory
 
@@ -540,12 +560,10 @@ class ObservationSearch:
     # ------------------------------------------------------------------------------------------------ internals
     def _worlds(self) -> list[World]:
         mem = self.agent.memory
-        worlds = [self._world()]
-        if self.pessimistic:
-            grid = mem.walkable & mem.seen
-            grid[mem.hero[1], mem.hero[0]] = True
-            worlds.append(self._world(grid))
-        return worlds
+        world = self._world()
+        if not self.pessimistic:
+            return [world]
+        return [world, world.pessimistic(~mem.seen)]
 
     def _world(self, walkable: np.ndarray | None = None) -> World:
         mem = self.agent.memory

@@ -35,7 +35,7 @@ def world_of(game: Game, rng: np.random.Generator | None = None) -> World:
     (default: a copy of the game's generator, so the world plays the game's own draws)."""
     w = World()
     w.walkable = game.game_map.walkable
-    w._road = w.walkable.reshape(-1).data
+    w._road = w._hero_road = w.walkable.reshape(-1).data
     w.fields = HeroFields(w.walkable)
     cfg, rules = game.config, game.rules
     w.step, w.max_step, w.hero = game.step_no, cfg.max_step, game.hero
