@@ -22,7 +22,8 @@ import torch
 from ..models.algorithms import action_distribution
 from .dataset import Block, Blocks
 
-__all__ = ["BCStats", "action_accuracy", "episode_bounds", "fit", "fit_sequences"]
+__all__ = ["BCStats", "action_accuracy", "disagreement_weights", "disagreements", "episode_bounds", "fit",
+           "fit_sequences"]
 
 
 @dataclass
@@ -57,29 +58,30 @@ def _cosine(learning_rate: float, final_lr: float, update: int, total: int) -> f
 
 def _bc_step(optimizer, dist, actions: torch.Tensor, weight: torch.Tensor | None, ent_weight: float,
              lr: float) -> tuple[float, int, float]:
-    """One gradient step on the (``weight``-ed: 0 for padding) negative log-likelihood of ``actions`` minus
-    ``ent_weight`` times the entropy; returns the loss, the hits of the argmax and the mean entropy."""
+    """One gradient step on the (``weight``-ed: 0 for padding, more for a state that counts more) negative
+    log-likelihood of ``actions`` minus ``ent_weight`` times the entropy; returns the loss, the hits of the argmax
+    and the mean entropy, both over the states of a weight above 0, each counted once."""
     log_prob, entropy = dist.log_prob(actions), dist.entropy()
     if weight is None:
         loss = -log_prob.mean() - ent_weight * entropy.mean()
         weight = torch.ones_like(log_prob)
     else:
         loss = -(weight * log_prob).sum() / weight.sum() - ent_weight * (weight * entropy).sum() / weight.sum()
-    count = weight.sum()
+    valid = (weight > 0).float()
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
     with torch.no_grad():
-        hit = int(((dist.distribution.probs.argmax(dim=1) == actions).float() * weight).sum())
-        mean_entropy = float((weight * entropy).sum() / count)
+        hit = int(((dist.distribution.probs.argmax(dim=1) == actions).float() * valid).sum())
+        mean_entropy = float((valid * entropy).sum() / valid.sum())
     return loss.item(), hit, mean_entropy
 
 
 def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning_rate: float, ent_weight: float = 0.0,
         l2_weight: float = 0.0, masked: bool = False, rng: np.random.Generator | None = None, final_lr: float = 0.0,
-        on_update=None) -> BCStats:
+        on_update=None, weights: np.ndarray | None = None) -> BCStats:
     """Train ``policy`` (an SB3 ``ActorCriticPolicy`` / ``MaskableActorCriticPolicy``) to imitate ``block``.
 
     :param epochs: passes over the data.
@@ -88,10 +90,16 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
         it) by the last step, so the fit ends on small steps.
     :param masked: apply the action masks (MaskablePPO).
     :param on_update: called as ``on_update(update, loss, accuracy)`` after each gradient step (logging).
+    :param weights: ``(N,)`` the weight of each state in the loss (None: all alike), as
+        :func:`disagreement_weights` makes them; the accuracy counts every state once.
     """
     n = len(block)
     if n == 0:
         raise ValueError("behaviour cloning needs at least one state; the dataset is empty")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float32)
+        if weights.shape != (n,) or not np.all(weights > 0):
+            raise ValueError(f"weights has the shape {weights.shape} (expected ({n},), one a state) or a weight <= 0")
     rng = rng or np.random.default_rng(0)
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=learning_rate, weight_decay=l2_weight)
@@ -108,7 +116,8 @@ def fit(policy, block: Block | Blocks, *, epochs: int, batch_size: int, learning
             index = np.sort(order[start:start + batch_size])  # sorted: faster gathers from the compact arrays
             obs_t, actions, masks = _tensors(policy, block, index)
             dist = action_distribution(policy, obs_t, masks if masked else None)
-            loss, hit, entropy = _bc_step(optimizer, dist, actions, None, ent_weight,
+            weight = None if weights is None else torch.as_tensor(weights[index], device=policy.device)
+            loss, hit, entropy = _bc_step(optimizer, dist, actions, weight, ent_weight,
                                           _cosine(learning_rate, final_lr, update, total))
             update += 1
             hits += hit
@@ -192,6 +201,28 @@ def fit_sequences(policy, data: Block | Blocks, *, epochs: int, batch_size: int,
     policy.set_training_mode(False)
     return BCStats(loss=float(np.mean(losses)), accuracy=hits / max(1, seen), entropy=float(np.mean(entropies)),
                    epochs=epochs, updates=update, samples=int(epochs * lengths.sum()))
+
+
+def disagreements(data: Block | Blocks, suggested) -> np.ndarray:
+    """``(N,)`` bool: the states of ``data`` whose expert label differs from the action the game's features suggest
+    (``suggested``: the game's :attr:`~sb3_realm.games.ExpertOptions.suggested_actions`, -1 where they suggest
+    none); all False where ``suggested`` is None."""
+    blocks = data.blocks if isinstance(data, Blocks) else [data]
+    if suggested is None:
+        return np.zeros(len(data), dtype=bool)
+    parts = []
+    for block in blocks:
+        ref = np.asarray(suggested(block.vector))
+        parts.append((ref >= 0) & (ref != block.actions.astype(np.int64)))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def disagreement_weights(flags: np.ndarray, weight: float) -> np.ndarray | None:
+    """``(N,)`` float32 weights for :func:`fit`: ``weight`` where ``flags`` (:func:`disagreements`), 1 elsewhere;
+    None when ``weight`` is 1 (every state alike)."""
+    if weight == 1:
+        return None
+    return np.where(flags, np.float32(weight), np.float32(1.0)).astype(np.float32)
 
 
 @torch.no_grad()

@@ -147,6 +147,10 @@ class ImitationConfig:
         where the learner went astray without unlearning the rest).
     :param final_lr: the learning rate at the end of a fit, as a fraction of its starting rate.
     :param ent_weight: weight of the entropy bonus in the loss.
+    :param disagree_weight: the weight in the loss of a state whose expert label differs from the action the game's
+        features suggest to the network (Gorge Chase: the planner's choice, which its features carry), against 1 for
+        the other states; 1 (the default) weighs every state alike. A search that departs from the planner on a
+        few states a game, where it matters, is learnt from those states: expert iteration sets it higher.
     :param l2_weight: Adam's weight decay.
     :param treasure_counts: treasure counts the training games draw from, uniformly (repeat a count to weigh it);
         empty: the count of ``env.usr_conf``. Treasure sets are random; ``max_step`` and the rest are env.usr_conf's.
@@ -186,6 +190,7 @@ class ImitationConfig:
     dagger_learning_rate: float = 3e-4
     final_lr: float = 0.05
     ent_weight: float = 0.0
+    disagree_weight: float = 1.0
     l2_weight: float = 0.0
     treasure_counts: list = field(default_factory=list)
     window: int = 64
@@ -222,6 +227,14 @@ class ImitationConfig:
         for name in ("ent_weight", "l2_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")
+        if isinstance(self.disagree_weight, bool) or not isinstance(self.disagree_weight, (int, float)) or not (
+                self.disagree_weight >= 1 and self.disagree_weight < float("inf")):
+            raise ValueError(f"imitation.disagree_weight = {self.disagree_weight!r} must be a number >= 1 (1: every "
+                             "state weighs alike; e.g. 20 weighs the states where the expert departs from the "
+                             "features' suggested action 20 times)")
+        if self.disagree_weight != 1 and game.expert_setup().suggested_actions is None:
+            raise ValueError(f"imitation.disagree_weight = {self.disagree_weight!r}: {game.title}'s features suggest "
+                             "no action to disagree with; drop disagree_weight (or set it to 1)")
         most = game.episodes.max_treasures
         for count in self.treasure_counts:
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= most:

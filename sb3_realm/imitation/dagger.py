@@ -58,7 +58,7 @@ from ..training.run import (
     run_folder,
     start_new_run,
 )
-from .bc import BCStats, fit, fit_sequences
+from .bc import BCStats, action_accuracy, disagreement_weights, disagreements, fit, fit_sequences
 from .collect import Collector, Rollouts
 from .config import ImitateConfig, check_run_config
 from .dataset import ExpertDataset, Layout
@@ -82,6 +82,10 @@ def _check_config(config: ImitateConfig) -> None:
     if config.env.frame_stack != 1:
         raise ValueError(f"env.frame_stack = {config.env.frame_stack}: imitation datasets hold single frames; set "
                          f"env.frame_stack: 1 ({algo.name} clones from single frames)")
+    if algo.recurrent and config.imitation.disagree_weight != 1:
+        raise ValueError(f"imitation.disagree_weight = {config.imitation.disagree_weight!r} weighs single states, "
+                         f"which {algo.name} does not clone (it learns whole episodes in order): set it to 1, or "
+                         "use maskable_ppo or ppo")
 
 
 def expert_spec(config: ImitateConfig) -> ExpertSpec:
@@ -243,10 +247,17 @@ class Imitation:
                   "ent_weight": im.ent_weight, "l2_weight": im.l2_weight,
                   "rng": np.random.default_rng([self.config.seed, round_no, 2]),
                   "on_update": self.writer.fit_logger(self.state.updates, len(data))}
+        flags = disagreements(data, self.config.spec.expert_setup().suggested_actions)
         if self.algo.recurrent:
             stats = fit_sequences(model.policy, data, window=im.window, **kwargs)
         else:
-            stats = fit(model.policy, data, masked=self.algo.maskable, **kwargs)
+            stats = fit(model.policy, data, masked=self.algo.maskable,
+                        weights=disagreement_weights(flags, im.disagree_weight), **kwargs)
+        if self.config.spec.expert_setup().suggested_actions is not None:
+            index = np.flatnonzero(flags)
+            self.stats["disagree_states"] = len(index)
+            self.stats["disagree_accuracy"] = (action_accuracy(model.policy, data.gather(index),
+                                                               masked=self.algo.maskable) if len(index) else None)
         self.state.updates += stats.updates
         model.num_timesteps = dataset.states  # env steps behind the model: the states it learnt from
         return stats
@@ -291,7 +302,9 @@ class Imitation:
             eval_missed_treasure_games=summary.get("games_with_missed_treasure"),
             yardstick_mean_score=self.state.yardstick_score, best_round=self.state.best_round,
             collect_s=round(seconds[0], 2), fit_s=round(seconds[1], 2), eval_s=round(seconds[2], 2),
-            wall_s=round(self.state.elapsed, 2), **self.stats, **sweep)
+            wall_s=round(self.state.elapsed, 2),
+            labelled_per_s=round(len(rollouts.block) / seconds[0], 2) if seconds[0] > 0 else None,
+            **self.stats, **sweep)
 
 
 # ---------------------------------------------------------------------------------------------------- entry point
@@ -381,11 +394,14 @@ def imitate(config: ImitateConfig, resume: str | Path | None = None, progress: b
 
 
 def round_line(record: RoundRecord, rounds: int) -> str:
-    """One line for a finished round: the round out of the run's ``rounds``, the states in the dataset, the held-out
+    """One line for a finished round: the round out of the run's ``rounds``, the states in the dataset (and the
+    round's states labelled a second), the held-out
     score (and the yardstick's, where known), the best round so far, the round's time and the run's."""
     yardstick = "" if record.yardstick_mean_score is None else f" (yardstick {record.yardstick_mean_score:.1f})"
     took = record.collect_s + record.fit_s + record.eval_s
-    return (f"round {record.round}/{rounds}: {record.states:,} states, held-out score {record.eval_mean_score:.1f}"
+    rate = "" if record.labelled_per_s is None else f" ({record.labelled_per_s:,.1f} labelled a second)"
+    return (f"round {record.round}/{rounds}: {record.states:,} states{rate}, held-out score "
+            f"{record.eval_mean_score:.1f}"
             f"{yardstick}, best round {record.best_round}, {took:.0f} s ({record.wall_s / 60:.1f} min in all)")
 
 

@@ -82,7 +82,10 @@ class RoundRecord:
     won with every treasure, ``eval_reached_end`` those that reached the end (Gorge Chase: both count the games
     survived to max_step); ``learner_wins`` the round's games the learner won alone (not taken over). The optional
     fields are there when the round did what they count (screening, a sweep, slow games) and
-    ``eval_missed_treasure_games`` for a game with an end to reach."""
+    ``eval_missed_treasure_games`` for a game with an end to reach. ``labelled_per_s`` is the round's new states over
+    its collection's seconds (the expert labels every one); ``disagree_states`` counts the dataset's states whose
+    label differs from the action the game's features suggest and ``disagree_accuracy`` is the fitted policy's
+    accuracy on them (games whose features suggest one)."""
 
     round: int
     source: str
@@ -118,6 +121,9 @@ class RoundRecord:
     sweep_games: int | None = None
     sweep_lost: int | None = None
     sweep_mean_score: float | None = None
+    labelled_per_s: float | None = None
+    disagree_states: int | None = None
+    disagree_accuracy: float | None = None
 
     #: keys of records written before the won / reached-the-end names and the yardstick's: old -> new
     RENAMED: ClassVar[dict[str, str]] = {"eval_full_wins": "eval_wins", "screen_wins": "screen_reached_end",
