@@ -103,6 +103,8 @@ class BeliefTerrain:
         self._fields: OrderedDict[Cell, tuple[int, np.ndarray, int]] = OrderedDict()
         self._hero: dict[Cell, tuple[int, np.ndarray, int]] = {}  # cell -> (update, window, levels searched)
         self._monster: dict[Cell, tuple[int, np.ndarray, int]] = {}
+        self._landings: dict[tuple[Cell, int], Cell | None] = {}  # (cell, direction) -> flash landing ...
+        self._landings_of: tuple = ()  # ... on this terrain (grid, obstacles logged, flash reach)
 
     @property
     def walkable(self) -> np.ndarray:
@@ -141,13 +143,27 @@ class BeliefTerrain:
 
     def flash_landing(self, cell: Cell, direction: int) -> Cell | None:
         """Where a flash from ``cell`` lands: the farthest road cell of the line (None: an in-place flash)."""
+        mem = self.memory
+        rules = mem.rules
+        log = mem.wall_log
+        kept = self._landings_of
+        now = (len(log), rules["flash_distance"], rules["flash_distance_diagonal"])
+        if not kept or kept[0] is not mem.walkable or kept[1] is not log or kept[2] != now:
+            self._landings, self._landings_of = {}, (mem.walkable, log, now)
+        key = (cell, direction)
+        if key in self._landings:
+            return self._landings[key]
         dx, dz = DIRECTIONS[direction]
-        rules = self.memory.rules
         reach = rules["flash_distance_diagonal"] if dx and dz else rules["flash_distance"]
+        land = None
         for k in range(reach, 0, -1):
             if self.is_road(cell[0] + k * dx, cell[1] + k * dz):
-                return cell[0] + k * dx, cell[1] + k * dz
-        return None
+                land = (cell[0] + k * dx, cell[1] + k * dz)
+                break
+        if len(self._landings) > 4096:
+            self._landings.clear()
+        self._landings[key] = land
+        return land
 
     def threat_fields(self, monsters: list[tuple[Cell, int]], hero: Cell) -> list[tuple[np.ndarray, int]]:
         """``(field, speed)`` of the monsters ``(cell, speed)``: one search for the monsters of a speed (the distance
@@ -456,7 +472,10 @@ class Planner:
         takes_buff = np.array([any(c in buffs_here for c in o.path) for o in outcomes])
         # only cells within the horizon count, after the buff's double steps where the hero has or takes it
         levels = HERO_LEVELS if mem.has_buff or takes_buff.any() else self.horizon
-        hero_steps = terrain.hero_windows([o.cell for o in outcomes], levels).astype(np.int32)  # (K, 33, 33)
+        cells = [o.cell for o in outcomes]
+        # the hero's own window comes with them (the features read it): one search for all
+        ask = cells if mem.hero in cells else [*cells, mem.hero]
+        hero_steps = terrain.hero_windows(ask, levels)[:len(cells)].astype(np.int32)  # (K, 33, 33)
         buff = np.full(len(outcomes), mem.buff_remaining - 1 if mem.has_buff else 0)
         buff[takes_buff] = duration - 1
         if buff.any():
