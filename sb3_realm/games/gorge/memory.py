@@ -85,7 +85,9 @@ def _shift(value: int, by: int) -> int:
     return value << by if by >= 0 else value >> -by
 
 
-_SET_BITS = [[k for k in range(12) if level >> k & 1] for level in range(1 << 12)]  # the bits set in each level
+# the trailing zero bits of level + 1: after that level, the levels of bit ``k`` < that many (k >= 1) end a run of
+# consecutive levels, and a run of bit ``k`` = that many starts
+_RUNS = [((level + 1) & -(level + 1)).bit_length() - 1 for level in range(1 << 12)]
 
 
 def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, target: int = 0,
@@ -102,14 +104,17 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
     front = start
     if unvisited == -1:
         unvisited = road & ~start
-    planes: list[int] = []
+    # plane k holds the cells whose level has bit k: level by level for bit 0; for bit k >= 1, each run of 2 ** k
+    # levels at once, the road cells visited during it (the unvisited cells before it, less those after)
+    planes = [0] * 13
+    runs = [0] * 13  # runs[k]: the unvisited cells before the current run of bit k
     base = level
     stop = min(levels, base + 4095)
     plain = all(gate == -1 for _, gate in shifts)
     ups = [by for by, _ in shifts if by > 0]
     downs = [-by for by, _ in shifts if by < 0]
     left = target & ~start  # cells of target not reached yet (while ``target``)
-    set_bits = _SET_BITS
+    tails = _RUNS
     cut = True
     while level < stop:
         new = 0
@@ -129,17 +134,24 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
         unvisited ^= new
         level += 1
         front = new
-        bits = set_bits[level - base]
-        if bits[-1] >= len(planes):
-            planes.append(0)  # a level is never more than one bit longer than the one before
-        for k in bits:
-            planes[k] |= new
+        tail = tails[level - base]
+        if tail:  # an odd level
+            planes[0] |= new
+            for k in range(1, tail):  # the runs that end with this level
+                planes[k] |= runs[k] ^ unvisited
+            runs[tail] = unvisited  # the run that starts with the next level
         if target:
             if left:
                 left ^= left & new
             if not left:
                 stop = min(stop, level + extra)
                 target = 0
+    last = level - base
+    for k in range(tails[last] + 1, 13):  # the runs still open
+        if last >> k & 1:
+            planes[k] |= runs[k] ^ unvisited
+    while planes and not planes[-1]:
+        planes.pop()
     reached = road & ~unvisited
     return reached, planes, cut, level
 
