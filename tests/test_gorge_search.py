@@ -178,3 +178,19 @@ def test_a_pessimistic_world_closes_cells_to_the_hero_only():
     free = world.copy()
     free.step_action(0)
     assert free.hero == (3, 5)
+
+
+def test_two_monsters_believed_on_one_cell_both_move():
+    """Tracking can put two monsters on one believed cell (the game never does): the world moves both."""
+    from sb3_realm.games.gorge.memory import RULES
+    from sb3_realm.games.gorge.search import HeroFields
+
+    world = World()
+    world.walkable = np.ones((12, 12), dtype=bool)
+    world._road = world._hero_road = world.walkable.reshape(-1).data
+    world.fields = HeroFields(world.walkable)
+    world.rules = dict(RULES)
+    world.hero = (2, 5)
+    world.monsters = [[(9, 5), 1, None, None], [(9, 5), 1, None, None]]
+    world.step_action(4)  # west
+    assert world.monsters[0][0] == (8, 5) and world.monsters[1][0] in ((10, 5), (9, 4), (9, 6))

@@ -330,7 +330,8 @@ class World:
                 if not best:
                     break  # every neighbour blocked or taken (the engine's rare path fallback: taken as staying)
                 cell, axis = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
-                del occupied[m[0]]
+                if occupied.get(m[0]) == i:  # (two tracked monsters may share a believed cell)
+                    del occupied[m[0]]
                 m[2], m[3], m[0] = m[0], axis, cell
                 occupied[cell] = i
 
@@ -350,7 +351,8 @@ class World:
                 best.append(cell)
         if best:
             cell = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
-            del occupied[m[0]]
+            if occupied.get(m[0]) == i:
+                del occupied[m[0]]
             m[2], m[0] = m[0], cell
             occupied[cell] = i
 
