@@ -146,14 +146,19 @@ def _search(road: int, start: int, shifts: list[tuple[int, int]], levels: int, t
             if not left:
                 stop = min(stop, level + extra)
                 target = 0
-    last = level - base
-    for k in range(tails[last] + 1, 13):  # the runs still open
+    reached = road & ~unvisited
+    return reached, _close_runs(planes, runs, unvisited, level - base), cut, level
+
+
+def _close_runs(planes: list[int], runs: list[int], unvisited: int, last: int) -> list[int]:
+    """The planes of a search that ended at relative level ``last``, with the runs still open added, less the planes
+    of bits no level has."""
+    for k in range(_RUNS[last] + 1, 13):
         if last >> k & 1:
             planes[k] |= runs[k] ^ unvisited
     while planes and not planes[-1]:
         planes.pop()
-    reached = road & ~unvisited
-    return reached, planes, cut, level
+    return planes
 
 
 def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) -> np.ndarray:

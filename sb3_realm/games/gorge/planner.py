@@ -124,8 +124,16 @@ class BeliefTerrain:
         now = self.memory.updates
         if len(cache) > 4096:
             cache.clear()
-        missing = [c for c in dict.fromkeys(cells) if c not in cache or cache[c][2] < levels
-                   or not self._fresh(cache[c][0], *c, radius)]
+        missing: list[Cell] = []
+        for c in dict.fromkeys(cells):
+            got = cache.get(c)
+            if got is None or got[2] < levels:
+                missing.append(c)
+            elif got[0] < now:
+                if not self._fresh(got[0], c[0], c[1], radius):
+                    missing.append(c)
+                else:  # fresh now: later checks need only the obstacles seen from now on
+                    cache[c] = (now, got[1], got[2])
         if missing:
             found = window_distances(self.walkable, missing, radius, diagonal, levels)
             for k, c in enumerate(missing):
