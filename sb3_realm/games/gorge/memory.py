@@ -167,10 +167,12 @@ def _levels(reached: int, planes: list[int], count: int, missing: int, dtype) ->
     data = b"".join(plane.to_bytes(size, "little") for plane in planes)
     bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8).reshape(len(planes), size), axis=1,
                          bitorder="little", count=count)
-    weights = (1 << np.arange(len(planes), dtype=np.int32)).astype(np.float32)
-    out = (weights @ bits).astype(dtype)  # exact: levels stay far below 2 ** 24
-    out[~_unbits(reached, count)] = missing
+    out = (_WEIGHTS[:len(planes)] @ bits).astype(dtype)  # exact: levels stay far below 2 ** 24
+    np.putmask(out, _unbits(((1 << count) - 1) ^ reached, count), missing)
     return out
+
+
+_WEIGHTS = (1 << np.arange(13)).astype(np.float32)  # the value of each bit plane
 
 
 def _road(walkable: np.ndarray) -> int:
@@ -191,10 +193,14 @@ def _cells(walkable: np.ndarray, cells, p: int) -> int:
     return out
 
 
-def _finish(walkable: np.ndarray, out: np.ndarray, cut: bool, last: int) -> np.ndarray:
-    """``out`` ((H, W + 1) levels) as a field: the road cells not reached read ``last + 1`` when the search was cut."""
-    out = out[:, :walkable.shape[1]]
-    if cut:
+def _finish(walkable: np.ndarray, out: np.ndarray, cut: bool, last: int, left: int = -1) -> np.ndarray:
+    """``out`` ((H, W + 1) levels) as a field: the road cells not reached (the bitset ``left``, when known) read
+    ``last + 1`` when the search was cut."""
+    w = walkable.shape[1]
+    if cut and left != -1:
+        np.putmask(out, _unbits(left, out.size).reshape(out.shape), last + 1)
+    out = out[:, :w]
+    if cut and left == -1:
         out[(out == UNREACHABLE) & walkable] = last + 1
     return out
 
@@ -211,10 +217,10 @@ def distance_field(walkable: np.ndarray, source: Cell | list[Cell], near: list[C
     if not start:
         return np.full((h, w), UNREACHABLE, dtype=np.int32)
     target = _cells(walkable, near or (), p)
-    reached, planes, cut, last = _search(_road(walkable), start, [(1, -1), (-1, -1), (p, -1), (-p, -1)], limit,
-                                         target, extra)
+    road = _road(walkable)
+    reached, planes, cut, last = _search(road, start, [(1, -1), (-1, -1), (p, -1), (-p, -1)], limit, target, extra)
     out = _levels(reached, planes, h * p, UNREACHABLE, np.int32).reshape(h, p)
-    return _finish(walkable, out, cut, last)
+    return _finish(walkable, out, cut, last, road ^ reached)
 
 
 def resume_field(walkable: np.ndarray, grid: np.ndarray, exact: int, source: Cell, near: list[Cell] | None = None,
@@ -252,7 +258,7 @@ def resume_field(walkable: np.ndarray, grid: np.ndarray, exact: int, source: Cel
     out += level
     mine = visited[:, :w]
     out[:, :w][mine] = grid[mine]
-    return _finish(walkable, out, cut, last)
+    return _finish(walkable, out, cut, last, road ^ reached)
 
 
 def window_distances(walkable: np.ndarray, cells: list[Cell], radius: int, diagonal: bool,
