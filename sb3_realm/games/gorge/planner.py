@@ -229,6 +229,7 @@ class BeliefTerrain:
 
 
 # -------------------------------------------------------------------------------------------------- the planner
+_NO_WINDOW = np.full((2 * NEAR + 1, 2 * NEAR + 1), FAR, dtype=np.uint8)  # predict's window where no monster is close
 def _ceil_div(values: np.ndarray, by: int) -> np.ndarray:
     """``ceil(values / by)`` of non-negative integers (``by`` >= 1): a shift where ``by`` is a power of two."""
     if by == 1:
@@ -505,10 +506,15 @@ class Planner:
                   + self.exit_weight * np.log1p(exits) + self.lasting_weight * np.log1p(lasting))
         here = int(goal_field[mem.hero[1], mem.hero[0]]) if goal_field is not None else UNREACHABLE
         treasures = set(mem.treasures.values())
-        windows = terrain.monster_windows([o.cell for o in outcomes]) if monsters else None
+        # the monsters' windows around the outcomes that a monster can reach this step (predict reads no other)
+        close = [k for k, o in enumerate(outcomes) if any(
+            m[0] != o.cell and max(abs(m[0][0] - o.cell[0]), abs(m[0][1] - o.cell[1])) <= NEAR - m[1] - 1
+            for m in monsters)]
+        found = terrain.monster_windows([outcomes[k].cell for k in close]) if close else None
+        windows = {k: found[i] for i, k in enumerate(close)} if found is not None else {}
         for k, o in enumerate(outcomes):
             hx, hz = o.cell
-            for cells, _ in self.predict(windows[k], o.cell, monsters) if windows is not None else ():
+            for cells, _ in self.predict(windows.get(k, _NO_WINDOW), o.cell, monsters) if monsters else ():
                 if any(max(abs(c[0] - hx), abs(c[1] - hz)) <= 1 for c in cells):
                     o.caught = True
             o.room, o.exits, o.margin, o.lasting = int(rooms[k]), int(exits[k]), int(margins[k]), int(lasting[k])
