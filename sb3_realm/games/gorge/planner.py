@@ -266,7 +266,7 @@ class _Field:
     speed: int
     delay: int
     moves: bool
-    padded: np.ndarray | None = None  # the grid padded by RADIUS (made on first use)
+    padded: np.ndarray | None = None  # the windows of the grid padded by RADIUS (made on first use)
 
 
 class Planner:
@@ -444,14 +444,14 @@ class Planner:
         threat_time: np.ndarray | None = None
         r = RADIUS
         for f in fields:
-            pad = getattr(f, "padded", None)
-            if pad is None:  # one padded copy per field and decision (the features read the same fields)
+            view = getattr(f, "padded", None)
+            if view is None:  # one padded copy per field and decision (the features read the same fields)
                 h, w = f.grid.shape
                 pad = np.full((h + 2 * r, w + 2 * r), UNREACHABLE, dtype=f.grid.dtype)
                 pad[r:r + h, r:r + w] = f.grid
-                f.padded = pad
+                view = f.padded = sliding_windows(pad, 2 * r + 1)
             # a monster moving this step may stand up to ``speed`` cells nearer to any cell afterwards
-            need = np.maximum(sliding_windows(pad, 2 * r + 1)[zs, xs] - (f.speed if f.moves else 0) - 1, 0)
+            need = np.maximum(view[zs, xs] - (f.speed if f.moves else 0) - 1, 0)
             slow = max(0, mem.monster_speedup - coming - f.delay) if not mem.boosted else 0
             speed = max(f.speed, 1)
             if slow:
