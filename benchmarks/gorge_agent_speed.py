@@ -10,7 +10,10 @@ Each game is played by the planner's own choices on the test games of ``benchmar
 ``--games`` of each map); every step, the platform observation (a JSON round trip of it, as the platform hands it
 over) goes once through a fresh-per-game planner and once through a fresh-per-game feature state, each timed alone
 with ``time.perf_counter`` in this one process (one core: numpy only, no threads). Reported per settings: the mean,
-p50, p99 and max in ms over all steps, and per map the mean and p99. ``--max-steps N`` ends each game after N steps (a
+p50, p99 and max in ms over all steps, and per map the mean and p99; ``planner_cpu`` and ``features_cpu`` give the
+same for the processor time of the step (``time.process_time``: what the step costs its core, without the time the
+process waited while other processes had the cores); with the machine's 1-minute load average at the start and at
+the end (other processes slow the wall-clock figures most). ``--max-steps N`` ends each game after N steps (a
 quick look; the figures on docs/benchmarks.md play whole games).
 
 ``--package DIR`` (a folder that ``sb3-realm build-submission --layout gorge15`` wrote) also times the built package's
@@ -37,6 +40,14 @@ from sb3_realm.games.gorge.planner import ObservationPlanner
 from sb3_realm.games.gorge.rules import SETTINGS
 
 
+def _load() -> float | None:
+    """The machine's 1-minute load average (None where the system has none): other processes slow the timings."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def _times(values: list[float]) -> dict:
     ms = np.asarray(values) * 1000.0
     return {"mean_ms": round(float(ms.mean()), 3), "p50_ms": round(float(np.percentile(ms, 50)), 3),
@@ -44,28 +55,33 @@ def _times(values: list[float]) -> dict:
 
 
 def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]],
-         max_steps: int | None = None) -> tuple[list[float], list[float], int]:
+         max_steps: int | None = None) -> tuple[list[float], list[float], int, list[float], list[float]]:
     """Play ``games`` (env seed, usr_conf) on one map, each for at most ``max_steps`` steps (None: the whole game);
-    returns the planner's and the features' times per step and the steps played."""
+    returns the planner's and the features' times per step, the steps played, and the planner's and the features'
+    processor times per step."""
     env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
     planner_times: list[float] = []
     feature_times: list[float] = []
+    planner_cpu: list[float] = []
+    feature_cpu: list[float] = []
     for seed, conf in games:
         env.reset(seed=int(seed), options=conf)
         planner, state = ObservationPlanner(), FeatureState()
         done, steps = False, 0
         while not done and steps != max_steps:
             observation = json.loads(json.dumps(env.platform_obs()["observation"]))
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             action = planner.act(observation)
             planner_times.append(time.perf_counter() - start)
-            start = time.perf_counter()
+            planner_cpu.append(time.process_time() - cpu)
+            start, cpu = time.perf_counter(), time.process_time()
             encode(observation, state)
             feature_times.append(time.perf_counter() - start)
+            feature_cpu.append(time.process_time() - cpu)
             assert state.choice == action  # the features run the same planner
             _, _, terminated, truncated, _ = env.step(action)
             done, steps = terminated or truncated, steps + 1
-    return planner_times, feature_times, len(planner_times)
+    return planner_times, feature_times, len(planner_times), planner_cpu, feature_cpu
 
 
 def play_package(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]], agent,
@@ -129,20 +145,28 @@ def main() -> None:
     out: dict = {"benchmark": "gorge_agent_speed", "command": " ".join(sys.argv), "games_per_map": args.games,
                  "max_steps": args.max_steps,
                  "machine": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                             "python": platform.python_version(), "numpy": np.__version__},
+                             "python": platform.python_version(), "numpy": np.__version__,
+                             "load_average_start": _load()},
                  "settings": {}}
     jobs = jobs_of(args, maps_dir)
     for name in args.settings:
         per_map, all_planner, all_features, steps = {}, [], [], 0
+        cpu_planner: list[float] = []
+        cpu_features: list[float] = []
         for job in [j for j in jobs if j.settings == name]:
             map_name = job.map_name
             games = list(zip(job.seeds, job.confs, strict=True))
-            planner_times, feature_times, n = play(map_name, maps_dir, games, args.max_steps)
-            per_map[map_name] = {"steps": n, "planner": _times(planner_times), "features": _times(feature_times)}
+            planner_times, feature_times, n, planner_cpu, feature_cpu = play(map_name, maps_dir, games,
+                                                                             args.max_steps)
+            per_map[map_name] = {"steps": n, "planner": _times(planner_times), "features": _times(feature_times),
+                                 "planner_cpu": _times(planner_cpu), "features_cpu": _times(feature_cpu)}
             all_planner += planner_times
             all_features += feature_times
+            cpu_planner += planner_cpu
+            cpu_features += feature_cpu
             steps += n
         out["settings"][name] = {"steps": steps, "planner": _times(all_planner), "features": _times(all_features),
+                                 "planner_cpu": _times(cpu_planner), "features_cpu": _times(cpu_features),
                                  "per_map": per_map}
         if agent is not None:
             exploit: list[float] = []
@@ -154,6 +178,7 @@ def main() -> None:
             out["settings"][name]["exploit"] = {"steps": len(exploit), **_times(exploit)}
     if agent is not None:
         out["package"] = os.path.basename(os.path.abspath(args.package))
+    out["machine"]["load_average_end"] = _load()
     out["wall_s"] = round(time.perf_counter() - started, 1)
     out["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(out, indent=2))
