@@ -73,6 +73,7 @@ WORDS = {
         "planner_ms": "planner mean / p99 / max (ms)",
         "features_ms": "planner and features mean / p99 / max (ms)",
         "exploit_ms": "package `exploit()` mean / p99 / max (ms)",
+        "cpu_ms": "processor time a step: planner / planner and features, mean (ms)",
         "clone": "clone",
         "clone_paired": "clone − planner (paired, ± s.e.)",
         "same": "games scored as the planner",
@@ -138,6 +139,7 @@ WORDS = {
         "planner_ms": "规划器 平均 / p99 / 最大（毫秒）",
         "features_ms": "规划器加特征 平均 / p99 / 最大（毫秒）",
         "exploit_ms": "代码包 `exploit()` 平均 / p99 / 最大（毫秒）",
+        "cpu_ms": "每步处理器时间：规划器 / 规划器加特征，平均（毫秒）",
         "clone": "克隆",
         "clone_paired": "克隆 − `planner`（配对，± 标准误）",
         "same": "与 `planner` 得分相同的对局",
@@ -411,11 +413,19 @@ def gorge_agent_speed(w: dict) -> str:
         mx = s["max_ms"]
         return f"{one(s['mean_ms'])} / {one(s['p99_ms'])} / {half_up(mx) if mx >= 100 else one(mx)}"
 
+    settings = [d["settings"][k] for k in ("default", "final")]
+    cpu = all("features_cpu" in s for s in settings)  # processor time: recorded since a later version of the script
+    exploit = all("exploit" in s for s in settings)  # a built package's exploit(): with --package only
     rows = []
-    for k in ("default", "final"):
-        s = d["settings"][k]
-        rows.append([w[k], thousands(s["steps"]), t(s["planner"]), t(s["features"]), t(s["exploit"])])
-    return table([w["settings"], w["steps"], w["planner_ms"], w["features_ms"], w["exploit_ms"]], rows)
+    for k, s in zip(("default", "final"), settings, strict=True):
+        row = [w[k], thousands(s["steps"]), t(s["planner"]), t(s["features"])]
+        if cpu:
+            row.append(f"{one(s['planner_cpu']['mean_ms'])} / {one(s['features_cpu']['mean_ms'])}")
+        if exploit:
+            row.append(t(s["exploit"]))
+        rows.append(row)
+    head = [w["settings"], w["steps"], w["planner_ms"], w["features_ms"]]
+    return table(head + ([w["cpu_ms"]] if cpu else []) + ([w["exploit_ms"]] if exploit else []), rows)
 
 
 def gorge_learned(w: dict) -> str:
