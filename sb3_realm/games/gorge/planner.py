@@ -484,13 +484,15 @@ class Planner:
         cells = [o.cell for o in outcomes]
         # the hero's own window comes with them (the features read it): one search for all
         ask = cells if mem.hero in cells else [*cells, mem.hero]
-        hero_steps = terrain.hero_windows(ask, levels)[:len(cells)].astype(np.int32)  # (K, 33, 33)
+        # int16 (hero steps are at most FAR, threat times are compared with them, capped at 1000 or summed capped)
+        hero_steps = terrain.hero_windows(ask, levels)[:len(cells)].astype(np.int16)  # (K, 33, 33)
         buff = np.full(len(outcomes), mem.buff_remaining - 1 if mem.has_buff else 0)
         buff[takes_buff] = duration - 1
         if buff.any():
-            b = buff[:, None, None]
+            b = buff[:, None, None].astype(np.int16)
             hero_steps = np.where(hero_steps <= 2 * b, (hero_steps + 1) // 2, hero_steps - b)
-        threat_time = self.threat_windows(mem, fields, xs, zs)
+        threat_full = self.threat_windows(mem, fields, xs, zs)
+        threat_time = np.minimum(threat_full, 2 ** 15 - 1).astype(np.int16)
         # cells beyond the horizon are reached only by paths winding through the window's edge: not counted
         owned = (hero_steps <= self.horizon) & (hero_steps < threat_time)
         rooms = owned.sum(axis=(1, 2))
@@ -498,9 +500,9 @@ class Planner:
         # a region the monsters are closing in on from two sides counts for little
         slack = np.minimum(threat_time - hero_steps, self.slack_cap)
         exits = np.where(owned & (hero_steps >= self.exit_steps), slack, 0).sum(axis=(1, 2))
-        margins = threat_time[:, r, r]
+        margins = threat_full[:, r, r]
         # the latest a monster can reach a cell the hero gets to first: how long the hero lasts by running there
-        lasting = np.where(owned, np.minimum(threat_time, 1000), 0).max(axis=(1, 2))
+        lasting = np.where(owned, np.minimum(threat_time, 1000), 0).max(axis=(1, 2)).astype(np.int32)
         # concave in each measure: a step of safety counts for much when little is left, for little when much is
         safety = (self.room_weight * np.log1p(rooms) + self.margin_weight * np.log1p(np.minimum(margins, 1000))
                   + self.exit_weight * np.log1p(exits) + self.lasting_weight * np.log1p(lasting))
