@@ -35,9 +35,11 @@ both policies play.
 :func:`sb3_realm.processes.start_method`): the scores are the same, the per-step times are not the cost of one step on
 an idle core (the JSON's ``timing`` says which).
 
-``--out`` (optional) also writes the JSON as ``OUT/gorge_planner.json``: a new or empty folder, or an earlier output
-of this script (its ``gorge_planner.json``, nothing else), which is replaced; any other folder is refused before any
-game, untouched.
+``--out`` (optional) also writes the JSON as ``OUT/gorge_planner.json``, and each job's games, as it finishes, in
+``OUT/jobs/``: a new or empty folder, or an earlier output of this script (its ``gorge_planner.json`` and ``jobs/``,
+nothing else). A rerun into the folder of a run that was stopped takes the jobs it finished with the same games and
+settings instead of playing them again (``wall_s`` is then this run's alone); any other folder is refused before
+any game, untouched.
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ POLICIES: dict[str, type] = {"scripted": ScriptedPolicy, "planner": PlannerPolic
                               "ceiling": CeilingPolicy}
 #: the paired differences reported where both policies play: (policy, baseline)
 PAIRS = (("planner", "scripted"), ("search", "planner"), ("search", "scripted"), ("ceiling", "scripted"))
-#: what this script writes in --out
-OWN = ("gorge_planner.json",)
+#: what this script writes in --out: the result, and each finished job's games (a rerun with the same arguments
+#: plays only the jobs not there yet)
+OWN = ("gorge_planner.json", "jobs")
 
 
 def default_maps_dir() -> str:
@@ -211,13 +214,50 @@ def jobs_of(args, maps_dir: str | None) -> list[Job]:
     spec = _games.get("gorge")
     confs = spec.evaluation.configs("maps", maps=list(args.maps), games=args.games)  # map by map
     jobs = []
-    for policy in args.policies:
-        for settings in args.settings:
+    for settings in args.settings:  # a settings' policies first: an interrupted run leaves whole settings
+        for policy in args.policies:
             for i, name in enumerate(args.maps):
                 block = range(i * args.games, (i + 1) * args.games)
                 jobs.append(Job(policy, settings, name, maps_dir, tuple(game_seed(TEST_SEED, k) for k in block),
                                 tuple(spec.apply_settings(settings, confs[k]) for k in block)))
     return jobs
+
+
+def _record(job: Job) -> dict:
+    """A job as plain JSON data (what a finished job's file must hold to be taken instead of played again)."""
+    return json.loads(json.dumps(job._asdict()))
+
+
+def _job_file(out: str, job: Job, jobs: list[Job]) -> Path:
+    index = [j for j in jobs if j.policy == job.policy and j.settings == job.settings].index(job)
+    return Path(out) / "jobs" / f"{job.policy}-{job.settings}-{index}.json"
+
+
+def finished(out: str | None, job: Job, jobs: list[Job]) -> dict | None:
+    """The games of ``job`` from an earlier run into ``out`` (None: not played yet, or played with other
+    arguments)."""
+    if out is None:
+        return None
+    path = _job_file(out, job, jobs)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("job") != _record(job):
+        return None
+    return {"games": data["games"], "act_ms": np.asarray(data["act_ms"], dtype=np.float64)}
+
+
+def keep(out: str | None, job: Job, jobs: list[Job], result: dict) -> None:
+    """Write a finished job's games into ``out/jobs/`` (atomically), for a rerun to take."""
+    if out is None:
+        return
+    from sb3_realm.evaluation import write_json_atomic  # main process only (see the imports)
+
+    path = _job_file(out, job, jobs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic({"job": _record(job), "games": result["games"],
+                       "act_ms": [round(float(t), 6) for t in result["act_ms"]]}, path)
 
 
 def check_args(args) -> str | None:
@@ -270,19 +310,24 @@ def main() -> None:
     jobs = jobs_of(args, maps_dir)
     GorgeEnv(map_names=list(args.maps), maps_dir=maps_dir)  # every map loads now, not halfway through the run
     start = time.perf_counter()
-    if args.jobs == 1:
-        played = []
-        for job in jobs:
-            played.append(play(job))
-            progress(job, played[-1])
+    results = {}
+    for job in jobs:
+        done = finished(args.out, job, jobs)
+        if done is not None:
+            results[job.policy, job.settings, job.map_name] = done
+    pending = [job for job in jobs if (job.policy, job.settings, job.map_name) not in results]
+    if args.jobs == 1 or len(pending) <= 1:
+        for job in pending:
+            results[job.policy, job.settings, job.map_name] = result = play(job)
+            keep(args.out, job, jobs, result)
+            progress(job, result)
     else:
-        with mp_context().Pool(min(args.jobs, len(jobs))) as pool:
-            played = []
-            for job, result in zip(jobs, pool.imap(play, jobs), strict=True):
-                played.append(result)
+        with mp_context().Pool(min(args.jobs, len(pending))) as pool:
+            for job, result in zip(pending, pool.imap(play, pending), strict=True):
+                results[job.policy, job.settings, job.map_name] = result
+                keep(args.out, job, jobs, result)
                 progress(job, result)
     wall_s = time.perf_counter() - start
-    results = {(job.policy, job.settings, job.map_name): result for job, result in zip(jobs, played, strict=True)}
     by_settings = {}
     for settings in args.settings:
         policies = {}

@@ -58,7 +58,7 @@ def test_the_benchmark_reports_both_policies_under_each_settings(tmp_path, monke
          monkeypatch)
     printed = json.loads(capsys.readouterr().out)
     assert json.loads((out / "gorge_planner.json").read_text(encoding="utf-8")) == printed
-    assert sorted(p.name for p in out.iterdir()) == ["gorge_planner.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["gorge_planner.json", "jobs"]
     assert printed["benchmark"] == "gorge_planner" and printed["maps"] == ["own_6", "own_7"]
     assert printed["games_per_map"] == 1 and printed["test_seed"] == module.TEST_SEED
     assert printed["policies"] == ["scripted", "planner"] and list(printed["settings"]) == ["default", "final"]
@@ -201,3 +201,50 @@ def test_the_speed_benchmark_refuses_bad_input_before_any_game(argv, message):
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "gorge_agent_speed.py"
     done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and message in done.stderr and done.stdout == ""
+
+
+def _untimed(data):
+    """``data`` without its ``act_ms`` entries (the times of a job played again differ)."""
+    if isinstance(data, dict):
+        return {k: _untimed(v) for k, v in data.items() if k != "act_ms"}
+    return data
+
+
+def test_a_stopped_run_resumes_with_the_jobs_it_finished(tmp_path, monkeypatch, capsys):
+    """Each finished job's games are kept in --out's jobs/; a rerun with the same arguments plays only the others and
+    prints the same figures, and a job kept for other games (another --games) is played again."""
+    module = load_benchmark("gorge_planner", monkeypatch)
+    _short_jobs(module, monkeypatch)
+    out = tmp_path / "bench"
+    argv = ["--maps", "own_6", "own_7", "--games", "1", "--settings", "default", "--out", str(out)]
+    _run(module, argv, monkeypatch)
+    first = json.loads(capsys.readouterr().out)
+    assert sorted(p.name for p in (out / "jobs").iterdir()) == [
+        "planner-default-0.json", "planner-default-1.json", "scripted-default-0.json", "scripted-default-1.json"]
+    (out / "jobs" / "planner-default-1.json").unlink()  # as if stopped before its last job
+    played = []
+    real_play = module.play
+    monkeypatch.setattr(module, "play", lambda job: played.append(job) or real_play(job))
+    _run(module, argv, monkeypatch)
+    again = json.loads(capsys.readouterr().out)
+    assert [(job.policy, job.map_name) for job in played] == [("planner", "own_7")]
+    assert _untimed(again["settings"]) == _untimed(first["settings"])  # the replayed job's times are new
+    played.clear()
+    _run(module, [*argv[:4], "2", *argv[5:]], monkeypatch)  # --games 2: other games, all played
+    assert len(played) == 4
+
+
+def test_the_searches_play_beside_the_planners(tmp_path, monkeypatch, capsys):
+    """search and ceiling play the same games: their figures, their search counters and their paired
+    differences."""
+    module = load_benchmark("gorge_planner", monkeypatch)
+    _short_jobs(module, monkeypatch)
+    _run(module, ["--maps", "own_6", "--games", "1", "--settings", "default", "--policies", "scripted", "planner",
+                  "search", "ceiling"], monkeypatch)
+    printed = json.loads(capsys.readouterr().out)["settings"]["default"]
+    for policy in ("search", "ceiling"):
+        row = printed["policies"][policy]["maps"]["own_6"]
+        assert row["games"] == 1 and "searched_share" in row and "changed_per_game" in row
+    assert "rollout_steps_per_call" in printed["policies"]["search"]["maps"]["own_6"]
+    for pair in ("planner_minus_scripted", "search_minus_planner", "search_minus_scripted", "ceiling_minus_scripted"):
+        assert printed[pair]["overall"]["games"] == 1
