@@ -4,7 +4,9 @@ The loss is the negative log-likelihood of the expert's action under the policy'
 (``policy.get_distribution``; for MaskablePPO with the state's action mask applied, as in training), minus
 ``ent_weight`` times its entropy, with ``l2_weight`` as Adam's weight decay (the shape of HumanCompatibleAI
 ``imitation``'s ``bc.py``). Only the actor's path is trained (extractor, policy MLP, action head); the value head is
-left as it is.
+left as it is. :func:`fit` may weigh each state (``weights``): :func:`disagreements` finds the states whose label
+departs from the action the game's features suggest, and :func:`disagreement_weights` weighs them up
+(``imitation.disagree_weight``).
 
 RecurrentPPO (:func:`fit_sequences`) learns from whole episodes in order: each episode is cut into windows of
 ``window`` states, the LSTM state runs on from one window to the next (detached, as SB3 carries the rollout's state
