@@ -131,7 +131,6 @@ def test_round_line_reports_the_states_labelled_a_second():
     assert RoundRecord.from_dict(record.to_dict()) == record
 
 
-@pytest.mark.slow
 def test_a_tiny_expert_iteration_run_labels_with_the_search(tmp_path):
     out = tmp_path / "run"
     config = load_imitate_config(RECIPE, [*SMALL, "eval_games=1", "env.usr_conf={max_step: 120}",
