@@ -85,23 +85,25 @@ def play(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]],
 
 
 def play_package(map_name: str, maps_dir: str | None, games: list[tuple[int, dict]], agent,
-                 max_steps: int | None = None) -> list[float]:
+                 max_steps: int | None = None) -> tuple[list[float], list[float]]:
     """Play ``games`` on one map with a built package's Agent, each for at most ``max_steps`` steps (None: the whole
-    game); returns the time of each ``exploit()`` call."""
+    game); returns the time of each ``exploit()`` call, wall clock and processor time."""
     env = GorgeEnv(map_names=[map_name], maps_dir=maps_dir, model_input=False)
     times: list[float] = []
+    cpu: list[float] = []
     for seed, conf in games:
         env.reset(seed=int(seed), options=conf)
         agent.reset(json.loads(json.dumps(env.platform_obs())))
         done, steps = False, 0
         while not done and steps != max_steps:
             env_obs = json.loads(json.dumps(env.platform_obs()))
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             action = agent.exploit(env_obs)
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
             _, _, terminated, truncated, _ = env.step(int(action))
             done, steps = terminated or truncated, steps + 1
-    return times
+    return times, cpu
 
 
 def _package_agent(folder: str, parser: argparse.ArgumentParser):
@@ -170,12 +172,16 @@ def main() -> None:
                                  "per_map": per_map}
         if agent is not None:
             exploit: list[float] = []
+            exploit_cpu: list[float] = []
             for job in [j for j in jobs if j.settings == name]:
-                times = play_package(job.map_name, maps_dir, list(zip(job.seeds, job.confs, strict=True)), agent,
-                                     args.max_steps)
+                times, cpu = play_package(job.map_name, maps_dir, list(zip(job.seeds, job.confs, strict=True)), agent,
+                                          args.max_steps)
                 per_map[job.map_name]["exploit"] = _times(times)
+                per_map[job.map_name]["exploit_cpu"] = _times(cpu)
                 exploit += times
+                exploit_cpu += cpu
             out["settings"][name]["exploit"] = {"steps": len(exploit), **_times(exploit)}
+            out["settings"][name]["exploit_cpu"] = {"steps": len(exploit_cpu), **_times(exploit_cpu)}
     if agent is not None:
         out["package"] = os.path.basename(os.path.abspath(args.package))
     out["machine"]["load_average_end"] = _load()

@@ -72,3 +72,22 @@ def test_a_bad_search_is_refused_before_anything_is_written(built, tmp_path, sea
         build_submission(built["model"], tmp_path / "out", code_package=built["package"], game="gorge",
                          trust_pickle=True, search=search)
     assert not (tmp_path / "out").exists()
+
+
+def test_eval_of_the_folder_plays_the_search(built):
+    """``sb3-realm eval FOLDER`` loads the package's Agent as the platform does, the search included: it plays the
+    same actions as the model with the search around it."""
+    from sb3_realm.agents import SubmissionPolicy
+
+    folder = SubmissionPolicy(built["out"])
+    assert folder.agent.search is not None and folder.agent.search.max_rollout_steps == STEPS
+    env = GorgeEnv(map_names=["own_7"])
+    reference = SearchedPolicy(SB3Policy(built["model"], trust_pickle=True), {"horizon": 80,
+                                                                                "max_rollout_steps": STEPS})
+    obs, _ = env.reset(seed=4, options={"max_step": 200})
+    folder.reset(env)
+    reference.reset(env)
+    while env.game.status == RUNNING:
+        action = reference.act(env, obs)
+        assert folder.act(env, obs) == action
+        obs, *_ = env.step(action)

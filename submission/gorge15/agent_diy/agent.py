@@ -37,6 +37,11 @@ from agent_diy.algorithm.algorithm import Algorithm
 from agent_diy.conf.conf import SPEC, Config
 from agent_diy.feature.definition import ActData, ObsData
 from agent_diy.feature.features import FeatureState, action_mask, encode
+
+try:  # only a package built with --search carries the search (imported with the package, as its other modules)
+    from agent_diy.feature.search import ObservationSearch
+except ImportError:
+    ObservationSearch = None
 from agent_diy.model.model import Model
 from agent_diy.model.policy import Acting
 from agent_diy.model.weights import is_exported, read_state, save_state, weights_file
@@ -63,8 +68,9 @@ class Agent(BaseAgent):
         self.memory = FeatureState()  # what the features remember of this game
         self.search = None  # the rollout search around the network's action, where the package carries one
         if SPEC.get("search"):
-            from agent_diy.feature.search import ObservationSearch
-
+            if ObservationSearch is None:
+                raise RuntimeError("Agent: model/spec.json asks for the search, but feature/search.py is missing; "
+                                   "build the package again with build-submission --search STEPS")
             self.search = ObservationSearch(agent=self.memory.planner, **SPEC["search"])
         self.acting = Acting(self.model, self.torch_device)
         self.last_action = -1
