@@ -94,6 +94,10 @@ WORDS = {
         "recipe_weights": "recipe's weights",
         "tuned_weights": "tuned weights",
         "model": "model",
+        "ms_of": "`{p}` time a step: mean / p99 (ms)",
+        "searched_of": "`{p}` steps searched / actions changed a game",
+        "pair": "`{a}` − `{b}` (paired, ± s.e.)",
+        "exploit_cpu_ms": "package `exploit()` processor time mean / p99 / max (ms)",
     },
     "zh": {
         "policy": "策略、协议",
@@ -160,6 +164,10 @@ WORDS = {
         "recipe_weights": "配方的权重",
         "tuned_weights": "调参后的权重",
         "model": "模型",
+        "ms_of": "`{p}` 每步用时：平均 / p99（毫秒）",
+        "searched_of": "`{p}` 搜索的步数占比 / 每局改动的动作",
+        "pair": "`{a}` − `{b}`（配对，± 标准误）",
+        "exploit_cpu_ms": "代码包 `exploit()` 处理器时间 平均 / p99 / 最大（毫秒）",
     },
 }
 
@@ -406,6 +414,64 @@ def planner_table(w: dict, settings: str) -> str:
     return table(["", *maps, w["all"]], rows)
 
 
+def search_table(w: dict, settings: str) -> str:
+    """The rollout searches beside the planner and the yardstick (docs/gorge_search.json, benchmarks/gorge_planner.py
+    with the four policies)."""
+    d = load("gorge_search.json")
+    maps = d["maps"]
+    pol = d["settings"][settings]["policies"]
+    rows = []
+    for p in d["policies"]:
+        m = pol[p]["maps"]
+        cols = [m[x] for x in maps] + [pol[p]["overall"]]
+        rows.append([w["mean_score_of"].format(p=p)] + [thousands(c["mean_score"]) for c in cols])
+        rows.append(
+            [w["survived_of"].format(p=p)]
+            + [f"{half_up(c['survival_share'] * c['games'])} / {c['games']}" for c in cols]
+        )
+        rows.append(
+            [w["caught_of"].format(p=p)]
+            + [
+                " / ".join(str(c["caught"][k]) for k in ("before_monster2", "monster2_to_speedup", "after_speedup"))
+                for c in cols
+            ]
+        )
+        if "searched_share" in cols[-1]:
+            rows.append(
+                [w["searched_of"].format(p=p)]
+                + [f"{half_up(100 * c['searched_share'])}% / {one(c['changed_per_game'])}" for c in cols]
+            )
+        rows.append([w["ms_of"].format(p=p)] + [f"{one(c['act_ms']['mean'])} / {half_up(c['act_ms']['p99'])}"
+                                                 for c in cols])
+    for a, b in (("search", "planner"), ("ceiling", "scripted"), ("search", "scripted")):
+        if a not in pol or b not in pol:
+            continue
+        cells, every = [], []
+        for x in maps:
+            diffs = paired(pol[a]["maps"][x]["scores"], pol[b]["maps"][x]["scores"], f"gorge_search.json {settings} {x}")
+            every += diffs
+            m, se = mean_se(diffs)
+            cells.append(f"{signed(m)} ± {half_up(se)}")
+        m, se = mean_se(every)
+        rows.append([w["pair"].format(a=a, b=b), *cells, f"{signed(m)} ± {half_up(se)}"])
+    return table(["", *maps, w["all"]], rows)
+
+
+def search_exploit(w: dict) -> str:
+    """A package built with ``--search``: its ``exploit()`` a step, wall clock and processor time
+    (docs/gorge_search_exploit.json, benchmarks/gorge_agent_speed.py --package)."""
+    d = load("gorge_search_exploit.json")
+
+    def t(s: dict) -> str:
+        return f"{one(s['mean_ms'])} / {half_up(s['p99_ms'])} / {half_up(s['max_ms'])}"
+
+    rows = []
+    for k in ("default", "final"):
+        s = d["settings"][k]
+        rows.append([w[k], thousands(s["exploit"]["steps"]), t(s["exploit"]), t(s["exploit_cpu"])])
+    return table([w["settings"], w["steps"], w["exploit_ms"], w["exploit_cpu_ms"]], rows)
+
+
 def gorge_agent_speed(w: dict) -> str:
     d = load("gorge_agent_speed.json")
 
@@ -536,6 +602,9 @@ TABLES = {
     "gorge-planner-default": lambda w: planner_table(w, "default"),
     "gorge-planner-final": lambda w: planner_table(w, "final"),
     "gorge-agent-speed": gorge_agent_speed,
+    "gorge-search-default": lambda w: search_table(w, "default"),
+    "gorge-search-final": lambda w: search_table(w, "final"),
+    "gorge-search-exploit": search_exploit,
     "gorge-learned": gorge_learned,
     "gorge-learned-maps": gorge_learned_maps,
     "gorge-recipe-curve": gorge_recipe_curve,
