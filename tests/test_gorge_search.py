@@ -154,9 +154,8 @@ def test_a_search_sharing_the_features_planner_decides_as_its_own():
     assert searched > 0
 
 
-def test_a_pessimistic_world_closes_cells_to_the_hero_only():
-    """In a pessimistic copy the hero stops before a closed cell and a flash lands short of it, while a monster walks
-    through one; the world it was copied from still lets the hero in."""
+def open_world() -> World:
+    """A 12 x 12 world of road, the hero on (2, 5), no monster yet."""
     from sb3_realm.games.gorge.memory import RULES
     from sb3_realm.games.gorge.search import HeroFields
 
@@ -166,6 +165,13 @@ def test_a_pessimistic_world_closes_cells_to_the_hero_only():
     world.fields = HeroFields(world.walkable)
     world.rules = dict(RULES)
     world.hero = (2, 5)
+    return world
+
+
+def test_a_pessimistic_world_closes_cells_to_the_hero_only():
+    """In a pessimistic copy the hero stops before a closed cell and a flash lands short of it, while a monster walks
+    through one; the world it was copied from still lets the hero in."""
+    world = open_world()
     world.monsters = [[(9, 5), 1, None, None]]
     closed = np.zeros_like(world.walkable)
     closed[5, 3] = closed[5, 8] = True  # east of the hero, west of the monster
@@ -182,15 +188,7 @@ def test_a_pessimistic_world_closes_cells_to_the_hero_only():
 
 def test_two_monsters_believed_on_one_cell_both_move():
     """Tracking can put two monsters on one believed cell (the game never does): the world moves both."""
-    from sb3_realm.games.gorge.memory import RULES
-    from sb3_realm.games.gorge.search import HeroFields
-
-    world = World()
-    world.walkable = np.ones((12, 12), dtype=bool)
-    world._road = world._hero_road = world.walkable.reshape(-1).data
-    world.fields = HeroFields(world.walkable)
-    world.rules = dict(RULES)
-    world.hero = (2, 5)
+    world = open_world()
     world.monsters = [[(9, 5), 1, None, None], [(9, 5), 1, None, None]]
     world.step_action(4)  # west
     assert world.monsters[0][0] == (8, 5) and world.monsters[1][0] in ((10, 5), (9, 4), (9, 6))

@@ -381,26 +381,25 @@ def learning_default_map(w: dict) -> str:
 # --- Gorge Chase -------------------------------------------------------------------------------------------------
 
 
+def _policy_rows(w: dict, p: str, cols: list[dict]) -> list[list[str]]:
+    """A policy's mean score, games survived and catches by phase, one column a map (and the overall one)."""
+    return [
+        [w["mean_score_of"].format(p=p)] + [thousands(c["mean_score"]) for c in cols],
+        [w["survived_of"].format(p=p)] + [f"{half_up(c['survival_share'] * c['games'])} / {c['games']}" for c in cols],
+        [w["caught_of"].format(p=p)]
+        + [" / ".join(str(c["caught"][k]) for k in ("before_monster2", "monster2_to_speedup", "after_speedup"))
+           for c in cols],
+    ]
+
+
 def planner_table(w: dict, settings: str) -> str:
     d = load("gorge_planner.json")
     maps = d["maps"]
     pol = d["settings"][settings]["policies"]
     rows = []
     for p in d["policies"]:
-        m = pol[p]["maps"]
-        cols = [m[x] for x in maps] + [pol[p]["overall"]]
-        rows.append([w["mean_score_of"].format(p=p)] + [thousands(c["mean_score"]) for c in cols])
-        rows.append(
-            [w["survived_of"].format(p=p)]
-            + [f"{half_up(c['survival_share'] * c['games'])} / {c['games']}" for c in cols]
-        )
-        rows.append(
-            [w["caught_of"].format(p=p)]
-            + [
-                " / ".join(str(c["caught"][k]) for k in ("before_monster2", "monster2_to_speedup", "after_speedup"))
-                for c in cols
-            ]
-        )
+        cols = [pol[p]["maps"][x] for x in maps] + [pol[p]["overall"]]
+        rows += _policy_rows(w, p, cols)
         rows.append([w["ft_of"].format(p=p)] + [f"{one(c['mean_flashes'])} / {one(c['mean_treasures'])}" for c in cols])
     a, b = pol["planner"]["maps"], pol["scripted"]["maps"]
     cells, every = [], []
@@ -422,20 +421,8 @@ def search_table(w: dict, settings: str) -> str:
     pol = d["settings"][settings]["policies"]
     rows = []
     for p in d["policies"]:
-        m = pol[p]["maps"]
-        cols = [m[x] for x in maps] + [pol[p]["overall"]]
-        rows.append([w["mean_score_of"].format(p=p)] + [thousands(c["mean_score"]) for c in cols])
-        rows.append(
-            [w["survived_of"].format(p=p)]
-            + [f"{half_up(c['survival_share'] * c['games'])} / {c['games']}" for c in cols]
-        )
-        rows.append(
-            [w["caught_of"].format(p=p)]
-            + [
-                " / ".join(str(c["caught"][k]) for k in ("before_monster2", "monster2_to_speedup", "after_speedup"))
-                for c in cols
-            ]
-        )
+        cols = [pol[p]["maps"][x] for x in maps] + [pol[p]["overall"]]
+        rows += _policy_rows(w, p, cols)
         if "searched_share" in cols[-1]:
             rows.append(
                 [w["searched_of"].format(p=p)]
@@ -448,7 +435,8 @@ def search_table(w: dict, settings: str) -> str:
             continue
         cells, every = [], []
         for x in maps:
-            diffs = paired(pol[a]["maps"][x]["scores"], pol[b]["maps"][x]["scores"], f"gorge_search.json {settings} {x}")
+            where = f"gorge_search.json {settings} {x}"
+            diffs = paired(pol[a]["maps"][x]["scores"], pol[b]["maps"][x]["scores"], where)
             every += diffs
             m, se = mean_se(diffs)
             cells.append(f"{signed(m)} ± {half_up(se)}")
