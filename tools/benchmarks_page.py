@@ -420,7 +420,7 @@ def search_table(w: dict, settings: str) -> str:
     maps = d["maps"]
     pol = d["settings"][settings]["policies"]
     rows = []
-    for p in d["policies"]:
+    for p in [p for p in d["policies"] if p in pol]:  # a settings may have been played by fewer of them
         cols = [pol[p]["maps"][x] for x in maps] + [pol[p]["overall"]]
         rows += _policy_rows(w, p, cols)
         if "searched_share" in cols[-1]:
