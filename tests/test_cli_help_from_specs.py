@@ -77,7 +77,9 @@ def test_a_registered_game_shows_up_in_the_help_where_it_lists_per_game_facts(mo
     parser = cli.build_parser()
     ev, bs = _help(parser, "eval"), _help(parser, "build-submission")
     expert = gorge.evaluation.yardstick
-    assert f"'{expert}' for Toy Chase)" in ev.replace(" or 'planner'", "")  # the experts the policy may name
+    names = [f"'{name}'" for name in gorge.experts]
+    listed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    assert f"{listed} for Toy Chase)" in ev  # the experts the policy may name
     assert f"Toy Chase: {gorge.evaluation.protocols[0]}" in ev  # --protocol's default
     assert f"Toy Chase's '{expert}'" in ev  # --no-yardstick
     assert f"Toy Chase: {gorge.maps.competition_file}" in ev  # --maps-dir
