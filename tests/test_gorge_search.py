@@ -157,12 +157,9 @@ def test_a_search_sharing_the_features_planner_decides_as_its_own():
 def open_world() -> World:
     """A 12 x 12 world of road, the hero on (2, 5), no monster yet."""
     from sb3_realm.games.gorge.memory import RULES
-    from sb3_realm.games.gorge.search import HeroFields
 
     world = World()
-    world.walkable = np.ones((12, 12), dtype=bool)
-    world._road = world._hero_road = world.walkable.reshape(-1).data
-    world.fields = HeroFields(world.walkable)
+    world.set_grid(np.ones((12, 12), dtype=bool))
     world.rules = dict(RULES)
     world.hero = (2, 5)
     return world

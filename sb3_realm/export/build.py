@@ -613,9 +613,6 @@ def _build_held(out, model_path, layout: layouts.Layout, algo_dir, ckpt_id, pack
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     try:
         try:
-            if search is not None and _game_of(exported).submission.search is None:
-                raise ExportError(f"--search: {_game_of(exported).title} has no search to run around the network; "
-                                  "build without --search")
             manifest = _write_tree(tmp, exported, layout, algo_dir, ckpt, Path(model_path), workflow, package,
                                    search)
         except CodePackageError as exc:

@@ -18,7 +18,7 @@ within ``horizon`` steps. Then every distinct outcome of the legal actions (move
 sample and followed by the planner; an action's value is the score its rollouts gain plus ``survival_value`` for each
 rollout still running at the horizon, averaged over the samples, and the best is played (the planner's action when
 none is better). The planner's own rollout is kept from step to step while the game goes as it predicted, so a step
-without danger costs one rollout step. Deterministic for a given ``seed``.
+that goes as predicted costs one rollout step. Deterministic for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from .memory import (
 )
 from .planner import BeliefTerrain, ObservationPlanner, Planner, believed_legal
 
-__all__ = ["STEP_SCORE", "TREASURE_SCORE", "HeroFields", "ObservationSearch", "RolloutPolicy", "World"]
+__all__ = ["STEP_SCORE", "TREASURE_SCORE", "HeroFields", "ObservationSearch", "RolloutPolicy", "World",
+           "memory_signature"]
 
 # typing's forms: module-level aliases are evaluated at import, also on the platform's older Pythons
 Cell = Tuple[int, int]  # noqa: UP006
@@ -104,8 +105,6 @@ class World:
     """
 
     def __init__(self) -> None:
-        self.walkable = np.ones((1, 1), dtype=bool)
-        self.fields = HeroFields(self.walkable)
         self.step = 0
         self.max_step = 1000
         self.hero: Cell = (0, 0)
@@ -127,10 +126,17 @@ class World:
         self.status = RUNNING
         self.rules: dict = {}
         self.rng = random.Random(0)
-        self._road = self.walkable.reshape(-1).data
-        self._hero_road = self._road  # the cells the hero can enter (a pessimistic world: fewer than the monsters)
+        self.set_grid(np.ones((1, 1), dtype=bool))
 
     # ------------------------------------------------------------------------------------------------ build
+    def set_grid(self, walkable: np.ndarray, fields: HeroFields | None = None) -> None:
+        """Play on ``walkable`` ((H, W) bool, road for the hero and the monsters alike) with ``fields`` (a
+        :class:`HeroFields` of that grid to share; default: a new one)."""
+        self.walkable = walkable
+        self._road = walkable.reshape(-1).data
+        self._hero_road = self._road  # the cells the hero can enter (a pessimistic world: fewer than the monsters)
+        self.fields = fields if fields is not None else HeroFields(walkable)
+
     @classmethod
     def from_memory(cls, mem: Memory, walkable: np.ndarray | None = None, fields: HeroFields | None = None,
                     seed: int = 0, flash_cooldown: int | None = None) -> World:
@@ -138,14 +144,11 @@ class World:
         believed terrain, cells never seen as road) with ``fields`` (a :class:`HeroFields` of that grid to share) and
         the observation's ``flash_cooldown`` (default: none when the flash is ready, else the whole cooldown)."""
         w = cls()
-        w.walkable = mem.walkable if walkable is None else walkable
-        w._road = w._hero_road = w.walkable.reshape(-1).data
-        w.fields = fields if fields is not None else HeroFields(w.walkable)
+        w.set_grid(mem.walkable if walkable is None else walkable, fields)
         w.step, w.max_step, w.hero = mem.step, mem.max_step, mem.hero
         w.talent_cooldown = mem.talent_cooldown
-        if flash_cooldown is None:
-            flash_cooldown = 0 if mem.flash_ready else max(1, mem.talent_cooldown)
-        w.flash_cd = 0 if mem.flash_ready else max(1, int(flash_cooldown))
+        left = mem.talent_cooldown if flash_cooldown is None else flash_cooldown
+        w.flash_cd = 0 if mem.flash_ready else max(1, int(left))
         w.buff_remaining, w.buff_cooldown = mem.buff_remaining, mem.buff_cooldown
         w.treasures = dict(mem.treasures)
         w.buffs = []
@@ -212,10 +215,10 @@ class World:
         return mask
 
     def signature(self) -> tuple:
-        """What the search compares with the next observation: the hero's cell, the monsters' cells and the
-        treasures and buffs (where the game went as the world predicted, these agree)."""
-        return (self.step, self.hero, tuple(m[0] for m in self.monsters), len(self.treasures),
-                tuple(b[2] for b in self.buffs))
+        """What the search compares with the memory after the next observation (:func:`memory_signature`): the
+        step, the hero's cell, the monsters' cells and the treasures left (where the game went as the world
+        predicted, these agree)."""
+        return (self.step, self.hero, tuple(m[0] for m in self.monsters), len(self.treasures))
 
     # --------------------------------------------------------------------------------------------------- step
     def step_action(self, action: int) -> None:
@@ -372,6 +375,11 @@ class World:
                 return
             cell = found
         self.monsters.append([cell, self.monster_speed + (1 if self.boosted else 0), None, None])
+
+
+def memory_signature(mem: Memory) -> tuple:
+    """:meth:`World.signature` of what a memory holds after its update."""
+    return (mem.step, mem.hero, tuple(m.cell for m in mem.monsters), len(mem.treasures))
 
 
 # ------------------------------------------------------------------------------------------------ rollout policy
@@ -567,17 +575,16 @@ class ObservationSearch:
             return [world]
         return [world, world.pessimistic(~mem.seen)]
 
-    def _world(self, walkable: np.ndarray | None = None) -> World:
+    def _world(self) -> World:
         mem = self.agent.memory
-        return World.from_memory(mem, walkable, seed=self.seed + mem.step, flash_cooldown=self._flash_cd)
+        return World.from_memory(mem, seed=self.seed + mem.step, flash_cooldown=self._flash_cd)
 
     def _base_caught(self, base: int) -> int | None:
         """The step at which the planner's rollout on the believed world is caught within the horizon (None: it is
         not). The rollout is kept and extended while the game goes as it predicted."""
         mem = self.agent.memory
         kept = self._kept
-        now = (mem.step, mem.hero, tuple(m.cell for m in mem.monsters), len(mem.treasures))
-        if kept is not None and self._since < self.refresh and now == kept[0].get(mem.step):
+        if kept is not None and self._since < self.refresh and memory_signature(mem) == kept[0].get(mem.step):
             signatures, world, policy, caught = kept
             self._since += 1
         else:
@@ -585,14 +592,14 @@ class ObservationSearch:
             policy = RolloutPolicy(self.agent, world)
             signatures, caught = {}, None
             world.step_action(base)
-            signatures[world.step] = world.signature()[:4]
+            signatures[world.step] = world.signature()
             if not world.running:
                 caught = world.step if world.status == FAILED else None
             self._since = 0
         while caught is None and world.running and world.step < mem.step + self.horizon:
             world.step_action(policy.act(world))
             self._spent += 1
-            signatures[world.step] = world.signature()[:4]
+            signatures[world.step] = world.signature()
             if world.status == FAILED:
                 caught = world.step
         self._kept = (signatures, world, policy, caught)

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import FAILED, Game
 from ..memory import RULES
 from ..observation import env_obs
-from ..search import STEP_SCORE, HeroFields, ObservationSearch, World
+from ..search import STEP_SCORE, ObservationSearch, World
 from .scripted import ScriptedPolicy
 
 __all__ = ["CeilingPolicy", "NumpyTies", "SearchPolicy", "SearchedPolicy", "world_of"]
@@ -34,9 +34,7 @@ def world_of(game: Game, rng: np.random.Generator | None = None) -> World:
     monsters' cells, speeds and last moves, monster 2's spawn cell and step, the timers; ties drawn from ``rng``
     (default: a copy of the game's generator, so the world plays the game's own draws)."""
     w = World()
-    w.walkable = game.game_map.walkable
-    w._road = w._hero_road = w.walkable.reshape(-1).data
-    w.fields = HeroFields(w.walkable)
+    w.set_grid(game.game_map.walkable)
     cfg, rules = game.config, game.rules
     w.step, w.max_step, w.hero = game.step_no, cfg.max_step, game.hero
     w.flash_cd, w.talent_cooldown = game.flash_cooldown, cfg.talent_cooldown
