@@ -140,6 +140,22 @@ def _window(full: np.ndarray, x: int, z: int, fill: int = 0) -> np.ndarray:
 _SEEN_SHARE = np.round(np.arange(BLOCK * BLOCK + 1) / (BLOCK * BLOCK) * 255).astype(np.uint8)
 
 
+def _block_counts(cells: np.ndarray) -> np.ndarray:
+    """The number of True cells of each ``BLOCK`` x ``BLOCK`` block of the (WORLD_SIZE, WORLD_SIZE) bool ``cells``
+    (uint8: a block holds at most 16). Row and column sums in uint8, a few times faster than a sum over a 4-D view,
+    which converts to int64."""
+    blocks = WORLD_SIZE // BLOCK
+    rows = np.ascontiguousarray(cells).view(np.uint8).reshape(blocks, BLOCK, WORLD_SIZE)
+    per_row = rows[:, 0].copy()
+    for i in range(1, BLOCK):
+        per_row += rows[:, i]
+    cols = per_row.reshape(blocks, blocks, BLOCK)
+    out = cols[:, :, 0].copy()
+    for i in range(1, BLOCK):
+        out += cols[:, :, i]
+    return out
+
+
 def _closeness(steps: np.ndarray) -> np.ndarray:
     return np.where(steps <= HORIZON, 255 - 8 * np.minimum(steps, HORIZON), 0).astype(np.uint8)
 
@@ -198,8 +214,7 @@ def _maps(agent: ObservationPlanner) -> np.ndarray:
     if planner.target is not None:
         _mark(maps[6], planner.target[0] - hx, planner.target[1] - hz, 160)
     blocks = WORLD_SIZE // BLOCK
-    seen = mem.seen.reshape(blocks, BLOCK, blocks, BLOCK).sum(axis=(1, 3))
-    maps[7, :blocks, :blocks] = _SEEN_SHARE[seen]
+    maps[7, :blocks, :blocks] = _SEEN_SHARE[_block_counts(mem.seen)]
     whole = np.zeros((blocks, blocks), dtype=np.uint8)
     marks = [((hx, hz), 60)] + [(m.cell, 120) for m in mem.monsters] + [(c, 170) for c in mem.buffs.values()] + [
         (c, 255) for c in mem.treasures.values()]
