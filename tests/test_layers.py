@@ -32,11 +32,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("games",),
     ("atomic", "processes", "arguments", "version", "submission"),
 ]
-# The games layer (sb3_realm/games/): the registry (games/__init__.py), the spec interface (games/spec.py) and one
-# folder per game. Outside it, a module may import only these two; each game folder is an independent sibling, and
-# inside one the parts are tiers whose imports point down: core <- protocol <- features <- env <- experts <- spec.
+# The games layer (sb3_realm/games/): the registry (games/__init__.py), the spec interface (games/spec.py), the
+# spec's checker (games/check.py) and one folder per game. Outside it, a module may import only these three; each game
+# folder is an independent sibling, and inside one the parts are tiers whose imports point down: core <- protocol <-
+# features <- env <- experts <- spec.
 GAMES = f"{ROOT}.games"
-GAME_INTERFACE = {GAMES, f"{GAMES}.spec"}
+GAME_INTERFACE = {GAMES, f"{GAMES}.spec", f"{GAMES}.check"}
 GAME_TIERS = {"maps": 0, "rules": 0, "core": 0, "render": 0, "protocols": 0, "raw": 0, "protocol": 1, "observation": 1,
               "memory": 2, "planner": 3, "features": 4, "search": 4, "env": 5, "rewards": 5, "experts": 6, "spec": 7}
 GAME_PACKAGE_TIER = 1  # a game's __init__ re-exports its core and protocol

@@ -132,7 +132,8 @@ SPEC = GameSpec(
                      "ceiling": CeilingPolicy}, options=EXPERT_OPTIONS),
     submission=Submission(
         features=features,
-        feature_version_note="version 1: the first Gorge Chase features",
+        feature_version_note="version 2: the observation-only planner runs inside the features (9 x 33 x 33 maps, "
+                             "202 numbers)",
         layouts=("gorge15",),
         protocol_file=Path(protocol.__file__),
         competition_env=GorgeCompetitionEnv,
