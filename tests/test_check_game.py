@@ -24,6 +24,9 @@ from sb3_realm.games.check import CHECKS, GameCheckError, GameCheckReport, check
 
 #: every game registered when the tests are collected, and the toy (registered by no one here)
 SPECS = {**{name: games.get(name) for name in games.names()}, TOY_SPEC.name: TOY_SPEC}
+#: (game, env arguments): each game's default env, and the env of each of its Gymnasium ids that sets arguments
+CASES = [(name, {}) for name in SPECS] + [(name, dict(kwargs)) for name, spec in SPECS.items()
+                                          for kwargs in spec.env.ids.values() if kwargs]
 
 
 @pytest.fixture
@@ -34,15 +37,18 @@ def open_maps(monkeypatch):
         monkeypatch.setenv("SB3_REALM_GORGE_MAPS", str(GORGE_MAPS))
 
 
-@pytest.mark.parametrize("name", list(SPECS))
-def test_every_game_passes_check_game(name, open_maps):
+@pytest.mark.parametrize("name, env_kwargs", CASES, ids=[f"{n}-{'-'.join(map(str, k.values())) or 'default'}"
+                                                         for n, k in CASES])
+def test_every_game_passes_check_game(name, env_kwargs, open_maps):
     spec = SPECS[name]
-    report = check_game(spec, steps=60)
+    report = check_game(spec, steps=60, env_kwargs=env_kwargs)
     assert isinstance(report, GameCheckReport) and report.game == name and report.checks == CHECKS
     # another seed plays another game (a game that ignored its seed would pass the determinism check alone)
     assert report.notes["determinism"] == ("60 steps; seed 1 gives another game",)
     assert f"{spec.evaluation.yardstick} played" in " ".join(report.notes["yardstick"])
     assert str(report).startswith(f"game {name!r} passes {len(CHECKS)} checks")
+    if spec in games.GAMES.values():  # a shipped game replays one held-out game alone too
+        assert not any("alone" in note for note in report.notes["protocols"]), report.notes["protocols"]
 
 
 def _broken(**parts) -> games.GameSpec:
@@ -199,5 +205,7 @@ def test_the_report_lists_each_check_with_its_notes():
     lines = str(report).splitlines()
     assert [re.match(r"  (\w+):", line).group(1) for line in lines[1:]] == list(CHECKS)
     assert report.notes["layouts"] == ("names no layout: its models are not built into submissions",)
-    assert report.notes["protocols"] == ("fixed: 4 games, 2 played",)
+    # the toy's held-out games are its fixed starts in turn: one alone is the first start's game
+    assert report.notes["protocols"] == ("fixed: 4 games, 2 played",
+                                         "one held-out game alone is another game: a study cannot prune game by game")
     assert np.isfinite(float(report.notes["yardstick"][-1].rsplit("score ", 1)[1]))

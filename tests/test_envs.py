@@ -1,75 +1,19 @@
-"""Env contract for every registered id of every game: checkers, determinism, pickling, creation by id, masks
-through VecEnvs."""
+"""The Realm's env: creation by id, spaces, usr_conf options, the episode's end, reward terms, rendering and masks
+through VecEnvs. The env contract of every game (the env checkers, same-seed determinism, pickling) is
+``check_game``'s, run on each game by tests/test_check_game.py."""
 
 from __future__ import annotations
 
-import pickle
 import subprocess
 import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env as gym_check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import sb3_realm
-from sb3_realm import games
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import TERMS, RewardWeights
-
-ALL_IDS = sorted(env_id for spec in games.GAMES.values() for env_id in spec.env.ids)
-
-
-def rollout(env, seed: int, n: int = 300) -> list:
-    obs, _ = env.reset(seed=seed)
-    rng = np.random.default_rng(seed)
-    trace = [obs["vector"].copy(), obs["maps"].copy()]
-    for _ in range(n):
-        legal = np.flatnonzero(env.unwrapped.action_masks())
-        obs, reward, terminated, truncated, _info = env.step(int(rng.choice(legal)))
-        trace += [obs["vector"].copy(), obs["maps"].copy(), reward, terminated, truncated]
-        if terminated or truncated:
-            obs, _ = env.reset()
-    return trace
-
-
-def same(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_gymnasium_env_checker(env_id):
-    env = gym.make(env_id)
-    gym_check_env(env.unwrapped, skip_render_check=True)
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_sb3_env_checker(env_id):
-    sb3_check_env(gym.make(env_id).unwrapped, warn=True)
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_same_seed_same_rollout(env_id):
-    a = rollout(gym.make(env_id), seed=7)
-    b = rollout(gym.make(env_id), seed=7)
-    c = rollout(gym.make(env_id), seed=8)
-    assert same(a, b)
-    assert not same(a, c)
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_pickle_round_trip_mid_episode(env_id):
-    env = gym.make(env_id).unwrapped
-    env.reset(seed=3)
-    for a in (0, 1, 2, 0):
-        env.step(a)
-    clone = pickle.loads(pickle.dumps(env))
-    for a in (3, 0, 6, 7, 8, 1):
-        o1, r1, te1, tr1, _ = env.step(a)
-        o2, r2, te2, tr2, _ = clone.step(a)
-        assert np.array_equal(o1["vector"], o2["vector"]) and np.array_equal(o1["maps"], o2["maps"])
-        assert (r1, te1, tr1) == (r2, te2, tr2)
 
 
 def test_make_by_id_from_package_name_in_fresh_process():

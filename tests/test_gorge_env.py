@@ -1,13 +1,12 @@
-"""GorgeEnv: the Gymnasium contract, determinism, pickling, the features module's independence, the mask, the reward
-terms, the episode-end score and a short MaskablePPO run
-(throughput is benchmarks/gorge_speed.py's)."""
+"""GorgeEnv: determinism over several maps, pickling with monsters, the features module's independence, the mask, the
+reward terms, the episode-end score and a short MaskablePPO run (the env checkers are ``check_game``'s, run by
+tests/test_check_game.py; throughput is benchmarks/gorge_speed.py's)."""
 
 from __future__ import annotations
 
 import ast
 import gzip
 import pickle
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -35,20 +34,6 @@ def _rollout(env: GorgeEnv, seed: int, steps: int, action_seed: int = 0) -> list
 def _same(a: list[tuple], b: list[tuple]) -> bool:
     return len(a) == len(b) and all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) and x[2:] == y[2:]
                                     for x, y in zip(a, b, strict=True))
-
-
-def test_gymnasium_check_env():
-    from gymnasium.utils.env_checker import check_env
-
-    check_env(GorgeEnv(), skip_render_check=True)
-
-
-def test_sb3_check_env():
-    from stable_baselines3.common.env_checker import check_env
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the 7-channel maps are not an image space to SB3: a warning, not an error
-        check_env(GorgeEnv(), warn=True)
 
 
 def test_same_seed_same_rollout_and_different_seed_differs():
