@@ -56,5 +56,5 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
 if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
-register_envs()
 passive_thread_waits()  # OpenMP threads that sleep while they wait: set before torch is loaded
+register_envs()  # reads the games' entry points: a game's package may load torch

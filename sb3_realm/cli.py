@@ -47,6 +47,15 @@ GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the 
 DEMO_GAME_HELP = f"the game to play: {', '.join(games.GAMES)} (required: there is no default game)"
 
 
+def _game_arg(value: str) -> str:
+    """``--game``: a registered game's name, or the import path ``package.module:ATTR`` of a game of one's own
+    (imported and registered here; its name)."""
+    try:
+        return games.get(value).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     titles = " and ".join(spec.title for spec in games.GAMES.values())
     parser = ArgumentParser(prog="sb3-realm", description=f"{titles} with Stable-Baselines3.")
@@ -77,7 +86,7 @@ def _demo_parser(sub) -> argparse.ArgumentParser:
     demo.add_argument("--usr-conf", type=json_dict, default=None,
                       help='competition usr_conf as JSON, e.g. \'{"treasure_num": 3, "max_step": 500}\'')
     demo.add_argument("--no-gif", action="store_true", help="skip the GIF")
-    demo.add_argument("--game", choices=list(games.GAMES), default=None, help=DEMO_GAME_HELP)
+    demo.add_argument("--game", type=_game_arg, default=None, help=DEMO_GAME_HELP)
     return demo
 
 
@@ -92,7 +101,7 @@ def _eval_parser(sub) -> argparse.ArgumentParser:
     protocols = list(dict.fromkeys([*PROTOCOLS, *(p for spec in specs for p in spec.evaluation.protocols)]))
     ev.add_argument("--protocol", choices=protocols, default=None,
                     help=f"default: the game's first ({'; '.join(_first_protocol(spec) for spec in specs)})")
-    ev.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
+    ev.add_argument("--game", type=_game_arg, default=None, help=GAME_HELP)
     ev.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of the leaderboard draw and of stochastic policies")
     ev.add_argument("--treasures", type=int, default=None, help="treasures per game (default 9)")
@@ -171,7 +180,7 @@ def _replay_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--out", default="episode.gif", help="GIF path; the route PNG goes beside it (.png); a .png path "
                     "writes the route there and the GIF beside it (.gif)")
     rp.add_argument("--map", dest="map_path", type=map_file, default=None, help=MAP_HELP)
-    rp.add_argument("--game", choices=list(games.GAMES), default=None, help=GAME_HELP)
+    rp.add_argument("--game", type=_game_arg, default=None, help=GAME_HELP)
     rp.add_argument("--seed", type=seed_int, default=0, help="seed of the treasure draw and of stochastic policies")
     rp.add_argument("--usr-conf", type=json_dict, default=None, help="competition usr_conf as JSON")
     rp.add_argument("--mask-wall-moves", action="store_true",
@@ -530,7 +539,21 @@ def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
+def _register_games_by_path(argv: list[str] | None) -> None:
+    """Register the games that ``--game`` names by import path before the parser is built: its ``--protocol`` and
+    ``--settings`` choices are those of the registered games. A path that gives no game is left to ``--game``'s own
+    message."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--game" and i + 1 < len(args) else arg.partition("=")[2] if (
+            arg.startswith("--game=")) else ""
+        if ":" in value:
+            with contextlib.suppress(ValueError):
+                games.get(value)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _register_games_by_path(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only

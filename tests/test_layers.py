@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
 # folder is an independent sibling, and inside one the parts are tiers whose imports point down: core <- protocol <-
 # features <- env <- experts <- spec.
 GAMES = f"{ROOT}.games"
-GAME_INTERFACE = {GAMES, f"{GAMES}.spec", f"{GAMES}.check"}
+GAME_INTERFACE = {GAMES, f"{GAMES}.spec", f"{GAMES}.check", f"{GAMES}.registry"}
 GAME_TIERS = {"maps": 0, "rules": 0, "core": 0, "render": 0, "protocols": 0, "raw": 0, "protocol": 1, "observation": 1,
               "memory": 2, "planner": 3, "features": 4, "search": 4, "env": 5, "rewards": 5, "experts": 6, "spec": 7}
 GAME_PACKAGE_TIER = 1  # a game's __init__ re-exports its core and protocol

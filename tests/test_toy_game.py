@@ -1,19 +1,22 @@
-"""A third game costs one folder: the toy grid of ``tests/toy_game/`` (a 5 x 5 grid, two treasures, an exit, a BFS
-expert) is registered from the tests alone and trained, evaluated, imitated and tuned through the package's shared
-layers, which reach it only through its GameSpec.
+"""A third game costs one package of its own: the toy grid of ``tests/toy_pkg/toy_game/`` (a 5 x 5 grid, two
+treasures, an exit, a BFS expert), named by its import path ``toy_game.spec:TOY_SPEC`` alone, is trained, evaluated,
+imitated and tuned through the package's shared layers, which reach it only through its GameSpec.
 
-Everything runs in this process (``workers=1``): a spawned worker imports ``sb3_realm`` afresh and would not know a
-game registered here.
+The tests marked ``processes`` play it in worker processes too (evaluation and collection workers, subprocess envs,
+tuning workers): each learns of the game only from the import path it is handed, under ``forkserver`` and (as
+``.ci/run`` reruns them) ``spawn``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import optuna
 import pytest
+import torch
 import yaml
 from toy_game import TOY_SPEC
 from toy_game.game import ToyEnv
@@ -25,6 +28,7 @@ from sb3_realm.imitation import imitate
 from sb3_realm.imitation.config import ImitateConfig
 from sb3_realm.models.algorithms import algorithm_class
 from sb3_realm.training.config import config_from_dict
+from sb3_realm.training.run import train
 from sb3_realm.tuning import StudyConfig, run_study
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -53,9 +57,12 @@ def _config(out: Path, **changes) -> dict:
     return config
 
 
+TOY_PATH = "toy_game.spec:TOY_SPEC"
+
+
 @pytest.fixture(scope="module")
 def toy():
-    games.register(TOY_SPEC)
+    assert games.get(TOY_PATH) is TOY_SPEC  # registered by its import path, as a config's game: would
     yield TOY_SPEC
     games.unregister(TOY_SPEC.name)
 
@@ -182,3 +189,71 @@ def test_a_tuning_trial_records_the_toys_success_rate_and_score(toy, tmp_path):
     assert trial.user_attrs["win_rate"] == final["exit_share"]
     assert trial.user_attrs["mean_treasures"] == final["mean_treasures"]
     assert summary["best"]["value"] == trial.value
+
+
+@pytest.mark.processes
+def test_two_evaluation_workers_play_the_same_games_as_one(trained):
+    model = str(trained / "final_model.zip")
+    one = evaluate(model, workers=1)
+    two = evaluate(model, workers=2)
+    assert [(g.score, g.steps) for g in two.games] == [(g.score, g.steps) for g in one.games]
+    assert [g.yardstick_score for g in two.games] == BFS_SCORES
+    assert [g.score for g in evaluate("bfs", game=TOY_PATH, workers=2).games] == BFS_SCORES
+
+
+def _params(run_dir: Path) -> dict:
+    model = algorithm_class("maskable_ppo").load(run_dir / "final_model.zip", device="cpu")
+    return {k: v.clone() for k, v in model.policy.state_dict().items()}
+
+
+@pytest.mark.processes
+def test_a_run_of_subprocess_envs_learns_what_one_of_envs_in_this_process_does(toy, tmp_path):
+    runs = {}
+    for vec_env in ("dummy", "subproc"):
+        data = _config(tmp_path / vec_env, game=TOY_PATH, total_timesteps=128, eval_freq=0)
+        data["env"]["vec_env"] = vec_env
+        config = config_from_dict(data)
+        assert config.game == "toy"  # the import path names the game; the run records its name
+        runs[vec_env] = _params(train(config)[1])
+    for name, value in runs["dummy"].items():
+        assert torch.equal(value, runs["subproc"][name]), name
+
+
+@pytest.mark.processes
+def test_imitate_with_two_collection_workers(toy, tmp_path):
+    data = _config(tmp_path / "imitate")
+    data["imitation"] = {"expert": "bfs", "expert_games": 16, "rounds": 1, "dagger_games": 4, "epochs": 40,
+                         "dagger_epochs": 10, "batch_size": 32, "learning_rate": 0.003,
+                         "dagger_learning_rate": 0.001, "workers": 2}
+    model, run_dir = imitate(config_from_dict(data, cls=ImitateConfig))
+    agree, total = _fixed_games_agree(model)
+    assert agree == total, f"the clone plays the expert's move in {agree} of {total} states"
+    run = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    assert [r["round"] for r in run["history"]] == [0, 1]
+    assert run["best_mean_score"] == np.mean(BFS_SCORES)
+
+
+@pytest.mark.processes
+def test_two_tuning_workers_run_the_toys_trials(toy, tmp_path):
+    base = config_from_dict(_config(tmp_path / "base", eval_freq=0, total_timesteps=128))
+    study = StudyConfig(kind="rewards", base=base, name="toy2", storage=str(tmp_path / "study.log"),
+                        out=str(tmp_path / "study"), n_trials=2, pruner="none", sampler_seed=0)
+    summary = run_study(study, workers=2, progress=False)
+    assert summary["trials"]["complete"] == 2, summary
+    assert summary.get("worker_exit_codes") == [0, 0]
+    trials = optuna.load_study(study_name="toy2", storage=study.make_storage()).trials
+    assert any(t.params == TOY_SPEC.env.reward_weights().to_dict() for t in trials)  # the base weights' trial
+    for trial in trials:
+        history = json.loads((Path(trial.user_attrs["run_dir"]) / "eval.json").read_text(encoding="utf-8"))
+        assert trial.value == history[-1]["mean_score"]
+
+
+def test_a_game_registered_by_object_from_a_script_is_refused_before_workers_start(toy):
+    orphan = dataclasses.replace(TOY_SPEC, name="toy_orphan", title="Orphan toy")  # held by no module
+    games.register(orphan)
+    try:
+        with pytest.raises(ValueError, match="registered by object from a script"):
+            evaluate("bfs", game="toy_orphan", workers=2)
+        assert [g.score for g in evaluate("bfs", game="toy_orphan", workers=1).games] == BFS_SCORES
+    finally:
+        games.unregister("toy_orphan")

@@ -189,11 +189,12 @@ def folder_code_note(policy: str | os.PathLike) -> str | None:
 
 
 def manifest_game(manifest: dict) -> games.GameSpec:
-    """The game a built submission plays: the ``game`` its manifest records, else that of the training config it
-    records (:data:`~sb3_realm.games.LEGACY_GAME`'s, with a one-line note, when neither names one: a package built
-    before the toolkit had two games)."""
+    """The game a built submission plays: the ``game`` its manifest records (imported by its ``game_path`` where no
+    game of that name is registered), else that of the training config it records
+    (:data:`~sb3_realm.games.LEGACY_GAME`'s, with a one-line note, when neither names one: a package built before the
+    toolkit had two games)."""
     return games.recorded(manifest.get("game") or (manifest.get("training_config") or {}).get("game"),
-                          "the package's manifest")
+                          "the package's manifest", path=manifest.get("game_path"))
 
 
 def folder_game(folder: str | os.PathLike) -> games.GameSpec:

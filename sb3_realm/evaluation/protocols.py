@@ -82,13 +82,13 @@ def _setup_worker(*init) -> None:
 
 
 def _setup(game: str, map_path: str | None, env_kwargs: dict, spec, play_yardstick: bool, seed: int) -> None:
-    game_spec = _games.get(game)
+    game_spec = _games.get(game)  # first: a worker process knows the game by its import path (games.reference)
     yardstick = game_spec.evaluation.yardstick
     env = game_spec.env.make(map_path=map_path, **env_kwargs)
     policy = spec.build(env) if isinstance(spec, PolicySpec) else spec
     _WORKER.update(env=env, policy=policy, seed=seed, beside=None, yardstick=yardstick, game=game_spec)
     if play_yardstick and policy.name != yardstick:
-        _WORKER["beside"] = PolicySpec(yardstick, game=game).build(env)
+        _WORKER["beside"] = PolicySpec(yardstick, game=game_spec.name).build(env)
 
 
 def _run_one(job: tuple[int, dict]) -> GameResult:
@@ -179,7 +179,8 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
         raise ValueError(f"policy must be 'random', 'oracle' or a checkpoint path (a policy object only with "
                          f"workers=1), got {policy!r}")
     env_kwargs = dict(env_kwargs or {})
-    init = (name, str(map_path) if map_path is not None else None, env_kwargs, spec, yardstick, seed)
+    ref = _games.reference(name) if workers > 1 else name  # a worker process imports the game by its path
+    init = (ref, str(map_path) if map_path is not None else None, env_kwargs, spec, yardstick, seed)
     _setup(*init)  # validates the policy and the map here, with a clear error, before any worker starts
     if not named_maps:
         warn_training_map(policy, _WORKER["env"].game_map, game=name)

@@ -255,6 +255,8 @@ def _write_tree(root: Path, exported: ExportedPolicy, layout: layouts.Layout, al
     manifest = {
         "format": "sb3-realm submission", "layout": layout.name, "algo_dir": algo_dir,
         "game": _game_of(exported).name,
+        # the game's import path: a process where no game of that name is registered reads the package back by it
+        "game_path": games.path_of(_game_of(exported).name),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sb3_realm_version": __version__, "python": platform.python_version(), "torch": torch.__version__,
         "source_model": {"file": model_path.name, "sha256": sha256_file(model_path),

@@ -1,13 +1,25 @@
-"""The games of the toolkit, by name: each a folder (``realm/``, ``gorge/``) whose ``spec.py`` holds its
-:class:`~sb3_realm.games.spec.GameSpec`, the one thing the shared layers see of it (as
-:mod:`sb3_realm.models.algorithms` maps a name to an algorithm)."""
+"""The games of the toolkit, by name: each a :class:`~sb3_realm.games.spec.GameSpec`, the one thing the shared layers
+see of a game (as :mod:`sb3_realm.models.algorithms` maps a name to an algorithm). The shipped games are folders here
+(``realm/``, ``gorge/``, each with its ``spec.py``); a game of one's own is a package anywhere, registered by entry
+point or import path (:mod:`sb3_realm.games.registry`)."""
 
 from __future__ import annotations
 
 import warnings
 
-from .gorge.spec import SPEC as GORGE
-from .realm.spec import SPEC as REALM
+from .registry import (
+    ENTRY_POINT_GROUP,
+    GAMES,
+    SHIPPED,
+    GamePluginWarning,
+    adopt,
+    get,
+    path_of,
+    reference,
+    references,
+    register,
+    unregister,
+)
 from .spec import (
     Env,
     Episodes,
@@ -23,55 +35,57 @@ from .spec import (
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "GAMES",
     "LEGACY_GAME",
+    "SHIPPED",
     "Env",
     "Episodes",
     "Evaluation",
     "ExpertOptions",
     "Experts",
     "GameEnv",
+    "GamePluginWarning",
     "GameSpec",
     "LegacyGameNote",
     "Maps",
     "Results",
     "Submission",
     "Success",
+    "adopt",
     "get",
     "maps_folder_from_environment",
     "maps_folder_variables",
     "names",
+    "path_of",
     "recorded",
+    "reference",
+    "references",
     "register",
     "register_envs",
     "unregister",
 ]
 
-GAMES: dict[str, GameSpec] = {spec.name: spec for spec in (REALM, GORGE)}
 #: the game of a config, checkpoint or package that names none: everything made before the toolkit had a second game
 #: was Back to the Realm's. Only files read back use it (with a :class:`LegacyGameNote`); nothing else has a default.
-LEGACY_GAME = REALM.name
+LEGACY_GAME = "realm"
 
 
 class LegacyGameNote(UserWarning):
     """A config, checkpoint or package that names no game was read as :data:`LEGACY_GAME`'s."""
 
 
-def get(name: str | None) -> GameSpec:
-    """The spec of game ``name``; a ``ValueError`` lists the games there are, and says how to name one when
-    ``name`` is None (there is no default game)."""
-    if name is None:
-        raise ValueError(f"no game given: name the game to play, one of {list(GAMES)} (game: in a config, --game on "
-                         "the command line, game= in Python)")
-    if name not in GAMES:
-        raise ValueError(f"game = {name!r} is not a game of this package; choose one of {list(GAMES)}")
-    return GAMES[name]
-
-
-def recorded(name: str | None, what: str, stacklevel: int = 2) -> GameSpec:
+def recorded(name: str | None, what: str, stacklevel: int = 2, path: str | None = None) -> GameSpec:
     """The game a file records (a config's ``game``, a checkpoint's run config, a package's manifest): ``name``,
     else, for a file made before the toolkit had a second game, :data:`LEGACY_GAME`'s with a one-line
-    :class:`LegacyGameNote` naming ``what`` (e.g. ``"config 'runs/a/config.yaml'"``)."""
+    :class:`LegacyGameNote` naming ``what`` (e.g. ``"config 'runs/a/config.yaml'"``). ``path``: the game's import
+    path the file records beside its name (a package's manifest), imported when no game of that name is registered."""
+    if name is not None and path and name not in GAMES:
+        spec = get(path)
+        if spec.name != name:
+            raise ValueError(f"{what} records game {name!r} at {path!r}, which gives the game {spec.name!r}; "
+                             f"register the game {name!r} (its package, or --game with its import path)")
+        return spec
     if name is None:
         legacy = GAMES[LEGACY_GAME]
         warnings.warn(f"{what} names no game: read as {legacy.title}'s ({LEGACY_GAME}), the game of everything "
@@ -102,25 +116,6 @@ def maps_folder_variables() -> list[str]:
 def names() -> list[str]:
     """The names of the registered games, in the order they were registered."""
     return list(GAMES)
-
-
-def register(spec: GameSpec) -> GameSpec:
-    """Add a game (a :class:`GameSpec` built in its own folder, anywhere) to the registry, so that configs,
-    checkpoints and ``--game`` may name it; a ``ValueError`` for a name already taken by another game."""
-    if not isinstance(spec, GameSpec):
-        raise TypeError(f"register() takes a GameSpec, got {type(spec).__name__}")
-    if spec.name in GAMES and GAMES[spec.name] is not spec:
-        raise ValueError(f"game = {spec.name!r} is already registered ({GAMES[spec.name].title}); give the new game "
-                         "another name")
-    GAMES[spec.name] = spec
-    return spec
-
-
-def unregister(name: str) -> None:
-    """Remove game ``name`` from the registry (a game registered by a test or a script); the shipped games stay."""
-    if name in (REALM.name, GORGE.name):
-        raise ValueError(f"game = {name!r} ships with the package and cannot be unregistered")
-    GAMES.pop(name, None)
 
 
 def register_envs() -> None:

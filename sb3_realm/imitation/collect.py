@@ -219,9 +219,10 @@ def expert_play_job(job: ExpertPlayJob) -> tuple[list[GameResult], dict]:
     return played, _new_searches(expert, job.expert)
 
 
-def _init_worker() -> None:
+def _init_worker(game_paths: tuple[str, ...] = ()) -> None:
     import torch
 
+    _games.adopt(game_paths)  # the parent's games, by import path (under forkserver and spawn a worker starts afresh)
     torch.set_num_threads(1)  # batch-1 inference in each worker; more threads only contend for the cores
 
 
@@ -265,7 +266,8 @@ class Collector:
 
     def __enter__(self) -> Collector:
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=_init_worker)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=_init_worker,
+                                             initargs=(_games.references(),))
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

@@ -125,7 +125,7 @@ class TrainConfig:
             raise ValueError(f"out = {self.out!r} names no folder (it would write the run into the current one): set "
                              "out in the config, or --out, to the run's own folder, e.g. runs/NAME")
         check_portable_path(self.out, "out")
-        games.get(self.game)  # a config names its game
+        self.game = games.get(self.game).name  # a config names its game (by name, or by import path: its name here)
         if self.algo.extractor is None:
             self.algo.extractor = self.spec.env.extractor
         if not self.spec.config_runs:

@@ -85,7 +85,8 @@ def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None, game: str
     frame-stacked and reward-normalised as configured."""
     n = n_envs or env.n_envs
     spec = games.get(game)  # each env its own arguments, as each worker process gets its own
-    fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs(game=spec), game) for _ in range(n)]
+    ref = games.reference(spec.name) if env.vec_env == "subproc" else spec.name  # a subprocess imports it by path
+    fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs(game=spec), ref) for _ in range(n)]
     venv: VecEnv = SubprocVecEnv(fns, start_method=start_method()) if env.vec_env == "subproc" else DummyVecEnv(fns)
     venv.seed(seed)
     if env.frame_stack > 1:

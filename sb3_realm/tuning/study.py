@@ -22,6 +22,7 @@ from typing import TextIO
 import optuna
 from optuna.trial import TrialState
 
+from .. import games
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict
 from .objective import objective
@@ -251,7 +252,8 @@ def _update_bar(bar, study: optuna.Study, counts: dict[str, int]) -> None:
     bar.refresh()
 
 
-def _worker_entry(config: StudyConfig, worker: int) -> None:
+def _worker_entry(config: StudyConfig, worker: int, game_paths: tuple[str, ...] = ()) -> None:
+    games.adopt(game_paths)  # the parent's games, by import path (under forkserver and spawn a worker starts afresh)
     run_worker(config, worker, progress=False)
 
 
@@ -288,8 +290,9 @@ def run_study(config: StudyConfig, workers: int = 1, progress: bool = True, talk
 
 def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool,
                    talk: TextIO | None = None) -> list[int | None]:
+    games.reference(config.base.spec.name)  # a game the workers could not import is refused before any starts
     ctx = mp_context(preload=[__name__])  # torch, SB3 and the package imported once, in a fork server
-    procs = [ctx.Process(target=_worker_entry, args=(config, i), name=f"sb3-realm-worker-{i}")
+    procs = [ctx.Process(target=_worker_entry, args=(config, i, games.references()), name=f"sb3-realm-worker-{i}")
              for i in range(workers)]
     lines = None if talk is None else TrialLines(talk, config.n_trials, study.get_trials(deepcopy=False))
     bar = None

@@ -107,7 +107,8 @@ def zip_note(manifest: dict) -> str:
 
 def final_settings_step(manifest: dict, out: Path) -> list[str]:
     """The step naming the final round's settings of the package's game (none for a game without them)."""
-    final = games.recorded(manifest.get("game"), "the package's manifest").settings.get("final")
+    game = games.recorded(manifest.get("game"), "the package's manifest", path=manifest.get("game_path"))
+    final = game.settings.get("final")
     if not final:
         return []
     values = ", ".join(f"{k} = {v}" for k, v in final.items())
