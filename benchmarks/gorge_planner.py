@@ -7,8 +7,8 @@ on the test maps, under the game's named settings, with the time each takes to c
 on copies of the true game, :class:`sb3_realm.games.gorge.experts.CeilingPolicy`). Prints JSON.
 
     python benchmarks/gorge_planner.py [--maps open_9 open_10 own_6 own_7 own_8 own_9 own_10] [--maps-dir DIR]
-        [--games 50] [--settings default final] [--policies scripted planner [search ceiling]] [--jobs 1]
-        [--out runs/gorge_planner]
+        [--games 50] [--settings default final] [--policies scripted planner [search ceiling]] [--search-steps N]
+        [--jobs 1] [--out runs/gorge_planner]
 
 ``--maps`` takes open map ids (``open_<k>``, read from ``--maps-dir`` as ``gorge_chase_map_<k>.json``), shipped
 maps (``own_1`` .. ``own_10``) and map files (``.json``); the default is the test maps: open_9, open_10 and the
@@ -30,6 +30,10 @@ platform observation inside ``act()``, and that time is in it); for a search, th
 actions it changed per game. The paired differences of the score (mean and standard error over the same games, per
 map and over all maps) of planner - scripted, search - planner, search - scripted and ceiling - scripted, each where
 both policies play.
+
+``--search-steps N`` gives the search the work budget of a package built with ``build-submission --search N``
+(``max_rollout_steps``: once a step's rollouts have played N world steps, no further action is tried); the JSON
+records it as ``search_steps``.
 
 ``--jobs J`` (> 1) plays each (policy, settings, map) in one of ``J`` processes (the package's start method,
 :func:`sb3_realm.processes.start_method`): the scores are the same, the per-step times are not the cost of one step on
@@ -101,6 +105,9 @@ class Job(NamedTuple):
     weights: tuple[tuple[str, float], ...] = ()
     """the planner's weights played instead of its defaults (attributes of
     :class:`sb3_realm.games.gorge.planner.Planner`); none: the defaults"""
+    search_steps: int | None = None
+    """the search's work budget a step in rollout steps (``max_rollout_steps``, as a package built with ``--search
+    STEPS`` plays it); None: no budget (only for the ``search`` policy)"""
 
 
 def planner_of(policy):
@@ -117,7 +124,8 @@ def play(job: Job) -> dict:
     """Play ``job``'s games (module level, so that a ``spawn`` worker can run it): per game its summary, and the
     time of every ``act()`` call in ms."""
     env = GorgeEnv(map_names=[job.map_name], maps_dir=job.maps_dir, model_input=False)  # the policies read the dict
-    policy = POLICIES[job.policy](env)
+    policy = POLICIES[job.policy](env, **({"max_rollout_steps": job.search_steps} if job.search_steps is not None
+                                          else {}))
     for name, value in job.weights:
         setattr(planner_of(policy), name, value)
     games: list[dict] = []
@@ -219,7 +227,8 @@ def jobs_of(args, maps_dir: str | None) -> list[Job]:
             for i, name in enumerate(args.maps):
                 block = range(i * args.games, (i + 1) * args.games)
                 jobs.append(Job(policy, settings, name, maps_dir, tuple(game_seed(TEST_SEED, k) for k in block),
-                                tuple(spec.apply_settings(settings, confs[k]) for k in block)))
+                                tuple(spec.apply_settings(settings, confs[k]) for k in block),
+                                search_steps=getattr(args, "search_steps", None) if policy == "search" else None))
     return jobs
 
 
@@ -267,6 +276,10 @@ def check_args(args) -> str | None:
         raise ValueError(f"--games {args.games} must be >= 1 (games per map)")
     if args.jobs < 1:
         raise ValueError(f"--jobs {args.jobs} must be >= 1 (1: in this process, the only way to time a step)")
+    steps = getattr(args, "search_steps", None)  # the scripts that share these checks have no search
+    if steps is not None and (steps < 0 or "search" not in args.policies):
+        raise ValueError(f"--search-steps {steps}: give a budget >= 0 (rollout steps a step) and play "
+                         "the search with it (--policies ... search), or leave --search-steps out")
     for flag, values in (("--maps", args.maps), ("--settings", args.settings), ("--policies", args.policies)):
         if len(set(values)) < len(values):
             raise ValueError(f"{flag} {' '.join(values)} names one twice; name each once")
@@ -299,6 +312,9 @@ def main() -> None:
     parser.add_argument("--policies", nargs="+", choices=list(POLICIES), default=["scripted", "planner"],
                         help="the policies to play (default: scripted planner; search and ceiling take 20 to 60 "
                              "times as long)")
+    parser.add_argument("--search-steps", type=int, default=None,
+                        help="the search's budget a step in rollout steps, as a package built with --search STEPS "
+                             "plays it (default: no budget)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="processes (default 1; per-step times are the cost of a step only with 1)")
     parser.add_argument("--out", default=None, help="also write OUT/gorge_planner.json (a new or empty folder, or "
@@ -361,6 +377,7 @@ def main() -> None:
         "seeds": "game j of the i-th map: game_seed(test_seed, i * games_per_map + j) = test_seed * 1000003 + "
                  "i * games_per_map + j",
         "policies": list(args.policies),
+        "search_steps": args.search_steps,
         "settings": by_settings,
         "timing": {"jobs": args.jobs, "per_step_times_meaningful": args.jobs == 1,
                    "note": "act_ms: time.perf_counter around each act() call, the platform observation's building "

@@ -129,7 +129,7 @@ def test_the_catch_phases(monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["empty", "user folder", "a file", "games 0", "jobs 0", "settings twice",
-                                  "no open map"])
+                                  "no open map", "search steps without the search", "search steps -1"])
 def test_bad_input_is_refused_before_any_game(tmp_path, monkeypatch, capsys, case):
     """One line ``gorge_planner.py: error: ...`` with exit code 2; the folder untouched, no game played."""
     folder = tmp_path / "mine"
@@ -149,6 +149,8 @@ def test_bad_input_is_refused_before_any_game(tmp_path, monkeypatch, capsys, cas
         "settings twice": ([*base, "--settings", "final", "final"], "--settings final final names one twice"),
         "no open map": (["--maps", "open_9", "own_6", "--maps-dir", str(folder)],
                         "--maps open_9: no gorge_chase_map_<k>.json for them in --maps-dir"),
+        "search steps without the search": ([*base, "--search-steps", "400"], "--search-steps 400: give a budget"),
+        "search steps -1": ([*base, "--policies", "search", "--search-steps", "-1"], "--search-steps -1: give a"),
     }[case]
     before = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
     monkeypatch.setattr(sys, "argv", ["gorge_planner.py", *argv])
@@ -248,3 +250,21 @@ def test_the_searches_play_beside_the_planners(tmp_path, monkeypatch, capsys):
     assert "rollout_steps_per_call" in printed["policies"]["search"]["maps"]["own_6"]
     for pair in ("planner_minus_scripted", "search_minus_planner", "search_minus_scripted", "ceiling_minus_scripted"):
         assert printed[pair]["overall"]["games"] == 1
+
+
+def test_a_search_without_budget_plays_the_planner(tmp_path, monkeypatch, capsys):
+    """--search-steps 0 (a package built with --search 0): the search rolls out the planner's own action only and
+    so plays the planner's game, action for action; the JSON records the budget and only the search's job has it."""
+    module = load_benchmark("gorge_planner", monkeypatch)
+    _short_jobs(module, monkeypatch)
+    played = []
+    real_play = module.play
+    monkeypatch.setattr(module, "play", lambda job: played.append(job) or real_play(job))
+    _run(module, ["--maps", "own_6", "--games", "1", "--settings", "final", "--policies", "planner", "search",
+                  "--search-steps", "0"], monkeypatch)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["search_steps"] == 0
+    assert {job.policy: job.search_steps for job in played} == {"planner": None, "search": 0}
+    rows = printed["settings"]["final"]["policies"]
+    assert rows["search"]["maps"]["own_6"]["scores"] == rows["planner"]["maps"]["own_6"]["scores"]
+    assert rows["search"]["maps"]["own_6"]["changed_per_game"] == 0
