@@ -47,7 +47,9 @@ def test_every_game_passes_check_game(name, env_kwargs, open_maps):
     assert report.notes["determinism"] == ("60 steps; seed 1 gives another game",)
     assert f"{spec.evaluation.yardstick} played" in " ".join(report.notes["yardstick"])
     assert str(report).startswith(f"game {name!r} passes {len(CHECKS)} checks")
-    if spec in games.GAMES.values():  # a shipped game replays one held-out game alone too
+    if name in games.GAMES:  # the path worker processes import it by
+        assert report.notes["pickling"] == (f"worker processes import it as {games.path_of(name)}",)
+    if spec is not TOY_SPEC:  # the shipped games replay one held-out game alone too
         assert not any("alone" in note for note in report.notes["protocols"]), report.notes["protocols"]
 
 
@@ -107,6 +109,32 @@ class PeekingEnv(ToyEnv):
     def competition_obs(self):
         self.np_random.random()
         return super().competition_obs()
+
+
+def test_a_game_registered_without_an_import_path_fails_the_pickling_check():
+    """A spec no module holds (as one made in a script run as ``__main__``) plays only in the process that registered
+    it: no worker process could import it."""
+    orphan = dataclasses.replace(TOY_SPEC, name="toy_orphan")
+    games.register(orphan)
+    try:
+        with pytest.raises(GameCheckError, match=r"fails the pickling check: it is registered by object, and no "
+                                                 r"importable module holds its GameSpec; a worker process imports a "
+                                                 r"game by its path"):
+            check_game("toy_orphan", steps=40)
+    finally:
+        games.unregister("toy_orphan")
+
+
+def test_a_game_named_by_its_import_path_is_checked_and_registered():
+    path = "toy_game.spec:TOY_SPEC"
+    registered = TOY_SPEC.name in games.GAMES
+    try:
+        report = check_game(path, steps=40)
+        assert report.game == "toy" and games.GAMES["toy"] is TOY_SPEC
+        assert report.notes["pickling"] == (f"worker processes import it as {path}",)
+    finally:
+        if not registered:
+            games.unregister(TOY_SPEC.name)
 
 
 def test_a_platform_observation_that_changes_the_game_fails_the_protocol_check():
@@ -196,8 +224,11 @@ def test_held_out_games_the_evaluate_args_do_not_replay_fail_the_protocols_check
 def test_the_arguments_are_checked_before_any_game_is_played():
     with pytest.raises(ValueError, match=r"^steps = 1: check_game plays at least 2 steps; pass an integer >= 2"):
         check_game(TOY_SPEC, steps=1)
-    with pytest.raises(TypeError, match="check_game\\(\\) takes a GameSpec, got str"):
-        check_game("toy")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="check_game\\(\\) takes a GameSpec, or a game's name or import path, "
+                                        "got int"):
+        check_game(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="game = 'toy2' is not a game of this package"):
+        check_game("toy2")
 
 
 def test_the_report_lists_each_check_with_its_notes():

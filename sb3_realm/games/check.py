@@ -10,7 +10,8 @@ check plays a few short games of the env the spec makes and reads the spec's par
 - ``determinism``: two envs reset with the same seed and given the same actions give the same observations, rewards,
   ends and infos, across an episode's end (a note says whether another seed gives another game);
 - ``pickling``: the env factory pickles and loads back as itself, as a worker process started by ``spawn`` or
-  ``forkserver`` needs, and an env pickled mid-game plays on as the original;
+  ``forkserver`` needs, an env pickled mid-game plays on as the original, and a registered game has the import path
+  a worker process imports it by (a note for a spec not registered);
 - ``protocol``: the platform's observation (``competition_obs()``, and ``platform_obs()`` where the env has one) reads
   after a reset and each step without changing the game, and crosses to another process (pickled; ``platform_obs()``
   as JSON); the platform protocol module, where the spec names one, is a file that imports nothing of sb3_realm;
@@ -51,6 +52,7 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from ..submission import LAYOUTS, layout_spec
+from . import registry
 from .spec import GameSpec
 
 __all__ = ["CHECKS", "GameCheckError", "GameCheckReport", "check_game"]
@@ -91,10 +93,13 @@ class GameCheckReport:
         return "\n".join(lines)
 
 
-def check_game(spec: GameSpec, *, seed: int = 0, steps: int = 100, env_kwargs: Mapping[str, Any] | None = None,
+def check_game(spec: GameSpec | str, *, seed: int = 0, steps: int = 100, env_kwargs: Mapping[str, Any] | None = None,
                layouts: Collection[str] | None = None) -> GameCheckReport:
     """Check the game ``spec`` as the shared layers will use it (the checks of the module docstring) and return what
     was found; a :class:`GameCheckError` for the first check that fails.
+
+    :param spec: the game's spec, or a registered game's name or import path ``package.module:ATTR`` (then imported
+        and registered, as ``game:`` in a config is).
 
     :param seed: the seed of the games played (the determinism check also plays ``seed + 1``).
     :param steps: how many steps the determinism check plays, and the most the yardstick's game lasts (its
@@ -107,8 +112,10 @@ def check_game(spec: GameSpec, *, seed: int = 0, steps: int = 100, env_kwargs: M
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError(f"steps = {steps!r}: check_game plays at least 2 steps; pass an integer >= 2, e.g. 100")
+    if isinstance(spec, str):
+        spec = registry.get(spec)
     if not isinstance(spec, GameSpec):
-        raise TypeError(f"check_game() takes a GameSpec, got {type(spec).__name__}")
+        raise TypeError(f"check_game() takes a GameSpec, or a game's name or import path, got {type(spec).__name__}")
     checker = _Checker(spec, seed, steps, dict(env_kwargs or {}), set(LAYOUTS if layouts is None else layouts))
     notes: dict[str, tuple[str, ...]] = {}
     for check in CHECKS:
@@ -373,6 +380,31 @@ class _Checker:
                                 f"at {found}", "pickle every part of the game's state, its random generator included")
             if a[2] or a[3]:
                 break
+        self._import_path()
+
+    def _import_path(self) -> None:
+        """A registered game has the import path worker processes get it by, and the path gives this very spec."""
+        name = self.spec.name
+        if registry.GAMES.get(name) is not self.spec:
+            self.notes.append("not registered: worker processes find a game by its import path or entry point")
+            return
+        path = registry.path_of(name)
+        if path is None:
+            raise self.fail("pickling", "it is registered by object, and no importable module holds its GameSpec",
+                            "a worker process imports a game by its path: define the GameSpec in a module of the "
+                            "game's package and register it by import path ('package.module:ATTR') or entry point")
+        module, _, attr = path.partition(":")
+        try:
+            value: Any = importlib.import_module(module)
+        except Exception as exc:  # ImportError, or whatever the module raised while it ran
+            raise self.fail("pickling", f"its import path {path!r} does not import ({type(exc).__name__}: {exc})",
+                            "install the game's package or put its folder on PYTHONPATH") from exc
+        for part in attr.split("."):
+            value = getattr(value, part, None)
+        if value is not self.spec:
+            raise self.fail("pickling", f"its import path {path!r} gives {_short(value)}, not its GameSpec",
+                            "register the game by the path of the module-level name that holds its GameSpec")
+        self.notes.append(f"worker processes import it as {path}")
 
     def _step(self, env: Any, action: int, check: str) -> tuple:
         try:
