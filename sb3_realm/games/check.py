@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from ..submission import LAYOUTS, layout_spec
 from . import registry
@@ -100,7 +99,6 @@ def check_game(spec: GameSpec | str, *, seed: int = 0, steps: int = 100, env_kwa
 
     :param spec: the game's spec, or a registered game's name or import path ``package.module:ATTR`` (then imported
         and registered, as ``game:`` in a config is).
-
     :param seed: the seed of the games played (the determinism check also plays ``seed + 1``).
     :param steps: how many steps the determinism check plays, and the most the yardstick's game lasts (its
         ``max_step`` where the game's ``usr_conf`` has one).
@@ -319,6 +317,9 @@ class _Checker:
         env.close()
 
     def env_checker(self) -> None:
+        # here, not at the top: SB3 loads torch, and the registry that re-exports check_game must import fast
+        from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
         for name, run in (("SB3's check_env", lambda env: sb3_check_env(env, warn=True)),
                           ("Gymnasium's check_env", lambda env: gymnasium_check_env(env, skip_render_check=True))):
             env = self.make("env_checker")
