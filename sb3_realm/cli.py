@@ -42,9 +42,11 @@ SETTINGS_HELP = ("the named settings every game plays over its usr_conf (default
                                                           for name, values in spec.settings.items() if values)
                              for spec in games.GAMES.values() if len(spec.settings) > 1)
                  + " (--max-step wins over a setting's max_step)")
-GAME_HELP = (f"the game to play: {', '.join(games.GAMES)} (default: the one the checkpoint or submission records, or "
-             "the game of the expert named; there is no default game: 'random' needs it)")
-DEMO_GAME_HELP = f"the game to play: {', '.join(games.GAMES)} (required: there is no default game)"
+GAME_HELP = (f"the game to play: {', '.join(games.GAMES)}, or a game's import path package.module:ATTR (default: the "
+             "one the checkpoint or submission records, or the game of the expert named; there is no default game: "
+             "'random' needs it)")
+DEMO_GAME_HELP = (f"the game to play: {', '.join(games.GAMES)}, or a game's import path package.module:ATTR (required: "
+                  "there is no default game)")
 
 
 def _game_arg(value: str) -> str:

@@ -64,6 +64,7 @@ def test_the_package_is_a_copy_of_the_code_package_with_the_policy(setup):
     out, package = setup["out"], setup["package"]
     manifest = json.loads((out / "agent_diy" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["layout"] == "gorge15" and manifest["game"] == "gorge" and manifest["algo_dir"] == "agent_diy"
+    assert manifest["game_path"] == "sb3_realm.games.gorge.spec:SPEC"  # where the game is read back from
     assert manifest["weights"]["file"] == "agent_diy/ckpt/model.ckpt-64.pkl"
     for rel in ("agent.py", "algorithm/algorithm.py", "conf/conf.py", "feature/definition.py", "feature/features.py",
                 "model/model.py", "model/weights.py", "model/nets.py", "model/spec.json",
