@@ -146,23 +146,42 @@ def _dist_info(folder: Path, name: str, entry_points: str) -> None:
     (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
 
 
+def _python(script: str, *path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``script`` run by a fresh interpreter with ``path`` (and the checkout) on its ``PYTHONPATH``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, path), str(REPO)])}
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, cwd=cwd, timeout=300,
+                          check=True, encoding="utf-8")
+
+
+def test_a_game_named_by_path_brings_its_gymnasium_ids(tmp_path):
+    script = textwrap.dedent(f"""
+        import gymnasium
+        from sb3_realm import games
+        assert "sb3_realm/ToyGrid-v0" not in gymnasium.registry and "toy" not in games.names()
+        games.get("{TOY_PATH}")
+        print(type(gymnasium.make("sb3_realm/ToyGrid-v0").unwrapped).__name__)
+    """)
+    assert _python(script, TOY_PKG, cwd=tmp_path).stdout.split() == ["ToyEnv"]
+
+
 def test_an_installed_package_registers_its_game_by_entry_point_on_first_use(tmp_path):
     site = tmp_path / "site"
     _dist_info(site, "sb3-realm-toy", f"[sb3_realm.games]\ntoy = {TOY_PATH}\n")
     _dist_info(site, "sb3-realm-broken", "[sb3_realm.games]\nbroken = no_such_game.spec:SPEC\n")
     script = textwrap.dedent("""
         import json
+        import gymnasium
         from sb3_realm import games
         try:
             games.get("broken")
         except ValueError as exc:
             why = str(exc)
-        print(json.dumps({"names": games.names(), "toy": games.path_of("toy"), "broken": why}))
+        env = gymnasium.make("sb3_realm/ToyGrid-v0")
+        print(json.dumps({"names": games.names(), "toy": games.path_of("toy"), "broken": why,
+                          "env": type(env.unwrapped).__name__}))
     """)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(TOY_PKG), str(REPO)])}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300, check=True, encoding="utf-8")
+    done = _python(script, site, TOY_PKG, cwd=tmp_path)
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["names"] == ["realm", "gorge", "toy"] and out["toy"] == TOY_PATH
+    assert out["names"] == ["realm", "gorge", "toy"] and out["toy"] == TOY_PATH and out["env"] == "ToyEnv"
     assert "Its entry point did not load: entry point 'broken' of group 'sb3_realm.games'" in out["broken"]
     assert "GamePluginWarning" in done.stderr and "module 'no_such_game.spec' does not import" in done.stderr

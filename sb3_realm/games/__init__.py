@@ -18,6 +18,7 @@ from .registry import (
     reference,
     references,
     register,
+    register_env_ids,
     unregister,
 )
 from .spec import (
@@ -119,10 +120,7 @@ def names() -> list[str]:
 
 
 def register_envs() -> None:
-    """Register every game's env ids with Gymnasium (``gymnasium.make("sb3_realm/Realm-v0")``)."""
-    from gymnasium.envs.registration import register, registry
-
+    """Register every game's env ids with Gymnasium (``gymnasium.make("sb3_realm/Realm-v0")``): reading the
+    registry registers them, and a game registered later registers its ids as it comes."""
     for spec in GAMES.values():
-        for env_id, kwargs in spec.env.ids.items():
-            if env_id not in registry:
-                register(id=env_id, entry_point=spec.env.entry_point, kwargs=dict(kwargs))
+        register_env_ids(spec)

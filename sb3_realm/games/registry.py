@@ -12,6 +12,8 @@ one string a worker process needs to import the game again:
 - by object (:func:`register`): its path is then that of a module that holds the spec, if one does (none for a spec
   made in a script run as ``__main__``: such a game plays only in the process that registered it).
 
+A game's env ids are registered with Gymnasium as the game is.
+
 Processes the package starts (evaluation and collection workers, tuning workers, subprocess envs) are handed the
 paths (:func:`reference`, :func:`references`) and call :func:`get` (:func:`adopt`) on them before anything else, under
 ``fork``, ``forkserver`` and ``spawn`` alike.
@@ -38,6 +40,7 @@ __all__ = [
     "reference",
     "references",
     "register",
+    "register_env_ids",
     "unregister",
 ]
 
@@ -166,7 +169,19 @@ def _add(spec: GameSpec, path: str | None) -> GameSpec:
     dict.__setitem__(GAMES, spec.name, spec)
     if path is not None:
         _PATHS.setdefault(spec.name, path)
+    if registered is None:
+        register_env_ids(spec)
     return spec
+
+
+def register_env_ids(spec: GameSpec) -> None:
+    """Register the game's env ids with Gymnasium (``gymnasium.make("sb3_realm/Realm-v0")``), those not taken."""
+    from gymnasium.envs.registration import register as register_env
+    from gymnasium.envs.registration import registry as env_registry
+
+    for env_id, kwargs in spec.env.ids.items():
+        if env_id not in env_registry:
+            register_env(id=env_id, entry_point=spec.env.entry_point, kwargs=dict(kwargs))
 
 
 def _load_entry_points() -> None:
