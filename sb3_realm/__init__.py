@@ -57,4 +57,4 @@ if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
 passive_thread_waits()  # OpenMP threads that sleep while they wait: set before torch is loaded
-register_envs()  # reads the games' entry points: a game's package may load torch
+register_envs(shipped_only=True)  # the other games' ids come as the registry reads their entry points

@@ -5,6 +5,7 @@ point or import path (:mod:`sb3_realm.games.registry`)."""
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 from .registry import (
@@ -119,8 +120,14 @@ def names() -> list[str]:
     return list(GAMES)
 
 
-def register_envs() -> None:
-    """Register every game's env ids with Gymnasium (``gymnasium.make("sb3_realm/Realm-v0")``): reading the
-    registry registers them, and a game registered later registers its ids as it comes."""
+def register_envs(shipped_only: bool = False) -> None:
+    """Register the games' env ids with Gymnasium (``gymnasium.make("sb3_realm/Realm-v0")``): every registered game's,
+    the entry points' read first. ``shipped_only``: the shipped games' alone, as ``import sb3_realm`` does, which
+    imports no other game's modules; a game of an entry point registers its ids on the registry's first use."""
+    if shipped_only:
+        for path in SHIPPED.values():
+            module, _, attr = path.partition(":")
+            register_env_ids(getattr(importlib.import_module(module), attr))
+        return
     for spec in GAMES.values():
         register_env_ids(spec)
