@@ -127,8 +127,13 @@ def _eval_parser(sub) -> argparse.ArgumentParser:
     ev.add_argument("--no-yardstick", action="store_true", help=f"skip the yardstick's score ({_yardsticks()}; no "
                     "gap column)")
     ev.add_argument("--no-oracle", dest="no_yardstick", action="store_true", help=argparse.SUPPRESS)  # the old name
-    ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash")
-    ev.add_argument("--no-buff", action="store_true", help="expert policy: ignore the buff")
+    ev.add_argument("--expert-option", type=_expert_option, action="append", default=[], metavar="NAME=VALUE",
+                    help="an option of the game's expert policies, its value as JSON (e.g. use_flash=false); repeat "
+                         "for more")
+    ev.add_argument("--no-flash", action="store_true", help="expert policy: never flash (--expert-option "
+                    "use_flash=false)")
+    ev.add_argument("--no-buff", action="store_true", help="expert policy: ignore the buff (--expert-option "
+                    "use_buff=false)")
     ev.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
     return ev
@@ -425,6 +430,29 @@ def _eval_env_kwargs(args) -> dict:
     return kwargs
 
 
+def _expert_option(text: str) -> tuple[str, object]:
+    """argparse type of ``--expert-option NAME=VALUE``: the name and the value read as JSON (a bare word that is
+    not JSON: the word)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE; give an option of the game's experts and its "
+                                         "value, e.g. --expert-option use_flash=false")
+    try:
+        return name.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return name.strip(), value
+
+
+def _expert_options(args) -> dict | None:
+    """The options of ``eval``'s expert policy: ``--expert-option``'s, with ``--no-flash`` and ``--no-buff`` the
+    short forms of ``use_flash=false`` and ``use_buff=false``."""
+    options = dict(args.expert_option)
+    for flag, name in ((args.no_flash, "use_flash"), (args.no_buff, "use_buff")):
+        if flag:
+            options[name] = False
+    return options or None
+
+
 def _cmd_eval(args) -> None:
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
         if path is not None:
@@ -435,7 +463,7 @@ def _cmd_eval(args) -> None:
         report = evaluate(args.policy, args.protocol, map_path=args.map_path, seed=args.seed,
                           treasures=args.treasures, games=args.games, custom=args.sets, max_step=args.max_step,
                           workers=args.workers, yardstick=not args.no_yardstick, progress=sys.stderr.isatty(),
-                          use_flash=not args.no_flash, use_buff=not args.no_buff,
+                          expert_options=_expert_options(args),
                           env_kwargs=_eval_env_kwargs(args) or None, game=args.game, maps=args.maps,
                           allow_overlap=args.allow_overlap, settings=args.settings)
         print(format_report(report, worst=args.worst))

@@ -338,3 +338,17 @@ def small_gorge_model(path: Path, algo: str = "maskable", seed: int = 0) -> Path
     model.feature_version = features.FEATURE_VERSION  # as sb3-realm's runs record it
     model.save(path)
     return Path(path)
+
+
+def realm_result(index: int, *, ids: tuple = (3, 5), score: float = 1.0, reached_end: bool = True,
+                 missed: tuple = (), steps: int = 99, treasures: int | None = None, flash_used: int = 0,
+                 buff_used: int = 0, **extra):
+    """A Back to the Realm game's :class:`~sb3_realm.evaluation.GameResult` as evaluation makes it, from the final
+    info its env gives (``extra``: the result's other fields, e.g. ``yardstick_score``, ``cut``)."""
+    from sb3_realm import games
+    from sb3_realm.evaluation import GameResult
+
+    info = {"score": score, "steps": steps, "win": reached_end, "treasure_ids": list(ids),
+            "treasures": len(ids) - len(missed) if treasures is None else treasures, "treasures_missed": list(missed),
+            "flash_used": flash_used, "buff_used": buff_used}
+    return GameResult.from_summary(info, index=index, game=games.get("realm"), **extra)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import open_map
+from helpers import open_map, realm_result
 from PIL import Image
 
 from sb3_realm.evaluation import evaluate, format_report, plot_scores, protocol_configs, replay, write_json_atomic
@@ -153,11 +153,11 @@ def test_eval_worst_below_one_is_refused(worst, capsys):
 def test_the_yardstick_keys_and_a_report_written_before_their_rename():
     """A report writes the yardstick's score under ``yardstick_*`` keys; one written before the rename (``oracle_*``
     keys) reads back under the new names (``with_yardstick_keys``), and ``GameResult.oracle_score`` still reads."""
-    from sb3_realm.evaluation import EvalReport, GameResult
+    from sb3_realm.evaluation import EvalReport
     from sb3_realm.evaluation.reports import OLD_YARDSTICK_KEYS, with_yardstick_keys
 
-    games = [GameResult(index=i, treasure_ids=(3,), score=score, reached_end=True, treasures=1, missed=(), steps=10,
-                        yardstick_score=310.0, yardstick_steps=9) for i, score in enumerate([300.0, 290.0])]
+    games = [realm_result(i, ids=(3,), score=score, steps=10, yardstick_score=310.0, yardstick_steps=9)
+             for i, score in enumerate([300.0, 290.0])]
     report = EvalReport("random", "custom", "default", 0, games, game="realm")
     data = json.loads(json.dumps(report.to_dict()))
     s, game = data["summary"], data["games"][0]

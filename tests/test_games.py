@@ -85,19 +85,20 @@ def test_only_gorge_chases_open_maps_are_read_from_the_maps_folder():
 def test_a_summary_holds_the_success_figures_the_spec_names(spec):
     """The keys of :attr:`GameSpec.evaluation.success` are figures of the game's evaluation summary, and its per-game
     test counts the games the summary counts."""
-    caught = {"caught": True, "steps": 50, "caught_after_speedup": False, "free_neighbours": 2}
-    played = [GameResult(index=0, treasure_ids=(1, 2), score=100.0, reached_end=True, treasures=2, missed=(), steps=90,
-                         details=spec.results.details({"caught": False, "steps": 90})),
-              GameResult(index=1, treasure_ids=(1, 2), score=10.0, reached_end=False, treasures=1, missed=(2,),
-                         steps=50, details=spec.results.details(caught))]
+    common = {"treasure_ids": [1, 2], "flash_used": 0, "buff_used": 0, "caught_after_speedup": False}
+    won = {**common, "score": 100.0, "steps": 90, "win": True, "treasures": 2, "treasures_missed": [], "caught": False}
+    lost = {**common, "score": 10.0, "steps": 50, "win": False, "treasures": 1, "treasures_missed": [2],
+            "caught": True, "free_neighbours": 2}
+    played = [GameResult.from_summary(info, index=i, game=spec) for i, info in enumerate((won, lost))]
     summary = EvalReport(policy="p", protocol=spec.evaluation.protocols[0], map="m", seed=0, games=played,
                          game=spec.name).summary()
     success = spec.evaluation.success
     assert summary[success.count] == sum(success.of_game(g) for g in played) == 1
     assert summary[success.rate] == 0.5 and summary[success.reached] == 1
     assert success.verb in ("won", "survived")
-    cut = dataclasses.replace(played[0], cut=True, reached_end=False)  # an imitation rollout stopped short
-    assert not success.of_game(cut)
+    assert [g.success for g in played] == [True, False]
+    cut = GameResult.from_summary({**won, "win": False}, index=0, game=spec, cut=True)  # a rollout stopped short
+    assert not success.of_game(cut) and not cut.success
 
 
 @pytest.mark.parametrize("weights", [realm_rewards, gorge_rewards], ids=["realm", "gorge"])

@@ -3,16 +3,16 @@ row (``sb3-realm eval planner --game gorge`` showed the yardstick's mean but not
 
 from __future__ import annotations
 
+from sb3_realm import games
 from sb3_realm.evaluation import format_report
 from sb3_realm.evaluation.reports import EvalReport, GameResult
 
 
 def _game(index: int, map_name: str, score: float, yardstick: float, caught: bool) -> GameResult:
-    return GameResult(index=index, treasure_ids=(), score=score, reached_end=False, treasures=index % 3, missed=(),
-                      steps=int(score / 1.5), flash_used=1, yardstick_score=yardstick, yardstick_steps=100,
-                      map=map_name, details={"survived": not caught, "caught_after_speedup": caught,
-                                             "caught_step": 50 if caught else None,
-                                             "free_neighbours": 2 if caught else None})
+    info = {"score": score, "steps": 50 if caught else int(score / 1.5), "treasures": index % 3, "flash_used": 1,
+            "buff_used": 0, "caught": caught, "caught_after_speedup": caught, "free_neighbours": 2}
+    return GameResult.from_summary(info, index=index, game=games.get("gorge"), yardstick_score=yardstick,
+                                   yardstick_steps=100, map=map_name)
 
 
 def _report() -> EvalReport:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from helpers import realm_result
 
 import sb3_realm.imitation.dagger as dagger_module
 from sb3_realm import games
@@ -366,8 +367,7 @@ def _imitation(tmp_path, *overrides):
 def result(index: int, *, reached_end: bool = True, missed: tuple = (), ids: tuple = (3, 5), score: float = 1.0,
            steps: int = 99) -> GameResult:
     """A game's result as the batched player returns it."""
-    return GameResult(index=index, treasure_ids=tuple(ids), score=score, reached_end=reached_end,
-                      treasures=len(ids) - len(missed), missed=tuple(missed), steps=steps)
+    return realm_result(index, ids=tuple(ids), score=score, reached_end=reached_end, missed=tuple(missed), steps=steps)
 
 
 SMALL_USR = EpisodeConfig.from_usr_conf({"treasure_num": 2, "max_step": 200})

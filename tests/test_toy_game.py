@@ -81,7 +81,7 @@ def trained(toy, tmp_path_factory) -> Path:
 def _score(game) -> float:
     """A game's score by the toy's rules (100 a treasure; at the exit 50 and a point per step left), from what the
     report says of it."""
-    return 100.0 * game.treasures + (50.0 + MAX_STEP - game.steps if game.reached_end else 0.0)
+    return 100.0 * game.details["treasures"] + (50.0 + MAX_STEP - game.steps if game.details["reached_exit"] else 0.0)
 
 
 def test_train_writes_the_model_and_the_held_out_figures_of_the_toy(trained):
@@ -105,18 +105,22 @@ def test_evaluate_scores_the_model_and_the_yardstick_by_the_toys_rules(trained):
     assert report.game == "toy" and report.protocol == "fixed" and len(report.games) == len(FIXED_STARTS)
     for game in report.games:
         assert game.score == _score(game)
-        assert game.details == {"reached_exit": game.reached_end}
+        # the result in the toy's own terms: its success is the exit reached, its details what its spec reports
+        assert set(game.details) == {"reached_exit", "treasures", "treasures_left"}
+        assert game.success == game.details["reached_exit"]
+        assert game.details["treasures"] + game.details["treasures_left"] == 2
     # the yardstick (the BFS expert) played each game beside the model
     assert [g.yardstick_score for g in report.games] == BFS_SCORES
     summary = report.summary()
-    assert summary["exit_share"] == np.mean([g.reached_end for g in report.games])
+    assert summary["exit_share"] == np.mean([g.success for g in report.games])
     assert summary["yardstick_mean_score"] == np.mean(BFS_SCORES)
     assert summary["mean_gap_to_yardstick"] == pytest.approx(np.mean(BFS_SCORES) - summary["mean_score"])
 
     expert = evaluate("bfs", game="toy", workers=1)
     assert [g.score for g in expert.games] == BFS_SCORES
     assert [g.steps for g in expert.games] == [12, 14, 12, 15]
-    assert all(g.won and g.treasures == 2 for g in expert.games)
+    assert all(g.success and g.details["treasures"] == 2 and not g.details["treasures_left"] for g in expert.games)
+    assert all(g.to_dict()["success"] and "won" not in g.to_dict() for g in expert.games)  # no Realm terms
     summary = expert.summary()
     assert summary["exit_share"] == 1.0 and summary["reached_exit"] == 4 and summary["mean_gap_to_yardstick"] == 0
     text = format_report(expert)

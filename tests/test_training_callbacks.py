@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import realm_result
 from sb3_contrib import MaskablePPO, RecurrentPPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -20,7 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import sb3_realm.training.eval_callback as eval_callback_module
 from sb3_realm import games
 from sb3_realm.agents import ModelPolicy
-from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
+from sb3_realm.evaluation import EvalReport, protocol_configs
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import TERMS
 from sb3_realm.training import MetricsCallback, RealmMetricsCallback
@@ -93,8 +94,8 @@ def test_promised_keys_reach_tensorboard(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- best model
 def fake_report(score: float) -> EvalReport:
-    games = [GameResult(index=i, treasure_ids=tuple(c["treasure_id"]), score=score, reached_end=score > 0, treasures=1,
-                        missed=(), steps=10) for i, c in enumerate(CONFIGS)]
+    games = [realm_result(i, ids=tuple(c["treasure_id"]), score=score, reached_end=score > 0, treasures=1, steps=10)
+             for i, c in enumerate(CONFIGS)]
     return EvalReport(policy="fake", protocol="custom", map="small", seed=0, games=games)
 
 

@@ -26,11 +26,12 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
+from helpers import realm_result
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from sb3_realm import games
-from sb3_realm.evaluation import EvalReport, GameResult, protocol_configs
+from sb3_realm.evaluation import EvalReport, protocol_configs
 from sb3_realm.games.realm import features
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.rewards import RewardWeights
@@ -539,8 +540,7 @@ class _Trial:
 
 def _report(scores: list[float]) -> EvalReport:
     return EvalReport(policy="fake", protocol="fixed", map="small", seed=0,
-                      games=[GameResult(index=i, treasure_ids=(3, 4), score=s, reached_end=True, treasures=2, missed=(),
-                                        steps=10) for i, s in enumerate(scores)])
+                      games=[realm_result(i, ids=(3, 4), score=s, steps=10) for i, s in enumerate(scores)])
 
 
 @pytest.mark.parametrize("per_game", [False, True])

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import games
 from ..games import GameEnv
@@ -23,8 +25,8 @@ class PolicySpec:
 
     :param kind: the policy string given by the user.
     :param seed: seed of the random policy.
-    :param use_flash: the oracle may flash.
-    :param use_buff: the oracle may take the buff.
+    :param expert_options: ``(name, value)`` pairs of the options an expert of the game takes
+        (:attr:`~sb3_realm.games.Experts.play_options`, e.g. the Realm's ``use_flash``); other policies ignore them.
     :param trust_pickle: a checkpoint's pickles may run (see :mod:`.checkpoint`); None: as the process says.
     :param game: the game whose experts the names stand for (None: the one game whose expert ``kind`` is, which
         it then holds).
@@ -32,8 +34,7 @@ class PolicySpec:
 
     kind: str
     seed: int = 0
-    use_flash: bool = True
-    use_buff: bool = True
+    expert_options: tuple = ()
     trust_pickle: bool | None = None
     game: str | None = None
 
@@ -44,21 +45,23 @@ class PolicySpec:
                 object.__setattr__(self, "game", owners[0].name)
 
     def build(self, env: GameEnv) -> Policy:
-        return load_policy(self.kind, env, seed=self.seed, use_flash=self.use_flash, use_buff=self.use_buff,
+        return load_policy(self.kind, env, seed=self.seed, expert_options=dict(self.expert_options),
                            trust_pickle=self.trust_pickle, game=self.game)
 
 
-def load_policy(spec: str, env: GameEnv, seed: int = 0, use_flash: bool = True, use_buff: bool = True,
+def load_policy(spec: str, env: GameEnv, seed: int = 0, expert_options: Mapping[str, Any] | None = None,
                 trust_pickle: bool | None = None, game: str | None = None) -> Policy:
     """Build the policy named by ``spec`` for ``env`` (an env of ``game``; None: the game whose expert ``spec`` names,
-    if it names one); a bad spec raises ``ValueError`` saying what is accepted."""
+    if it names one); a bad spec raises ``ValueError`` saying what is accepted. An expert gets ``expert_options``
+    (the options its game's experts take, :attr:`~sb3_realm.games.Experts.play_options`; a ``ValueError`` names one
+    they do not take)."""
     if game is None and _expert_owners(spec):
         game = _expert_game(spec, None).name
     experts = games.get(game).experts if game is not None else {}
     if spec == "random":
         return RandomPolicy(seed)
     if spec in experts:
-        return experts[spec](env, use_flash=use_flash, use_buff=use_buff)
+        return experts[spec](env, **games.get(game).check_expert_options(expert_options))
     names = ", ".join(repr(name) for name in _expert_names(game))
     if not str(spec).strip():
         raise ValueError(f"policy '' is empty; give 'random', {names}, an SB3 checkpoint (.zip saved "

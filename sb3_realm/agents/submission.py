@@ -26,7 +26,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
 
 import numpy as np
 
@@ -175,11 +174,11 @@ class SubmissionPolicy:
 
     def reset(self, env: GameEnv) -> None:
         if self.env_obs:
-            self.agent.reset(cast(Any, env).platform_obs())
+            self.agent.reset(env.platform_obs())
         # an Agent on the kaiwu_agent stand-in restarts its state from the observation (episode start)
 
     def act(self, env: GameEnv, obs: dict[str, np.ndarray]) -> int:
         if self.env_obs:
-            return int(self.agent.exploit(cast(Any, env).platform_obs()))
+            return int(self.agent.exploit(env.platform_obs()))
         obs_data = self.definition.observation_process(*platform_obs(env))
         return int(self.definition.action_process(self.agent.exploit([obs_data])[0]))

@@ -25,10 +25,10 @@ __all__ = ["evaluate_batched", "game_result", "play_games", "played_report"]
 def game_result(info: dict, env, *, index: int, seed: int, conf: dict | None, game: str | None = None,
                 **extra) -> GameResult:
     """The :class:`GameResult` of a game of ``game`` that ``env`` ended with summary ``info``, played from env seed
-    ``seed`` with ``usr_conf`` ``conf``: its treasure set, the map ``conf`` names and the game's own details."""
-    return GameResult.from_summary(info, index=index, treasure_ids=getattr(env.game, "treasure_ids", ()),
-                                   seed=int(seed), map=(conf or {}).get("map_name"),
-                                   details=_games.get(game).results.details(info), **extra)
+    ``seed`` with ``usr_conf`` ``conf``: the map ``conf`` names, the game's own details and its success."""
+    del env  # the game's figures are those of its summary
+    return GameResult.from_summary(info, index=index, game=_games.get(game), seed=int(seed),
+                                   map=(conf or {}).get("map_name"), **extra)
 
 
 @torch.no_grad()

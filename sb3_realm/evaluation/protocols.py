@@ -14,8 +14,10 @@ Gorge Chase's scripted policy) on the same game.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from .. import games as _games
 from ..agents import PolicySpec, play_episode
@@ -102,9 +104,9 @@ def _run_one(job: tuple[int, dict]) -> GameResult:
     if beside is not None:
         o = info if beside is policy else play_episode(env, beside, seed, conf)
         extra = {"yardstick_score": float(o["score"]), "yardstick_steps": int(o["steps"])}
-    return GameResult.from_summary(info, index=index, treasure_ids=conf.get("treasure_id", ()), seed=seed,
+    return GameResult.from_summary(info, index=index, game=_WORKER["game"], seed=seed,
                                    planned_steps=getattr(policy, "planned_steps", None), map=conf.get("map_name"),
-                                   details=_WORKER["game"].results.details(info), **extra)
+                                   **extra)
 
 
 def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | None) -> None:
@@ -131,7 +133,7 @@ def _check_protocol(protocol: str, played: _games.GameSpec, policy, game: str | 
 def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None, seed: int = 0,
              treasures: int | None = None, games: int | None = None, custom: list[list[int]] | None = None,
              max_step: int | None = None, workers: int = 1, yardstick: bool = True, env_kwargs: dict | None = None,
-             progress: bool = False, use_flash: bool = True, use_buff: bool = True,
+             progress: bool = False, expert_options: Mapping[str, Any] | None = None,
              trust_pickle: bool | None = None, game: str | None = None, maps: list[str] | None = None,
              allow_overlap: bool = False, settings: str = "default") -> EvalReport:
     """Play every game of a protocol with ``policy`` (``"random"``, an expert of the game such as ``"oracle"``, a
@@ -148,6 +150,9 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     :param yardstick: also play the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on each
         game and report the gap to its score.
     :param env_kwargs: extra arguments of the game's env (rules, mask_wall_moves, ...), as in training.
+    :param expert_options: options of the game's experts for an expert ``policy`` (its
+        :attr:`~sb3_realm.games.Experts.play_options`, e.g. ``{"use_flash": False}`` for the Realm's oracle); the
+        yardstick beside plays with its defaults. A ``ValueError`` names an option the game's experts do not take.
     :param trust_pickle: let a checkpoint's pickles run (only for a file you made yourself); default: its entries
         are rebuilt from plain data (:mod:`sb3_realm.agents.checkpoint`).
     :param game: the game to play (None: the one the policy records, :func:`~sb3_realm.agents.load.policy_game`).
@@ -159,6 +164,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     played = policy_game(policy, game)
     name = played.name
     played.check_settings(settings, "--settings", _games.GAMES.values())
+    options = played.check_expert_options(expert_options, "--expert-option")
     protocol = played.evaluation.protocols[0] if protocol is None else protocol
     _check_protocol(protocol, played, policy, game)
     keep = ("max_step",) if max_step is not None else ()
@@ -169,7 +175,7 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     if named_maps and not allow_overlap:
         check_training_maps(policy, named_maps, game=name, maps_dir=(env_kwargs or {}).get("maps_dir"))
     if isinstance(policy, str):
-        spec = PolicySpec(policy, seed=seed, use_flash=use_flash, use_buff=use_buff, trust_pickle=trust_pickle,
+        spec = PolicySpec(policy, seed=seed, expert_options=tuple(options.items()), trust_pickle=trust_pickle,
                           game=name)
         if Path(policy).is_file():
             warn_feature_version(policy, name)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import games as _games
 from ..atomic import atomic_write
+from ..games import GameSpec
 from ..models.saved import run_config_files
 
 __all__ = [
+    "LEGACY_DETAILS",
     "EvalReport",
     "GameResult",
     "check_outputs_apart",
@@ -51,15 +54,31 @@ def with_yardstick_keys(data: Mapping) -> dict:
     return renamed_keys(data, OLD_YARDSTICK_KEYS)
 
 
+#: the fields of a result from before results were game-neutral: a game's figures (Back to the Realm's treasure set
+#: and the ids it left, the treasures taken, flashes, buffs, the end reached) that a game keeps in its
+#: :attr:`GameResult.details` where it has them; they stay readable as attributes of these names (a game without
+#: them reads empty) and a result's dict writes them at its top level, as reports written before did
+LEGACY_DETAILS = ("treasure_ids", "reached_end", "treasures", "missed", "flash_used", "buff_used")
+#: the keys of a result's dict, in the order of the reports written before (``success`` is new)
+_ORDER = ("index", "treasure_ids", "score", "reached_end", "treasures", "missed", "steps", "flash_used", "buff_used",
+          "seed", "cut", "expert_steps", "taken_over", "yardstick_score", "yardstick_steps", "planned_steps", "map",
+          "details", "won", "success", "gap")
+
+
 @dataclass(frozen=True)
 class GameResult:
     """One game's outcome: what evaluation, the batched player (:func:`~sb3_realm.evaluation.play_games`) and
-    imitation's collection all return. ``won`` is the competition's clean win (the end reached with every treasure
-    of the set); ``reached_end`` is the env's ``info["win"]`` (the end reached, maybe with a treasure left).
+    imitation's collection all return. The shared figures are the score, the steps and ``success``, the game's own
+    notion of a successful game (its spec's :attr:`~sb3_realm.games.Success.of_game`: Back to the Realm's clean win,
+    Gorge Chase's survival to ``max_step``); everything else the game reports lies in ``details``.
 
     :param index: the game's place in its protocol or list of games.
-    :param treasure_ids: the game's treasure set.
-    :param missed: the ids of the set left behind.
+    :param score: the competition score.
+    :param steps: the steps played.
+    :param success: the game counts as a success by its game's own rule.
+    :param details: the game's own figures (its spec's :attr:`~sb3_realm.games.Results.details` of the final
+        ``info``), e.g. the Realm's treasure set and what it missed, Gorge Chase's catch. The fields of
+        :data:`LEGACY_DETAILS` stay readable as attributes (``result.treasures``, ``result.missed``, ...).
     :param seed: the env seed it was played from (None where the protocol's index names it).
     :param cut: stopped at a step limit before the game was over (imitation's ``dagger_max_steps``).
     :param expert_steps: collection: the steps the expert played.
@@ -69,18 +88,13 @@ class GameResult:
         ``oracle_score``, ``oracle_steps``: :func:`with_yardstick_keys` reads it).
     :param planned_steps: the Realm's oracle's own plan, when the policy is the oracle.
     :param map: the map of the game, where a protocol names one per game.
-    :param details: the game's own figures (its spec's ``result_details``), e.g. Gorge Chase's catch.
     """
 
     index: int
-    treasure_ids: tuple[int, ...]
     score: float
-    reached_end: bool
-    treasures: int
-    missed: tuple[int, ...]
     steps: int
-    flash_used: int = 0
-    buff_used: int = 0
+    success: bool = False
+    details: dict = field(default_factory=dict)
     seed: int | None = None
     cut: bool = False
     expert_steps: int | None = None
@@ -89,15 +103,68 @@ class GameResult:
     yardstick_steps: int | None = None
     planned_steps: int | None = None
     map: str | None = None
-    details: dict = field(default_factory=dict)
 
     @classmethod
-    def from_summary(cls, info: dict, *, index: int, treasure_ids=(), **extra) -> GameResult:
-        """The result of a game whose ``env.episode_summary()`` (or final ``info``) is ``info``."""
-        return cls(index=index, treasure_ids=tuple(int(i) for i in treasure_ids), score=float(info["score"]),
-                   reached_end=bool(info.get("win", False)), treasures=int(info["treasures"]),
-                   missed=tuple(int(i) for i in info.get("treasures_missed", ())), steps=int(info["steps"]),
-                   flash_used=int(info.get("flash_used", 0)), buff_used=int(info.get("buff_used", 0)), **extra)
+    def from_summary(cls, info: dict, *, index: int, game: GameSpec, **extra) -> GameResult:
+        """The result of a game of ``game`` whose ``env.episode_summary()`` (or final ``info``) is ``info``: its
+        score and steps, the game's details of it and, from those, whether it was a success."""
+        result = cls(index=index, score=float(info["score"]), steps=int(info["steps"]),
+                     details=dict(game.results.details(info)), **extra)
+        return replace(result, success=bool(game.evaluation.success.of_game(result)))
+
+    @classmethod
+    def from_dict(cls, data: Mapping, game: str | GameSpec | None = None) -> GameResult:
+        """A result read back from its dict (:meth:`to_dict`, a report's JSON), also one written before results
+        were game-neutral (the fields of :data:`LEGACY_DETAILS` at the top level, no ``success``) or before the
+        yardstick's rename (``oracle_score``). Without ``success``, ``game`` (a registered game's name or spec;
+        None: the file's game is read as a report written before reports named it) says whether the game was
+        one."""
+        data = with_yardstick_keys(data)
+        details = {**{k: data[k] for k in LEGACY_DETAILS if k in data}, **dict(data.get("details") or {})}
+        for key in ("treasure_ids", "missed"):
+            if key in details:
+                details[key] = tuple(int(i) for i in details[key])
+        own = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name not in ("details", "success")}
+        result = cls(**own, details=details)
+        if "success" in data:
+            return replace(result, success=bool(data["success"]))
+        spec = game if isinstance(game, GameSpec) else _games.recorded(game, "the game result")
+        return replace(result, success=bool(spec.evaluation.success.of_game(result)))
+
+    @property
+    def treasure_ids(self) -> tuple[int, ...]:
+        """The game's treasure set (a detail of Back to the Realm; empty for a game without)."""
+        return tuple(self.details.get("treasure_ids", ()))
+
+    @property
+    def reached_end(self) -> bool:
+        """The game's end reached, maybe with a treasure left (the Realm's ``info["win"]``; a detail)."""
+        return bool(self.details.get("reached_end", False))
+
+    @property
+    def treasures(self) -> int:
+        """The treasures taken (a detail; 0 for a game without)."""
+        return int(self.details.get("treasures", 0))
+
+    @property
+    def missed(self) -> tuple[int, ...]:
+        """The ids of the treasure set left behind (a detail of the Realm)."""
+        return tuple(self.details.get("missed", ()))
+
+    @property
+    def flash_used(self) -> int:
+        """The flashes used (a detail; 0 for a game without)."""
+        return int(self.details.get("flash_used", 0))
+
+    @property
+    def buff_used(self) -> int:
+        """The buffs taken (a detail; 0 for a game without)."""
+        return int(self.details.get("buff_used", 0))
+
+    @property
+    def won(self) -> bool:
+        """The end reached with every treasure of the set (the Realm's clean win, its :attr:`success`)."""
+        return self.reached_end and not self.missed
 
     @property
     def oracle_score(self) -> float | None:
@@ -110,18 +177,23 @@ class GameResult:
         return self.yardstick_steps
 
     def to_dict(self) -> dict:
-        """The result as plain data, with ``won`` and ``gap``; ``map`` and ``details`` only where the game has them."""
-        out = {**asdict(self), "won": self.won, "gap": self.gap}
+        """The result as plain data: the shared fields, ``success`` and ``gap``; the details of
+        :data:`LEGACY_DETAILS` at the top level with ``won`` (as reports written before have them) and the game's
+        other details under ``details``; ``map`` only where the game has one."""
+        values: dict = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        values.update({k: v for k, v in self.details.items() if k in LEGACY_DETAILS})
+        for key in ("treasure_ids", "missed"):
+            if key in values:
+                values[key] = tuple(values[key])
+        own = {k: v for k, v in self.details.items() if k not in LEGACY_DETAILS}
+        if own:
+            values["details"] = own
+        if "reached_end" in self.details:
+            values["won"] = self.won
         if self.map is None:
-            del out["map"]
-        if not self.details:
-            del out["details"]
-        return out
-
-    @property
-    def won(self) -> bool:
-        """The end reached with every treasure of the set: the competition's clean win."""
-        return self.reached_end and not self.missed
+            del values["map"]
+        values["gap"] = self.gap
+        return {k: copy.deepcopy(values[k]) for k in _ORDER if k in values}
 
     @property
     def gap(self) -> float | None:
@@ -147,8 +219,8 @@ class EvalReport:
     settings_values: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
-        """The protocol's figures: the shared ones (score, treasures, steps, flash and buff use), the game's own (its
-        spec's ``summarize``: the Realm's wins and missed treasures, Gorge Chase's survival and catches per map) and
+        """The protocol's figures: the shared ones (score and steps), the game's own (its spec's ``summarize``: the
+        treasures taken, the Realm's wins and missed treasures, Gorge Chase's survival and catches per map) and
         the game's yardstick's mean score and the gap to it (``yardstick_mean_score``, ``mean_gap_to_yardstick``,
         ``max_gap_to_yardstick``) where it played beside."""
         g = self.games
@@ -157,9 +229,7 @@ class EvalReport:
             "policy": self.policy, "protocol": self.protocol, "map": self.map, "seed": self.seed,
             "settings": self.settings, "settings_values": dict(self.settings_values), "games": len(g),
             "mean_score": float(scores.mean()), "min_score": float(scores.min()), "max_score": float(scores.max()),
-            "mean_treasures": float(np.mean([r.treasures for r in g])),
             "mean_steps": float(np.mean([r.steps for r in g])),
-            "flash_games": int(sum(r.flash_used > 0 for r in g)), "buff_games": int(sum(r.buff_used > 0 for r in g)),
         }
         out.update(_games.recorded(self.game, "the evaluation report").results.summarize(g))
         gaps = [r.gap for r in g if r.gap is not None]

@@ -8,6 +8,7 @@ algorithm. Models, agents, evaluation, training, imitation, export, tuning and t
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -34,11 +35,16 @@ __all__ = [
 
 
 class GameEnv(Protocol):
-    """What the shared layers use of a game's env beyond a Gymnasium env's own methods."""
+    """What the shared layers use of a game's env beyond a Gymnasium env's own methods: the map and the game's state
+    that replays, collection and the parity check read, the action mask, the competition's observation, the
+    episode's figures (:attr:`Results.details` reads them), and the episode configuration and reward weights a
+    curriculum and a reward study set on a running env (through ``env_method``), and the platform's observation
+    for a submission's check."""
 
     game_map: Any  # the map played (``name``, walls, positions)
     game: Any  # the game's state (``step_no``, ``events``, the hero's position ``x``, ``z``, ``config.max_step``)
     rules: Any
+    base_config: Any  # the episode configuration (``Episodes.config``) the next reset plays
     metadata: dict[str, Any]
     observation_space: Any
     action_space: Any
@@ -57,6 +63,16 @@ class GameEnv(Protocol):
     def competition_obs(self) -> tuple[Any, Any]: ...
 
     def episode_summary(self) -> dict[str, Any]: ...
+
+    def set_config(self, **usr_conf: Any) -> None: ...
+
+    def set_reward_weights(self, weights: Any) -> None: ...
+
+    def platform_obs(self) -> dict[str, Any]:
+        """The current state as the platform hands it to a submission whose layout's Agent reads the platform's own
+        observation (Gorge Chase's ``env_obs`` dict). A game none of whose layouts does (Back to the Realm) need not
+        have it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -146,6 +162,12 @@ class Success:
     of_game: Callable[[Any], bool]
 
 
+def one_training_game(config: Any, counts: Sequence[int]) -> list[dict]:
+    """The :attr:`Episodes.training_variants` of a game with no variants of its own: its episode configuration."""
+    del counts
+    return [config.to_usr_conf()]
+
+
 def no_maps_folder(name: str) -> bool:
     """The :attr:`Maps.in_folder` of a game that reads no map from a maps folder."""
     del name
@@ -184,8 +206,8 @@ class Episodes:
     """A game's rules and what one episode may be set to.
 
     :param config: the class of the competition's episode configuration (``usr_conf``): ``from_usr_conf(dict,
-        base=None)``, ``to_usr_conf()``, ``treasure_num`` and ``training_usr_conf(count)`` (a fresh training game with
-        ``count`` treasures placed from the env seed).
+        base=None)`` and ``to_usr_conf()``; a game of :attr:`treasure_sets` also ``treasure_num``,
+        ``treasure_pool()`` and ``draw_treasures(rng)``.
     :param usr_conf_keys: the keys of a ``usr_conf``.
     :param rules: the rule overrides' class (``from_dict``).
     :param directions: action ``k % 8`` -> ``(dx, dz)`` in cells of the game's own axes.
@@ -197,6 +219,11 @@ class Episodes:
         the fewer the easier. Only then can a study replay the held-out games one by one (``--pruner wilcoxon``)
         and sample an easier first phase by treasure count (``--curriculum``), and imitation sweep every treasure
         set (``imitation.selection.games``).
+    :param training_variants: ``(episode config, counts) -> [usr_conf]``: the games imitation's fresh training games
+        are drawn from, uniformly (a variant listed twice weighs twice), each played from its own env seed.
+        ``counts`` is ``imitation.treasure_counts`` (empty: none given): the Realm and Gorge Chase give a fresh game
+        of each treasure count (the configuration's own without counts); the default gives the episode
+        configuration itself.
     """
 
     config: Any
@@ -206,6 +233,7 @@ class Episodes:
     max_treasures: int
     random_starts: Callable[[Any], list[dict]]
     treasure_sets: bool = False
+    training_variants: Callable[[Any, Sequence[int]], list[dict]] = one_training_game
 
 
 @dataclass(frozen=True)
@@ -303,15 +331,21 @@ class Results:
 
 
 class Experts(dict):
-    """A game's shipped experts: expert name -> ``(env, use_flash, use_buff) -> policy``, with :attr:`options`, how
-    imitation sets them up (None: the game's experts do not label games for imitation)."""
+    """A game's shipped experts: expert name -> ``(env, **play_options) -> policy``, with :attr:`options`, how
+    imitation sets them up (None: the game's experts do not label games for imitation), and :attr:`play_options`,
+    the keyword options every expert of the game takes, with their defaults (Back to the Realm's and Gorge Chase's
+    ``use_flash`` and ``use_buff``; none: the experts take the env alone). The shared layers pass the options a user
+    names (``sb3-realm eval --expert-option``, :func:`~sb3_realm.evaluation.evaluate`'s ``expert_options``) to the
+    expert unread, after :meth:`GameSpec.check_expert_options`."""
 
-    def __init__(self, policies: Mapping[str, Callable[..., Any]], options: ExpertOptions | None = None) -> None:
+    def __init__(self, policies: Mapping[str, Callable[..., Any]], options: ExpertOptions | None = None,
+                 play_options: Mapping[str, Any] | None = None) -> None:
         super().__init__(policies)
         self.options = options
+        self.play_options = dict(play_options or {})
 
     def __repr__(self) -> str:
-        return f"Experts({dict(self)!r}, options={self.options!r})"
+        return f"Experts({dict(self)!r}, options={self.options!r}, play_options={self.play_options!r})"
 
 
 @dataclass(frozen=True)
@@ -410,6 +444,24 @@ class GameSpec:
         gave himself, which win)."""
         kept = set(keep)
         return {**usr_conf, **{k: v for k, v in self.settings[name].items() if k not in kept}}
+
+    def check_expert_options(self, given: Mapping[str, Any] | None, label: str = "expert_options") -> dict[str, Any]:
+        """``given`` (option name -> value) as the game's experts take them (:attr:`Experts.play_options`), or a
+        ``ValueError`` naming an option they do not take, or a value of another type than the option's default."""
+        options = self.experts.play_options
+        out: dict[str, Any] = {}
+        for name, value in dict(given or {}).items():
+            if name not in options:
+                takes = f"the options {sorted(options)}" if options else "no options"
+                raise ValueError(f"{label}: {name!r} is not an option of {self.title}'s experts, which take {takes}; "
+                                 f"drop {name!r}")
+            default = options[name]
+            if default is not None and type(value) is not type(default) and not (
+                    isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool)):
+                raise ValueError(f"{label}: {name} = {value!r} must be a {type(default).__name__} like its default "
+                                 f"{default!r}, e.g. {name}={json.dumps(default)}")
+            out[name] = value
+        return out
 
     def expert_setup(self) -> ExpertOptions:
         """The experts' :attr:`Experts.options`, or a ``ValueError`` for a game whose experts do not label for

@@ -39,12 +39,16 @@ Game = tuple[int, dict]
 
 def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
     """``n`` fresh games of round ``round_no``: env seeds drawn from ``(seed, round)`` in ``[2**20, 2**31)`` (so
-    never 0..29, the games of ``sb3-realm eval --seed 0``) and never one of the held-out evaluation's, treasure counts
-    drawn from ``imitation.treasure_counts``; with several ``env.settings``, game ``k`` plays the ``k``-th in turn
-    (its keys over the game's, except those ``env.usr_conf`` gives)."""
+    never 0..29, the games of ``sb3-realm eval --seed 0``) and never one of the held-out evaluation's, each the
+    ``usr_conf`` of a variant drawn from the game's own (:attr:`~sb3_realm.games.Episodes.training_variants` of
+    ``env.usr_conf`` and ``imitation.treasure_counts``); with several ``env.settings``, game ``k`` plays the ``k``-th
+    in turn (its keys over the game's, except those ``env.usr_conf`` gives)."""
     spec, env = config.spec, config.env
     base = spec.episodes.config.from_usr_conf(env.usr_conf)
-    counts = config.imitation.treasure_counts or [base.treasure_num]
+    variants = spec.episodes.training_variants(base, list(config.imitation.treasure_counts))
+    if not variants:
+        raise ValueError(f"{spec.title} gives no training games for imitation.treasure_counts = "
+                         f"{config.imitation.treasure_counts!r}; give counts it plays, or none")
     names = env.settings_names(spec)
     held_out = {game_seed(config.eval_seed, i) for i in range(config.eval_games)}
     rng = np.random.default_rng([config.seed, round_no, 1])
@@ -53,7 +57,7 @@ def training_games(config: ImitateConfig, round_no: int, n: int) -> list[Game]:
         seed = int(rng.integers(2**20, 2**31))
         if seed in held_out:
             continue
-        conf = base.training_usr_conf(int(rng.choice(counts)))
+        conf = dict(variants[int(rng.choice(len(variants)))])
         if names != ("default",):
             conf = spec.apply_settings(names[len(games) % len(names)], conf, keep=env.usr_conf)
         games.append((seed, conf))

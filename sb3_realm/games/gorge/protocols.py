@@ -146,10 +146,15 @@ def random_starts(config: GorgeConfig) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ figures
 def result_details(info: dict) -> dict:
-    """A game's own figures from its final ``info``: survived to max_step, caught after the speed-up, the step of
-    the catch and the free 4-neighbours of the hero's cell when caught (a cornered hero has one)."""
+    """A game's own figures from its final ``info`` (:attr:`~sb3_realm.evaluation.GameResult.details`): the
+    treasures taken, the flashes used and the buffs taken, survived to max_step, caught after the speed-up, the step
+    of the catch and the free 4-neighbours of the hero's cell when caught (a cornered hero has one). Its reports keep
+    the keys they had when the Realm's figures were shared ones: an empty treasure set (``treasure_ids``,
+    ``missed``) and ``reached_end`` False."""
     caught = bool(info.get("caught"))
-    return {"survived": not caught, "caught_after_speedup": bool(info.get("caught_after_speedup")),
+    return {"treasure_ids": (), "reached_end": False, "treasures": int(info["treasures"]), "missed": (),
+            "flash_used": int(info.get("flash_used", 0)), "buff_used": int(info.get("buff_used", 0)),
+            "survived": not caught, "caught_after_speedup": bool(info.get("caught_after_speedup")),
             "caught_step": int(info["steps"]) if caught else None,
             "free_neighbours": info.get("free_neighbours") if caught else None}
 
@@ -174,8 +179,9 @@ def summarize(games: Sequence) -> dict:
     """The game's own figures of a report's games (each with ``score``, ``steps``, ``treasures``, ``flash_used``,
     ``buff_used``, ``map`` and :func:`result_details` under ``details``): survival, deaths before and after the
     speed-up, the free neighbours when caught, and the same per map (``per_map``)."""
-    out = {k: v for k, v in _figures(games).items() if k not in ("games", "mean_score", "mean_steps",
-                                                                  "mean_treasures")}
+    out = {k: v for k, v in _figures(games).items() if k not in ("games", "mean_score", "mean_steps")}
+    out.update(flash_games=int(sum(g.flash_used > 0 for g in games)),
+               buff_games=int(sum(g.buff_used > 0 for g in games)))
     free = Counter(g.details.get("free_neighbours") for g in games if not g.details.get("survived", True))
     out["free_neighbours_when_caught"] = {str(k): v for k, v in sorted(free.items(), key=lambda kv: (kv[0] is None,
                                                                                                   kv[0] or 0))}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -36,7 +37,14 @@ from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
 from .rules import DIRECTIONS, SETTINGS, USR_CONF_KEYS, GorgeConfig, Rules
 
-__all__ = ["SPEC", "open_map", "same_map"]
+__all__ = ["SPEC", "open_map", "same_map", "training_variants"]
+
+
+def training_variants(config: GorgeConfig, counts: Sequence[int]) -> list[dict]:
+    """The training games imitation draws from: the configuration with each treasure count of ``counts``
+    (``imitation.treasure_counts``; none: its own ``treasure_count``), the treasures placed from the env seed."""
+    return [config.training_usr_conf(int(count)) for count in (counts or [config.treasure_count])]
+
 
 
 def same_map(a: GorgeMap, b: GorgeMap) -> bool:
@@ -94,6 +102,7 @@ SPEC = GameSpec(
         directions=DIRECTIONS,
         max_treasures=10,
         random_starts=random_starts,
+        training_variants=training_variants,
     ),
     env=Env(
         ids={"sb3_realm/GorgeChase-v0": {}},
@@ -129,7 +138,9 @@ SPEC = GameSpec(
         plot_route=plot_route,
     ),
     experts=Experts({"scripted": ScriptedPolicy, "planner": PlannerPolicy, "search": SearchPolicy,
-                     "ceiling": CeilingPolicy}, options=EXPERT_OPTIONS),
+                     "ceiling": CeilingPolicy}, options=EXPERT_OPTIONS,
+                    # the experts may flash and take the buff (sb3-realm eval --no-flash, --no-buff)
+                    play_options={"use_flash": True, "use_buff": True}),
     submission=Submission(
         features=features,
         feature_version_note="version 2: the observation-only planner runs inside the features (9 x 33 x 33 maps, "

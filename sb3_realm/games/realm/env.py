@@ -173,6 +173,7 @@ class RealmEnv(gym.Env):
         return {
             "score": g.score(),
             "win": g.win,
+            "treasure_ids": list(g.treasure_ids),
             "treasures": g.treasure_count,
             "treasures_missed": g.available_treasures,
             "steps": g.step_no,

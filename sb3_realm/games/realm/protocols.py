@@ -118,17 +118,25 @@ def random_starts(config: EpisodeConfig) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ figures
 def result_details(info: dict) -> dict:
-    """A game's own figures beyond the shared ones: none (the treasure set and what it missed are shared fields)."""
-    del info
-    return {}
+    """A game's own figures from its final ``info`` (:attr:`~sb3_realm.evaluation.GameResult.details`): its treasure
+    set, whether it reached the end (the env's ``info["win"]``, maybe with a treasure left), the treasures taken, the
+    ids of the set it left (``missed``), the flashes used and the buffs taken."""
+    return {"treasure_ids": tuple(int(i) for i in info.get("treasure_ids", ())),
+            "reached_end": bool(info.get("win", False)), "treasures": int(info["treasures"]),
+            "missed": tuple(int(i) for i in info.get("treasures_missed", ())),
+            "flash_used": int(info.get("flash_used", 0)), "buff_used": int(info.get("buff_used", 0))}
 
 
 def summarize(games: Sequence) -> dict:
-    """The Realm's figures of a report's games (each with ``won``, ``reached_end`` and ``missed``): ``wins`` and
+    """The Realm's figures of a report's games (each a :class:`~sb3_realm.evaluation.GameResult` with
+    :func:`result_details`): the mean treasures taken, the games that flashed and that took the buff; ``wins`` and
     ``win_rate`` count the games won, the end reached with every treasure of the set, the competition's clean win (a
     game that ends with a treasure left forfeits 100 points for it); ``reached_end`` the games that reached the end
     (the env's ``info["win"]``)."""
     return {
+        "mean_treasures": float(np.mean([r.treasures for r in games])),
+        "flash_games": int(sum(r.flash_used > 0 for r in games)),
+        "buff_games": int(sum(r.buff_used > 0 for r in games)),
         "wins": int(sum(r.won for r in games)), "win_rate": float(np.mean([r.won for r in games])),
         "reached_end": int(sum(r.reached_end for r in games)),
         "games_with_missed_treasure": int(sum(bool(r.missed) for r in games)),
@@ -199,5 +207,6 @@ def evaluate_args(usr_confs: Sequence[dict]) -> dict:
 
 
 def won(game) -> bool:
-    """A game (a :class:`~sb3_realm.evaluation.GameResult`) won: the end reached with every treasure of its set."""
-    return bool(game.won)
+    """A game (a :class:`~sb3_realm.evaluation.GameResult` with :func:`result_details`) won: the end reached with
+    every treasure of its set."""
+    return bool(game.details.get("reached_end")) and not game.details.get("missed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -35,7 +36,15 @@ from .render import plot_route, record_step
 from .rewards import REWARD_RANGES, TERMS, RewardWeights
 from .rules import USR_CONF_KEYS, EpisodeConfig, Rules
 
-__all__ = ["SPEC"]
+__all__ = ["SPEC", "training_variants"]
+
+
+def training_variants(config: EpisodeConfig, counts: Sequence[int]) -> list[dict]:
+    """The training games imitation draws from: a fresh game of each treasure count of ``counts``
+    (``imitation.treasure_counts``; none: the configuration's own ``treasure_num``), its treasures drawn from the env
+    seed."""
+    return [config.training_usr_conf(int(count)) for count in (counts or [config.treasure_num])]
+
 
 SPEC = GameSpec(
     name="realm",
@@ -55,6 +64,7 @@ SPEC = GameSpec(
         max_treasures=len(SLOTS),
         random_starts=random_starts,
         treasure_sets=True,
+        training_variants=training_variants,
     ),
     env=Env(
         ids=ENV_IDS,
@@ -100,6 +110,8 @@ SPEC = GameSpec(
             start_searches=start_searches,
             new_searches=new_searches,
         ),
+        # the oracle may flash and take the buff (sb3-realm eval --no-flash, --no-buff)
+        play_options={"use_flash": True, "use_buff": True},
     ),
     submission=Submission(
         features=features,

@@ -88,6 +88,12 @@ def evaluate_args(usr_confs: Sequence[dict]) -> dict:
             "max_step": usr_confs[0]["max_step"]}
 
 
+def training_variants(config: ToyConfig, counts: Sequence[int]) -> list[dict]:
+    """The training games imitation draws from: the configuration with each treasure count of ``counts`` (none: its
+    own)."""
+    return [{**config.to_usr_conf(), "treasure_count": int(count)} for count in (counts or [config.treasure_count])]
+
+
 def random_starts(config: ToyConfig) -> list[dict]:
     del config
     return [{"start": cell} for cell in default_map().free_cells()]
@@ -95,7 +101,9 @@ def random_starts(config: ToyConfig) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------------ figures
 def result_details(info: dict) -> dict:
-    return {"reached_exit": bool(info["win"])}
+    """A game's own figures (``GameResult.details``): the exit reached, the treasures taken and those left."""
+    return {"reached_exit": bool(info["win"]), "treasures": int(info["treasures"]),
+            "treasures_left": len(info["treasures_missed"])}
 
 
 def reached_exit(game) -> bool:
@@ -105,8 +113,9 @@ def reached_exit(game) -> bool:
 
 def summarize(games: Sequence) -> dict:
     n = sum(reached_exit(g) for g in games)
-    return {"reached_exit": int(n), "exit_share": float(n / len(games)),
-            "games_with_missed_treasure": int(sum(bool(g.missed) for g in games))}
+    return {"mean_treasures": float(np.mean([g.details["treasures"] for g in games])),
+            "reached_exit": int(n), "exit_share": float(n / len(games)),
+            "games_with_missed_treasure": int(sum(g.details["treasures_left"] > 0 for g in games))}
 
 
 def report_lines(summary: dict, yardstick: str) -> list[str]:
@@ -119,7 +128,7 @@ def worst_table(games: Sequence, worst: int, yardstick: str) -> list[str]:
     lines = [f"{'game':>5} {'score':>7} {'steps':>5} {'tr':>3} {yardstick:>7}  end"]
     for g in sorted(games, key=lambda g: (g.score, g.index))[:worst]:
         yard = f"{g.yardstick_score:7.1f}" if g.yardstick_score is not None else f"{'-':>7}"
-        lines.append(f"{g.index:>5} {g.score:7.1f} {g.steps:>5} {g.treasures:>3} {yard}  "
+        lines.append(f"{g.index:>5} {g.score:7.1f} {g.steps:>5} {g.details['treasures']:>3} {yard}  "
                      f"{'exit' if g.details.get('reached_exit') else 'step limit'}")
     return lines
 
@@ -181,7 +190,7 @@ TOY_SPEC = GameSpec(
     title="Toy Grid",
     maps=Maps(builtin={"default": default_map}, load=load_map, same=same_map, competition_file="toy_map.json"),
     episodes=Episodes(config=ToyConfig, usr_conf_keys=USR_CONF_KEYS, rules=Rules, directions=features.DIRECTIONS,
-                      max_treasures=2, random_starts=random_starts),
+                      max_treasures=2, random_starts=random_starts, training_variants=training_variants),
     env=Env(ids={"sb3_realm/ToyGrid-v0": {}}, entry_point="toy_game.game:ToyEnv", make=ToyEnv, spaces=env_spaces,
             reward_weights=RewardWeights, reward_terms=TERMS, reward_ranges=REWARD_RANGES,
             episode_metrics=episode_metrics, success_metrics=SUCCESS_METRICS),
