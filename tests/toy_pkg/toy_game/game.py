@@ -118,13 +118,6 @@ class ToyConfig:
     def to_usr_conf(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    @property
-    def treasure_num(self) -> int:
-        return self.treasure_count
-
-    def training_usr_conf(self, count: int) -> dict:
-        return {**self.to_usr_conf(), "treasure_count": int(count)}
-
 
 @dataclass(frozen=True)
 class Rules:
@@ -329,8 +322,8 @@ class BfsPolicy:
 
     name = "bfs"
 
-    def __init__(self, env: ToyEnv, use_flash: bool = True, use_buff: bool = True) -> None:
-        del env, use_flash, use_buff  # the toy has neither
+    def __init__(self, env: ToyEnv) -> None:
+        del env  # the expert reads the game at each step
 
     def reset(self, env: ToyEnv) -> None:
         del env
