@@ -183,12 +183,14 @@ def test_a_yardstick_move_the_mask_leaves_out_is_noted():
 
 
 def test_an_unknown_layout_fails_the_layouts_check():
-    _fails(_broken(submission={"layouts": ("toy2030",)}), "layouts", "names the layouts ['toy2030']",
-           "which are not among ['gorge15', 'kaiwu2024']", "layouts=sb3_realm.export.layouts.names()")
+    _fails(_broken(submission={"layouts": ("toy2030",), "layout_folders": {}}), "layouts",
+           "names the layouts ['toy2030']", "which are not among ['gorge15', 'kaiwu2024']",
+           "layouts=sb3_realm.export.layouts.names()")
     # a layout the caller knows, but no platform env to check a package on it
     with pytest.raises(GameCheckError, match=r"fails the layouts check: it names the layouts \['toy2030'\] but no "
                                              r"protocol_file and no competition_env"):
-        check_game(_broken(submission={"layouts": ("toy2030",)}), steps=40, layouts={"toy2030"})
+        check_game(_broken(submission={"layouts": ("toy2030",), "layout_folders": {}}), steps=40,
+                   layouts={"toy2030"})
 
 
 def test_a_features_version_that_is_no_string_or_another_than_its_note_fails_the_features_check():
@@ -235,7 +237,9 @@ def test_the_report_lists_each_check_with_its_notes():
     report = check_game(TOY_SPEC, steps=40)
     lines = str(report).splitlines()
     assert [re.match(r"  (\w+):", line).group(1) for line in lines[1:]] == list(CHECKS)
-    assert report.notes["layouts"] == ("names no layout: its models are not built into submissions",)
+    assert report.notes["layouts"] == ("toy_grid",)  # the toy platform's layout, which the toy brings itself
+    bare = check_game(_broken(submission={"layouts": (), "layout_folders": {}}), steps=40)
+    assert bare.notes["layouts"] == ("names no layout: its models are not built into submissions",)
     # the toy's held-out games are its fixed starts in turn: one alone is the first start's game
     assert report.notes["protocols"] == ("fixed: 4 games, 2 played",
                                          "one held-out game alone is another game: a study cannot prune game by game")

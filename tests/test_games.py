@@ -35,7 +35,7 @@ def test_the_registry_knows_the_realm_and_refuses_an_unknown_game():
 #: of its protocol's maps)
 NOT_YET = {"parity_treasure_counts"}
 #: parts a game may leave out by design: a search around the network's action (Gorge Chase has one, the Realm not)
-OPTIONAL = {"search", "searched"}
+OPTIONAL = {"search", "searched", "layout_folders"}  # layout_folders: a game's own layouts (the shipped use shared)
 
 
 def filled(value) -> bool:

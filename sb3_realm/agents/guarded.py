@@ -33,7 +33,7 @@ from typing import cast
 import numpy as np
 
 from .. import games
-from ..submission import BLOCKED_MODULES, HARNESS, LAYOUTS
+from ..submission import BLOCKED_MODULES, HARNESS
 from .manifest import folder_game, read_manifest
 
 __all__ = ["MAP_KEYS", "PlatformProcess", "SubmissionProcess", "TrainingTaskProcess"]
@@ -159,9 +159,10 @@ class SubmissionProcess(_HarnessProcess):
         game_spec = games.get(game) if game is not None else folder_game(folder)
         if model_pool is None:
             layout = read_manifest(folder)["layout"]
-            args = ["eval-package", str(LAYOUTS[layout]), str(folder), str(game_spec.submission.protocol_file)]
+            args = ["eval-package", str(games.layout_folder(layout)), str(folder),
+                    str(game_spec.submission.protocol_file)]
         else:
-            args = ["eval-model", str(LAYOUTS[layout or game_spec.submission.layouts[0]]), str(folder),
+            args = ["eval-model", str(games.layout_folder(layout or game_spec.submission.layouts[0])), str(folder),
                     str(Path(model_pool).resolve()), str(game_spec.submission.protocol_file)]
         super().__init__(args, folder)
         self.hello = self._recv_or_fail("failed to start")
@@ -201,7 +202,7 @@ class TrainingTaskProcess(_HarnessProcess):
                  max_step: int | None = None) -> None:
         folder = Path(folder).resolve()
         layout = read_manifest(folder)["layout"]
-        super().__init__(["train", str(LAYOUTS[layout]), str(folder), str(Path(task_dir).resolve()),
+        super().__init__(["train", str(games.layout_folder(layout)), str(folder), str(Path(task_dir).resolve()),
                           str(folder_game(folder).submission.protocol_file), json.dumps(options)], folder)
         self.max_step = max_step
         self.steps = 0
@@ -235,14 +236,15 @@ def _plain_json(value):
 
 class PlatformProcess(_HarnessProcess):
     """A built code package on its layout's own stand-in of the platform's framework (:func:`own_stand_in`, run by
-    the ``harness.py`` of the layout's folder) in a guarded process: ``mode`` ``"train"`` runs a training task of the
+    the ``harness.py`` of the layout's folder, a shipped one or one its game brings,
+    :func:`sb3_realm.games.layout_folder`) in a guarded process: ``mode`` ``"train"`` runs a training task of the
     package ``folder`` (``args``: the task's folder and options), ``"eval-model"`` the platform's evaluation loop on
     ``folder``, a model the task saved. The environment is this process's: :meth:`serve` answers the process's
     ``reset`` and ``step`` requests until it is done."""
 
     def __init__(self, layout: str, mode: str, folder: str | os.PathLike, *args: str) -> None:
         folder = Path(folder).resolve()
-        layout_dir = LAYOUTS[layout]
+        layout_dir = games.layout_folder(layout)  # a shipped layout's, or one its game brings
         super().__init__([mode, str(layout_dir), str(folder), *args], folder, harness=layout_dir / "harness.py")
 
     def _send_json(self, obj: dict) -> None:

@@ -8,6 +8,7 @@ and special files are refused), and every path the manifest or the conf names st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -69,16 +70,25 @@ def read_manifest(folder: str | os.PathLike) -> dict:
 
 def _check_manifest(folder: Path, manifest: dict, path: Path) -> None:
     """A ValueError unless what the manifest ``path`` names can be used: its layout is one of
-    :data:`~sb3_realm.submission.LAYOUTS`, its ``algo_dir`` one of that layout's algorithm folders (the folder the
-    manifest is in) and its weights file a path inside ``folder``."""
+    :data:`~sb3_realm.submission.LAYOUTS` or its game's own (:func:`sb3_realm.games.layout_folder`), its ``algo_dir``
+    one of that layout's algorithm folders (the folder the manifest is in) and its weights file a path inside
+    ``folder``."""
     fix = "the folder is damaged or was not written by sb3-realm build-submission; rebuild it with sb3-realm " \
           "build-submission MODEL.zip --out DIR --force"
     layout, algo = manifest.get("layout"), manifest.get("algo_dir")
-    if not isinstance(layout, str) or layout not in LAYOUTS:
-        raise ValueError(f"{str(path)!r} names the layout {layout!r}, which is none of {sorted(LAYOUTS)}; {fix}")
-    if algo not in layout_spec(layout)["algo_dirs"] or path.parent.name != algo:
+    if isinstance(layout, str) and layout not in LAYOUTS and isinstance(manifest.get("game_path"), str):
+        with contextlib.suppress(ValueError, TypeError):  # a layout a game brings is known once its game is
+            games.recorded(manifest.get("game"), f"the manifest {str(path)!r}", path=manifest["game_path"])
+    data = None
+    if isinstance(layout, str):
+        with contextlib.suppress(ValueError):
+            data = layout_spec(layout) if layout in LAYOUTS else games.layout_data(layout)
+    if not isinstance(layout, str) or data is None:
+        raise ValueError(f"{str(path)!r} names the layout {layout!r}, which is none of {sorted(LAYOUTS)} nor a "
+                         f"registered game's own; {fix}")
+    if algo not in data["algo_dirs"] or path.parent.name != algo:
         raise ValueError(f"{str(path)!r} names the algorithm folder {algo!r}, which is not the folder it is in or "
-                         f"not one of {layout_spec(layout)['algo_dirs']}; {fix}")
+                         f"not one of {data['algo_dirs']}; {fix}")
     weights = manifest.get("weights")
     if not isinstance(weights, dict) or not isinstance(weights.get("file"), str):
         raise ValueError(f"{str(path)!r} names no weights file; {fix}")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import games
 from ..atomic import inside
 from ..games import GameEnv
 from ..submission import LAYOUTS, PLATFORM_STUB, layout_spec
@@ -117,8 +118,8 @@ def own_stand_in(layout: str) -> Path | None:
     ``layout.toml``; the layout's folder holds its ``harness.py``), where the platform hands the Agent ``env_obs``;
     None for a layout whose packages run on the shared stand-in of the ``kaiwu_agent`` framework
     (``platform_stub/``), where the Agent answers ``observation_process`` and ``action_process``."""
-    name = layout_spec(layout).get("stand_in")
-    return None if name is None else LAYOUTS[layout] / name
+    name = (layout_spec(layout) if layout in LAYOUTS else games.layout_data(layout)).get("stand_in")
+    return None if name is None else games.layout_folder(layout) / name
 
 
 def _stand_in_modules(root: Path) -> None:

@@ -430,14 +430,18 @@ def _target(model_path, game: str | None, layout: str | None, algo_dir: str | No
                           f"{game_spec.title} code package yet: it builds {buildable} models")
     if layout is None:
         layout = game_spec.submission.layouts[0]
-    if layout not in layouts.names():
-        raise ExportError(f"--layout {layout!r} is unknown; choose one of {layouts.names()}")
+    known = sorted({*layouts.names(), *(name for g in games.GAMES.values() for name in g.submission.layouts)})
+    if layout not in known:
+        raise ExportError(f"--layout {layout!r} is unknown; choose one of {known}")
     if layout not in game_spec.submission.layouts:
         raise ExportError(f"--layout {layout!r} is a layout of another game; a {game_spec.title} model goes into "
                           f"{', '.join(game_spec.submission.layouts)}: leave out --layout, or give one of them (or "
                           "--game if the "
                           "model is of another game than its run config says)")
-    chosen = layouts.get(layout)
+    try:
+        chosen = layouts.get(layout)  # a layout the game brings is made here, from its folder
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
     if algo_dir is None:
         algo_dir = chosen.default_algo_dir
     if algo_dir not in chosen.algo_dirs:

@@ -6,8 +6,12 @@ point or import path (:mod:`sb3_realm.games.registry`)."""
 from __future__ import annotations
 
 import importlib
+import tomllib
 import warnings
+from pathlib import Path
 
+from ..submission import LAYOUTS
+from .check import GameCheckError, GameCheckReport, check_game
 from .registry import (
     ENTRY_POINT_GROUP,
     GAMES,
@@ -46,6 +50,8 @@ __all__ = [
     "Evaluation",
     "ExpertOptions",
     "Experts",
+    "GameCheckError",
+    "GameCheckReport",
     "GameEnv",
     "GamePluginWarning",
     "GameSpec",
@@ -55,7 +61,10 @@ __all__ = [
     "Submission",
     "Success",
     "adopt",
+    "check_game",
     "get",
+    "layout_data",
+    "layout_folder",
     "maps_folder_from_environment",
     "maps_folder_variables",
     "names",
@@ -131,3 +140,22 @@ def register_envs(shipped_only: bool = False) -> None:
         return
     for spec in GAMES.values():
         register_env_ids(spec)
+
+
+def layout_folder(name: str) -> Path:
+    """The folder of the platform layout ``name``: a shipped one (:data:`sb3_realm.submission.LAYOUTS`) or one a
+    registered game brings itself (:attr:`Submission.layout_folders`). A ``ValueError`` names the layouts there
+    are."""
+    if name in LAYOUTS:
+        return Path(LAYOUTS[name])
+    brought = {n: Path(folder) for spec in GAMES.values() for n, folder in spec.submission.layout_folders.items()}
+    if name not in brought:
+        raise ValueError(f"layout {name!r} is unknown; choose one of {sorted({*LAYOUTS, *brought})} (a game's own "
+                         "layout is known once its game is registered: install its package, or name the game by "
+                         "its import path, --game package.module:ATTR)")
+    return brought[name]
+
+
+def layout_data(name: str) -> dict:
+    """The ``layout.toml`` of the layout ``name`` (:func:`layout_folder`), parsed."""
+    return tomllib.loads((layout_folder(name) / "layout.toml").read_text(encoding="utf-8"))

@@ -38,6 +38,7 @@ import json
 import math
 import pickle
 import re
+import tomllib
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -104,9 +105,8 @@ def check_game(spec: GameSpec | str, *, seed: int = 0, steps: int = 100, env_kwa
         ``max_step`` where the game's ``usr_conf`` has one).
     :param env_kwargs: the arguments of the env checked (``spec.env.make(**env_kwargs)``; none: the game's default
         env, as an evaluation without ``--map`` plays it).
-    :param layouts: the platform layouts a package can be built into (None: the shipped ones); a game that brings a
-        layout of its own passes the names its layout registry knows
-        (``sb3_realm.export.layouts.names()``).
+    :param layouts: the platform layouts a package can be built into (None: the shipped ones); the layouts the game
+        brings itself (``Submission.layout_folders``) are known either way.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError(f"steps = {steps!r}: check_game plays at least 2 steps; pass an integer >= 2, e.g. 100")
@@ -114,7 +114,8 @@ def check_game(spec: GameSpec | str, *, seed: int = 0, steps: int = 100, env_kwa
         spec = registry.get(spec)
     if not isinstance(spec, GameSpec):
         raise TypeError(f"check_game() takes a GameSpec, or a game's name or import path, got {type(spec).__name__}")
-    checker = _Checker(spec, seed, steps, dict(env_kwargs or {}), set(LAYOUTS if layouts is None else layouts))
+    checker = _Checker(spec, seed, steps, dict(env_kwargs or {}), set(LAYOUTS if layouts is None else layouts)
+                       | set(spec.submission.layout_folders))
     notes: dict[str, tuple[str, ...]] = {}
     for check in CHECKS:
         checker.notes = []
@@ -416,7 +417,9 @@ class _Checker:
 
     def protocol(self) -> None:
         spec = self.spec
-        needs = {layout: ("platform_obs" if layout in LAYOUTS and layout_spec(layout).get("stand_in")
+        own = spec.submission.layout_folders
+        needs = {layout: ("platform_obs" if (_own_layout_data(own[layout]) if layout in own else layout_spec(layout)
+                                             if layout in LAYOUTS else {}).get("stand_in")
                           else "competition_obs") for layout in spec.submission.layouts}
         env = self.make("protocol")
         offers = [name for name in ("competition_obs", "platform_obs") if callable(getattr(env, name, None))]
@@ -640,18 +643,32 @@ class _Checker:
         if unknown:
             raise self.fail("layouts", f"it names the layouts {unknown}, which are not among "
                             f"{sorted(self.known_layouts)}",
-                            "name a layout there is (Submission(layouts=...)), or register the game's own layout "
-                            "and pass check_game(..., layouts=sb3_realm.export.layouts.names())")
+                            "name a layout there is (Submission(layouts=...)), bring the game's own "
+                            "(Submission(layout_folders=...)), or, for one registered in sb3_realm.export.layouts, "
+                            "pass check_game(..., layouts=sb3_realm.export.layouts.names())")
         if not submission.layouts:
             self.notes.append("names no layout: its models are not built into submissions")
             return
+        for name, folder in submission.layout_folders.items():
+            if name in LAYOUTS or name not in submission.layouts or not (Path(folder) / "layout.toml").is_file():
+                raise self.fail("layouts", f"it brings the layout {name!r} in {str(folder)!r}, which is a shipped "
+                                "layout's name, not among Submission.layouts, or a folder without layout.toml",
+                                "give the layout a name of its own, list it in Submission(layouts=...) and point "
+                                "layout_folders at the folder of its layout.toml")
+        shared = [name for name in submission.layouts if name not in submission.layout_folders]
         missing = [name for name in ("protocol_file", "competition_env") if getattr(submission, name) is None]
-        if missing:
-            raise self.fail("layouts", f"it names the layouts {list(submission.layouts)} but no "
+        if missing and shared:
+            raise self.fail("layouts", f"it names the layouts {shared} but no "
                             f"{' and no '.join(missing)}",
                             "a package's check plays the platform through them: give Submission(protocol_file=..., "
                             "competition_env=...)")
         self.notes.append(", ".join(submission.layouts))
+
+
+def _own_layout_data(folder: Any) -> dict:
+    """The ``layout.toml`` of a layout a game brings (empty where the folder has none: the layouts check says so)."""
+    path = Path(folder) / "layout.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def _plain_json(value: Any) -> Any:

@@ -358,6 +358,10 @@ class Submission:
     :param feature_version_note: what the current ``FEATURE_VERSION`` changed, for the message to a model of another.
     :param layouts: the platform layouts (:mod:`sb3_realm.export.layouts`) a submission of this game can take, the
         first the default (none: the package cannot build its submission).
+    :param layout_folders: the layouts the game brings itself, found through the game rather than a shared list:
+        name -> its folder (a ``layout.toml`` whose ``class`` names its :class:`~sb3_realm.export.layouts.Layout`
+        subclass by import path ``package.module:Class``, the algorithm folder's templates and the ``harness.py`` of
+        its platform stand-in). Each name is also one of :attr:`layouts`; a shipped layout's name is refused.
     :param protocol_file: the path of the game's platform protocol module, loaded by file by the parity harness
         (None: no submission).
     :param competition_env: ``(map, rules, seed=, fault_rate=, fault_seed=)`` -> the platform's env as the submission
@@ -373,6 +377,7 @@ class Submission:
     features: ModuleType
     feature_version_note: str
     layouts: tuple[str, ...] = ()
+    layout_folders: Mapping[str, Path] = field(default_factory=dict)
     protocol_file: Path | None = None
     competition_env: Callable[..., Any] | None = None
     parity_treasure_counts: tuple[int, ...] = ()

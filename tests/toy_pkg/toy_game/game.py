@@ -283,6 +283,16 @@ class ToyEnv(gym.Env):
     def competition_obs(self):
         return self._observe(), {}
 
+    def platform_obs(self) -> dict:
+        """The toy platform's ``env_obs`` of the current state, plain JSON data as its stand-in hands it to a
+        package's Agent: the walls (rows of 0 and 1), the hero, the treasures left and the exit (``[x, z]``), the step,
+        the step limit, and whether the game is over."""
+        game = self._game()
+        return {"walls": self.game_map.walls.astype(int).tolist(), "hero": [game.x, game.z],
+                "treasures": [[x, z] for x, z in game.left], "exit": list(self.game_map.exit),
+                "step_no": game.step_no, "max_step": game.config.max_step,
+                "done": bool(game.terminated or game.truncated)}
+
     def episode_summary(self) -> dict:
         game = self._game()
         return {"score": game.score, "steps": game.step_no, "treasures": game.collected, "win": game.win,

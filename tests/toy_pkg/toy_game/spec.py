@@ -42,6 +42,9 @@ from .game import (
 )
 
 PROTOCOLS = ("fixed",)
+#: the toy platform's layout: its name and its folder (layout.toml, the Agent's template, the stand-in harness.py)
+LAYOUT_NAME = "toy_grid"
+LAYOUT_FOLDER = Path(__file__).resolve().parent / "platform_layout"
 #: the start cells of the ``fixed`` protocol's games, as ``z * 5 + x``: (0, 0), (4, 2), (2, 2), (3, 4)
 FIXED_STARTS = (0, 14, 12, 23)
 DEFAULT_GAMES = len(FIXED_STARTS)
@@ -202,7 +205,8 @@ TOY_SPEC = GameSpec(
     results=Results(details=result_details, summarize=summarize, report_lines=report_lines, worst_table=worst_table,
                     record_step=record_step, plot_route=plot_route),
     experts=Experts({"bfs": BfsPolicy}, options=EXPERT_OPTIONS),
+    # the toy platform's layout, which the game brings itself (its folder and class: toy_game.layout)
     submission=Submission(features=features, feature_version_note="version 1: the toy game's first features",
-                          layouts=()),
+                          layouts=(LAYOUT_NAME,), layout_folders={LAYOUT_NAME: LAYOUT_FOLDER}),
     config_dir="",
 )
