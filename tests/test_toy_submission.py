@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from sb3_realm.export import build_submission, check_submission, layouts
 pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("one_torch_thread")]
 
 TOY_PATH = "toy_game.spec:TOY_SPEC"
+TOY_PKG = Path(__file__).resolve().parent / "toy_pkg"  # the toy game's package folder, importable as toy_game
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +89,13 @@ def test_build_submission_check_runs_the_toy_package_on_its_own_stand_in(model, 
     assert (out / manifest["weights"]["file"]).is_file() and (out / "agent_toy" / "feature" / "features.py").is_file()
     assert "Upload" in captured.err  # the layout's own next steps
     assert (package / "conf" / "app.toml").read_text(encoding="utf-8").count("preload_model = false") == 1
+    # a process where the toy is not registered reads the game back by the manifest's game_path, and its layout too
+    probe = ("from sb3_realm import games; from sb3_realm.export import check_submission; "
+             "assert 'toy' not in games.GAMES; "
+             f"report = check_submission({str(out)!r}, {str(model)!r}); print(report['ok'], report['games'])")
+    env = {**os.environ, "PYTHONPATH": str(TOY_PKG)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "4"], done.stderr[-3000:]
 
 
 def test_a_broken_toy_package_fails_the_check(model, tmp_path):
