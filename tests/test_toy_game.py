@@ -137,6 +137,17 @@ def test_the_eval_command_plays_the_toys_protocol(toy, tmp_path, capsys):
     assert report["summary"]["exit_share"] == 1.0 and report["summary"]["protocol"] == "fixed"
 
 
+def test_the_replay_command_draws_a_toy_game(trained, tmp_path, capsys):
+    """``sb3-realm replay`` of the toy's model: the game read back from the run, its GIF and its route picture drawn
+    by the toy's own replay parts, the episode's figures in the toy's terms."""
+    out = tmp_path / "toy.gif"
+    assert cli.main(["replay", str(trained / "best_model.zip"), "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert out.stat().st_size > 0 and out.with_suffix(".png").stat().st_size > 0
+    assert out.read_bytes()[:6] in (b"GIF87a", b"GIF89a") and out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert 1 <= printed["steps"] <= MAX_STEP
+
+
 def _fixed_games_agree(model) -> tuple[int, int]:
     """``(states where the model's deterministic action is the expert's, states)`` over the fixed games, the expert
     playing each game."""
