@@ -413,10 +413,10 @@ def planner_table(w: dict, settings: str) -> str:
     return table(["", *maps, w["all"]], rows)
 
 
-def search_table(w: dict, settings: str) -> str:
+def search_table(w: dict, settings: str, name: str = "gorge_search.json") -> str:
     """The rollout searches beside the planner and the yardstick (docs/gorge_search.json, benchmarks/gorge_planner.py
-    with the four policies)."""
-    d = load("gorge_search.json")
+    with the four policies; docs/gorge_search_400.json, the search with a package's budget beside the planner)."""
+    d = load(name)
     maps = d["maps"]
     pol = d["settings"][settings]["policies"]
     rows = []
@@ -435,7 +435,7 @@ def search_table(w: dict, settings: str) -> str:
             continue
         cells, every = [], []
         for x in maps:
-            where = f"gorge_search.json {settings} {x}"
+            where = f"{name} {settings} {x}"
             diffs = paired(pol[a]["maps"][x]["scores"], pol[b]["maps"][x]["scores"], where)
             every += diffs
             m, se = mean_se(diffs)
@@ -593,6 +593,8 @@ TABLES = {
     "gorge-search-default": lambda w: search_table(w, "default"),
     "gorge-search-final": lambda w: search_table(w, "final"),
     "gorge-search-exploit": search_exploit,
+    "gorge-search-400-default": lambda w: search_table(w, "default", "gorge_search_400.json"),
+    "gorge-search-400-final": lambda w: search_table(w, "final", "gorge_search_400.json"),
     "gorge-learned": gorge_learned,
     "gorge-learned-maps": gorge_learned_maps,
     "gorge-recipe-curve": gorge_recipe_curve,
