@@ -239,7 +239,7 @@ def test_a_python_tag_in_the_config_beside_a_checkpoint_is_one_line_and_never_ru
     ("- a\n- b\n", "holds a list, not a mapping of settings"),
     ("env: {n_envs: [\n", "is not plain YAML data"),
     (b"game: r\xe9alm\n", "is not UTF-8 text"),
-    ("game: chess\n", "records game = 'chess', not a game of this package"),
+    ("game: chess\n", "records game = 'chess', which is not registered here"),
     ("game: [realm]\n", "records game = ['realm']"),
 ])
 def test_a_config_beside_a_checkpoint_that_does_not_read_is_named(text, fragment, models, tmp_path, capsys):

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import optuna
 import pytest
 import torch
+import toy_game
 import yaml
 from toy_game import TOY_SPEC
 from toy_game.game import ToyEnv
@@ -272,3 +276,20 @@ def test_a_game_registered_by_object_from_a_script_is_refused_before_workers_sta
         assert [g.score for g in evaluate("bfs", game="toy_orphan", workers=1).games] == BFS_SCORES
     finally:
         games.unregister("toy_orphan")
+
+
+def test_a_model_of_a_game_not_registered_here_is_named_by_its_game(trained, tmp_path):
+    """A fresh process where the toy is not registered: ``eval`` of its model names the game its run records and how
+    to register it (before reading its spaces as another game's), and plays with ``--game`` by import path."""
+    paths = [str(Path(__file__).resolve().parents[1]), str(Path(toy_game.__file__).resolve().parents[1])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")])}
+    model = str(trained / "final_model.zip")
+    code = "import sys; from sb3_realm import cli; sys.exit(cli.main(sys.argv[1:]))"
+    refused = subprocess.run([sys.executable, "-c", code, "eval", model], capture_output=True, text=True, env=env,
+                             cwd=tmp_path, timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    assert "records game = 'toy', which is not registered here" in refused.stderr
+    assert "--game" in refused.stderr and "Traceback" not in refused.stderr
+    played = subprocess.run([sys.executable, "-c", code, "eval", model, "--game", TOY_PATH, "--games", "1"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert played.returncode == 0, played.stderr

@@ -196,8 +196,10 @@ def policy_game(policy, game: str | None = None) -> games.GameSpec:
                          "path")
     check_checkpoint_file(path)
     data = checkpoint_data(path)  # another zip (an upload archive, ...) is named as such
-    checkpoint_algorithm(path, data)  # as is a model of another algorithm or environment
     recorded_name = (run_config(path, data) or {}).get("game")
+    if game is None and recorded_name is not None:
+        run_game(path)  # a game not registered here is named before its model's spaces are read as another game's
+    checkpoint_algorithm(path, data)  # as is a model of another algorithm or environment
     if recorded_name is None:  # a model saved outside sb3-realm: its observation space may still say its game
         by_space = _game_of_spaces(path)
         if by_space is not None:

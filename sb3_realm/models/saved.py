@@ -178,8 +178,10 @@ def run_game(path: str | Path) -> games.GameSpec:
     when its config names a game this package does not have."""
     name = (run_config(Path(path)) or {}).get("game")
     if name is not None and (not isinstance(name, str) or name not in games.GAMES):
-        raise ValueError(f"{str(path)!r}: its run config records game = {name!r}, not a game of this package "
-                         f"({', '.join(games.GAMES)}); pass --game with the game it plays")
+        raise ValueError(f"{str(path)!r}: its run config records game = {name!r}, which is not registered here "
+                         f"(the games here: {', '.join(games.GAMES)}); install the game's package (its entry point "
+                         "registers it) or pass --game with the game it plays, by name or by import path "
+                         "(package.module:ATTR)")
     return games.recorded(name, f"checkpoint {str(path)!r}")
 
 
