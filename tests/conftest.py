@@ -24,6 +24,19 @@ def pytest_addoption(parser):
     parser.addoption("--realm-map", default=None, help="path of the competition map realm_map_1.json")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _games_a_module_registers_are_forgotten():
+    """The games a test module registers (the toy, by its import path or by object) are unregistered after it: with
+    a game of the same protocol names registered, a later module's ``evaluate(protocol="fixed")`` without a game
+    would be ambiguous (pytest-xdist's ``--dist loadfile`` runs several modules in one process)."""
+    from sb3_realm import games
+
+    before = set(games.names())
+    yield
+    for name in set(games.names()) - before:
+        games.unregister(name)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """One torch thread for a module whose batches are small: fastest, and never spinning against other processes

@@ -264,3 +264,32 @@ def test_a_failed_trial_ends_the_script_with_exit_code_1(tmp_path, monkeypatch, 
     assert "Traceback" not in captured.err
     assert script_module.study_problems({"failed": [], "worker_exit_codes": [0, 0]}) is None
     assert "exit codes [-9]" in script_module.study_problems({"failed": [], "worker_exit_codes": [0, -9], "out": "x"})
+
+
+def test_a_study_whose_writer_was_killed_mid_write_passes_the_check(tmp_path):
+    """A process killed inside a write transaction (a tuning worker killed mid-trial) leaves a hot journal beside the
+    database, which a read-only connection cannot roll back: the check takes the study as Optuna's, and the study
+    loads with its trial."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    path = tmp_path / "study.db"
+    url = f"sqlite:///{path}"
+    optuna.create_study(storage=url, study_name="s").optimize(lambda trial: trial.suggest_float("x", 0, 1), 1)
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"db = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "db.execute('PRAGMA cache_size = 1')\n"  # pages spill into the database: the journal is synced, hot
+        "db.execute('BEGIN IMMEDIATE')\n"
+        "db.execute(\"UPDATE studies SET study_name = 'halfway'\")\n"
+        "db.execute('CREATE TABLE scratch (x)')\n"
+        "db.executemany('INSERT INTO scratch VALUES (?)', [(bytes(1000),)] * 2000)\n"
+        "print('in the write', flush=True)\n"
+        "time.sleep(600)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "in the write"
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    assert (tmp_path / "study.db-journal").is_file()
+    check_storage_file(url)  # no ValueError: the interrupted write is SQLite's to roll back
+    study = optuna.load_study(storage=url, study_name="s")  # the half-done rename rolled back
+    assert [t.state.name for t in study.trials] == ["COMPLETE"]

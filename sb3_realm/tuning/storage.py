@@ -136,6 +136,10 @@ def _sqlite_problem(path: Path) -> str | None:
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
+        if "readonly" in str(exc) and Path(f"{path}-journal").is_file():
+            # a write stopped midway (a worker killed mid-trial) left a hot journal, which a read-only connection
+            # cannot roll back; the study's own connection rolls it back, as SQLite does on every open
+            return None
         return f"is not a readable SQLite database ({exc})"
     if tables and not OPTUNA_TABLES <= tables:
         return f"is a SQLite database of something else, not an Optuna study (its tables: {sorted(tables)[:8]})"
