@@ -136,7 +136,7 @@ def _sqlite_problem(path: Path) -> str | None:
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
-        if "readonly" in str(exc) and Path(f"{path}-journal").is_file():
+        if getattr(exc, "sqlite_errorname", None) == "SQLITE_READONLY_ROLLBACK":
             # a write stopped midway (a worker killed mid-trial) left a hot journal, which a read-only connection
             # cannot roll back; the study's own connection rolls it back, as SQLite does on every open
             return None
