@@ -136,7 +136,8 @@ class VacuumGame:
             raise ValueError(f"action = {action!r}: it must be a whole number in 0..{N_ACTIONS - 1}")
         events = []
         dx, dz = DIRECTIONS[int(action)]
-        if can_move(self.walkable, self.x, self.z, dx, dz):
+        moved = can_move(self.walkable, self.x, self.z, dx, dz)
+        if moved:
             self.x += dx
             self.z += dz
         else:
@@ -146,7 +147,7 @@ class VacuumGame:
         self.battery -= 1
         cleaned = 0
         self.cleaned_cell = None
-        if self.dirty[self.z, self.x]:
+        if moved and self.dirty[self.z, self.x]:  # a blocked move (a stay) cleans nothing, not even a dirty spawn
             self.dirty[self.z, self.x] = False
             self.clean_score += 1
             cleaned = 1
