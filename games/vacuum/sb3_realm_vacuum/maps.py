@@ -89,7 +89,7 @@ FORMAT = "sb3_realm_vacuum_map"  # the ``format`` key of this package's own file
 FORMAT_VERSION = 1
 #: the competition's file names of open map ``k`` in a maps folder, in the order they are looked for
 FILE_PATTERNS = ("robot_vacuum_map_{k}.json", "room_grid_map_{k}.json", "map{k}.json")
-_COMPETITION_NAME = re.compile(r"(?:robot_vacuum_map_|room_grid_map_|map)(\d+)\.json(?:\.gz)?$")
+_COMPETITION_NAME = re.compile(r"(?:robot_vacuum_map_|room_grid_map_|map)(\d+)\.json(?:\.gz)?")
 #: the shipped maps and the seed each was generated from
 SHIPPED_SEEDS: dict[str, int] = {**{f"own_{k}": k for k in range(1, 11)},
                                  **{f"standin_{k}": 1000 + k for k in range(1, 6)}}
@@ -644,7 +644,7 @@ def _not_a_file(path: str | os.PathLike) -> str | None:
 
 
 def _competition_name(path: str) -> str | None:
-    found = _COMPETITION_NAME.search(Path(path).name)
+    found = _COMPETITION_NAME.fullmatch(Path(path).name)
     return f"open_{int(found.group(1))}" if found else None
 
 
@@ -729,7 +729,7 @@ def _cells_grid(cells: object) -> np.ndarray:
     except (TypeError, KeyError) as exc:
         raise ValueError(f"a cell lacks key {exc} or is not an object; each cell is {{x, z, type_id, height}}") \
             from None
-    if table.dtype.kind not in "iu":
+    if table.dtype.kind not in "iu" or any(isinstance(c[k], bool) for c in cells for k in ("x", "z", "type_id")):
         bad = next((c for c in cells if any(isinstance(c[k], bool) or not isinstance(c[k], int)
                                             for k in ("x", "z", "type_id"))), None)
         raise ValueError(f"cell {bad!r} has a non-integer or out-of-range x, z or type_id; they are small integers")

@@ -214,6 +214,12 @@ def test_competition_format_round_trip(tmp_path, file_name):
     assert np.array_equal(loaded.walkable, game_map.walkable) and loaded.chargers == game_map.chargers
 
 
+@pytest.mark.parametrize("file_name", ["my_map3.json", "robot_vacuum_map_3.json.bak", "house.json"])
+def test_other_file_names_keep_the_file_s_own_name(tmp_path, file_name):
+    game_map = shipped_map("own_8")
+    assert load_map(save_map(game_map, tmp_path / file_name, fmt="gorge")).name == "own_8"
+
+
 def test_competition_file_without_charger_objects_gets_chargers_from_the_map(tmp_path):
     data = map_to_gorge_dict(shipped_map("own_2"))
     data["objects"] = [{"sub_type": 7, "pos": {"x": 3, "z": 3}, "w": 21, "h": 21}]  # not a charger
@@ -284,10 +290,15 @@ def _float_x(data: dict) -> dict:
     return data
 
 
+def _bool_type(data: dict) -> dict:
+    data["cells"][9]["type_id"] = True
+    return data
+
+
 @pytest.mark.parametrize(("change", "message"), [
     (_bad_cells, "type_id 2"), (_repeat_cell, "appears 2 times"), (_three_chargers, "lists 3 chargers"),
     (_charger_without_pos, "without a position"), (_short_cells, "got 100 cells"), (_wide, "64 x 128"),
-    (_no_cells, "missing key 'cells'"), (_float_x, "non-integer"),
+    (_no_cells, "missing key 'cells'"), (_float_x, "non-integer"), (_bool_type, "non-integer"),
 ])
 def test_bad_competition_files_name_the_file_and_the_problem(tmp_path, change, message):
     path = _write(tmp_path, change(map_to_gorge_dict(small_map())))
