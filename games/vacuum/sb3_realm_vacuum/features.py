@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from .memory import Memory
-from .planner import UNREACHABLE, CoveragePlanner
+from .planner import OBSERVED, UNREACHABLE, CoveragePlanner
 from .rules import DIRECTIONS, N_ACTIONS, SIZE, VIEW_RADIUS
 
 __all__ = [
@@ -77,13 +77,11 @@ PER_ACTION = 5
 VECTOR_SIZE = PER_ACTION * N_ACTIONS + 12
 DANGER = 2
 _PAD = HALF
-#: the observation-only planner's settings (the ``planner`` expert's defaults)
-OBSERVED_PLANNER = {"margin": 10, "margin_share": 0.0, "unknown_factor": 2.0}
 
 
 def observed_planner() -> CoveragePlanner:
-    """The planner the features run: the ``planner`` expert's."""
-    return CoveragePlanner(**OBSERVED_PLANNER)
+    """The planner the features run: the ``planner`` expert's (its settings :data:`~.planner.OBSERVED`)."""
+    return CoveragePlanner(**OBSERVED)
 
 
 class FeatureState:
