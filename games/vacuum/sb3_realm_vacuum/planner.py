@@ -11,18 +11,23 @@ side cells walkable (:func:`.rules.can_move`), costs 1 battery and cleans the ce
 footprint refills the battery; an official robot moves at most one cell a step and a robot within Chebyshev 1 after
 its move loses the game.
 
-- *Battery*: the charger field (BFS steps from every footprint cell, on the believed road; searched again when the
-  belief's terrain changes, at most every ``refresh`` steps unless the battery is short) bounds every target: a cell
-  ``d`` steps away is a target only if ``d + charger distance + margin <= battery`` (along a shortest path every cell
-  then satisfies the same bound). Without such a target the robot heads for the nearest charger, cleaning the dirty
-  cells of its shortest path. When the battery outlasts the episode the bound is dropped.
-- *Official robots*: cells within Chebyshev :data:`DANGER` of a known robot are not entered (after its move it is
-  still at least 2 away); among equal choices the planner keeps more distance. Without a safe move it takes the move
-  (or stays, by a blocked move) farthest from them.
+- *Battery*: the charger field (BFS steps to the nearest charger footprint on the believed road; searched again
+  when the belief's terrain changes, at most every ``refresh`` steps unless the battery is short) bounds the search:
+  a cell ``d`` steps away is entered only if ``d + charger distance + margin <= battery``. Cells where an official
+  robot walks count 2 steps each and a charger inside its area :data:`CONTESTED_DELAY` more (the way may have to
+  wait for it). On a belief with unknown cells, a cell with a way to a charger over known road counts that way, one
+  without counts ``unknown_factor`` times its steps through the unknown; and until the robot's own cell has a known
+  way, it first heads for the nearest charger (cleaning on its way). Without a target the robot heads for the
+  nearest charger, cleaning the dirty cells of its shortest path; when the official robots make that way longer than
+  the battery, it waits, safe, nearest the charger. When the battery outlasts the episode the bound is dropped.
+- *Official robots*: cells within Chebyshev :data:`NEAR` of a known robot are not entered while the robot has
+  another move, and those within :data:`DANGER` never (after its move it is still at least 2 away). Without a safe
+  move it takes the move (or stays, by a blocked move) least likely to end next to one (:func:`collision_risk`).
 - *Coverage*: among the dirty neighbours, the one with the fewest dirty neighbours of its own (the robot follows the
   edge of what is cleaned, as a spiral, and leaves few isolated cells), then the last direction; farther targets are
-  taken in the richest neighbourhood. A path to a distant target is kept until its target is cleaned or the belief
-  blocks it.
+  taken in the richest neighbourhood, the shortest path through dirty cells where there is a choice. Unknown cells
+  are explored when no known dirty cell lies within a few steps more. A path to a distant target is kept until its
+  target is cleaned or the belief blocks it.
 
 Searches run on bitsets held in Python integers (one bit a cell, rows of 129 bits so that a shift by one cell never
 wraps into the next row): one BFS level over the whole map is a handful of shifts and masks.
@@ -168,14 +173,15 @@ def charger_levels(road: int, sources: int, limit: int = 4 * SIZE, late: int = 0
     return within
 
 
-def blend_levels(known: List[int], hopeful: List[int], factor: float) -> List[int]:  # noqa: UP006
+def blend_levels(known: List[int], hopeful: List[int], factor: float,  # noqa: UP006
+                 limit: int = 4 * SIZE) -> List[int]:  # noqa: UP006
     """``within[k]`` of a pessimistic charger distance: a cell with a way over known road counts its steps on that
     way (``known``, levels of :func:`charger_levels` on the road seen); a cell without one counts ``factor`` times its
-    steps through cells never seen (``hopeful``, on the road seen and unseen)."""
+    steps through cells never seen (``hopeful``, on the road seen and unseen). Levels up to ``limit``."""
     if not hopeful:
         return list(known)
     reach = known[-1] if known else 0
-    top = max(len(known), int(factor * (len(hopeful) - 1)) + 1)
+    top = min(limit + 1, max(len(known), int(factor * (len(hopeful) - 1)) + 1))
     out = []
     for k in range(top):
         part = hopeful[min(int(k / factor), len(hopeful) - 1)] & ~reach
@@ -305,12 +311,14 @@ class CoveragePlanner:
         late = bits_of(_footprints([chargers[i] for i in contested])) if contested else 0
         free = self._charger_bits & ~late
         slow = self._areas_bits(belief.npc_areas)
-        self._within = charger_levels(self._road, free, late=late, delay=CONTESTED_DELAY, slow=slow)
+        # farther than a full battery is as good as unreachable
+        top = max(1, int(belief.battery_max))
+        self._within = charger_levels(self._road, free, top, late=late, delay=CONTESTED_DELAY, slow=slow)
         self._known_reach = self._within[-1]
         if belief.unknown is not None:
-            known = charger_levels(self._known, free, late=late, delay=CONTESTED_DELAY, slow=slow)
+            known = charger_levels(self._known, free, top, late=late, delay=CONTESTED_DELAY, slow=slow)
             self._known_reach = known[-1]
-            self._within = blend_levels(known, self._within, self.unknown_factor)
+            self._within = blend_levels(known, self._within, self.unknown_factor, top)
         self._field_key, self._field_step = key, belief.step
         self.searches += 1
 
