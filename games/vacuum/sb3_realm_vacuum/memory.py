@@ -6,9 +6,9 @@ numpy 1.19).
 :meth:`Memory.update` reads one platform ``env_obs`` dict (or its ``observation`` part) per step, in order
 (docs/vacuum/rules.md, the observation protocol): ``map_info`` is the 21 x 21 view ``[row = z, column = x]`` around
 the robot with codes 0 obstacle or off the map, 1 clean road, 2 dirty; ``frame_state.npcs`` gives an official robot's
-cell while it is within the view (else ``(-1, -1)``, ``is_in_view`` 0); ``organs`` are the chargers (centres, always
-listed). A cell seen dirty stays dirty in the memory until it is seen clean or the robot cleans it (an official
-robot out of view may have cleaned it meanwhile).
+cell while it is within the view (else ``(-1, -1)``, ``is_in_view`` 0; a position given out of view is taken too);
+``organs`` are the chargers (centres, always listed). A cell seen dirty stays dirty in the memory until it is seen
+clean or the robot cleans it (an official robot out of view may have cleaned it meanwhile).
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ class Memory:
     """Everything the robot remembers of one episode (a step number lower than the last one starts a new episode).
 
     Attributes after an update: ``step``, ``max_step``, ``x``, ``z``, ``battery``, ``battery_max``, ``walkable``
-    (road seen), ``seen`` (cells seen), ``dirty`` (cells believed dirty), ``chargers`` (centres ``(x, z)``),
-    ``npcs`` (idx -> cell while in view now), ``npc_last`` (idx -> (cell, step) of the last sighting),
-    ``npc_boxes`` (idx -> (min x, max x, min z, max z) of the sightings), ``npc_spawns`` (idx -> spawn point, once
-    known: seen at reset, or pinned down by sightings 20 cells apart), ``cleaned`` (cells the robot cleaned),
-    ``terrain_version`` (grows whenever new cells are seen).
+    (road seen), ``seen`` (cells seen), ``unknown`` (not seen), ``dirty`` (cells believed dirty), ``chargers``
+    (centres ``(x, z)``), ``npcs`` (idx -> cell where the observation gives it now: in view), ``npc_last`` (idx ->
+    (cell, step) of the last sighting), ``npc_boxes`` (idx -> (min x, max x, min z, max z) of the sightings),
+    ``npc_spawns`` (idx -> spawn point, once known: seen at reset, or pinned down by sightings 20 cells apart),
+    ``cleaned`` (cells the robot cleaned), ``clean_score``, ``terrain_version`` (grows whenever new cells are seen).
     """
 
     def __init__(self) -> None:
@@ -115,8 +115,7 @@ class Memory:
         for k, entry in enumerate(entries):
             idx = int(entry.get("idx", k + 1))
             cell = _pos(entry)
-            in_view = int(entry.get("is_in_view", 1)) == 1 and cell[0] >= 0 and cell[1] >= 0
-            if not in_view:
+            if cell[0] < 0 or cell[1] < 0:  # out of view: (-1, -1) (a true position is used whatever is_in_view says)
                 continue
             self.npcs[idx] = cell
             self.npc_last[idx] = (cell, self.step)

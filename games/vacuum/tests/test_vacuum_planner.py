@@ -23,7 +23,7 @@ from sb3_realm_vacuum.planner import (
     charger_levels,
     collision_risk,
 )
-from sb3_realm_vacuum.rules import DIRECTIONS, SIZE, VIEW_RADIUS, VacuumConfig, can_move
+from sb3_realm_vacuum.rules import DIRECTIONS, SIZE, VIEW_RADIUS, Rules, VacuumConfig, can_move
 
 CHARGERS = ((20, 20), (100, 20), (20, 100), (100, 100))
 P = SIZE + 1
@@ -325,3 +325,19 @@ def test_the_yardstick_reads_the_whole_truth():
     assert belief.dirty is game.dirty and belief.unknown is None
     assert belief.npcs == [tuple(n) for n in game.npcs]
     assert len(belief.npc_areas) == len(game.npc_spawns)
+
+
+def test_memory_takes_official_robots_out_of_view_where_the_observation_gives_their_positions():
+    config = VacuumConfig(robot_count=2)
+    spawns = [(64, 70), (110, 110)]
+    hidden = VacuumGame(open_map(), config, np.random.default_rng(0), hero=(64, 64), npc_spawns=spawns)
+    given = VacuumGame(open_map(), config, np.random.default_rng(0), Rules(npcs_in_view_only=False), hero=(64, 64),
+                       npc_spawns=spawns)
+    memory = Memory()
+    memory.update(env_obs(hidden))
+    assert memory.npcs == {1: (64, 70)} and set(memory.npc_spawns) == {1}
+    memory.update(env_obs(given))  # the same step again: nothing new
+    assert memory.npcs == {1: (64, 70)}
+    memory.reset()
+    memory.update(env_obs(given))  # the far robot's position given too
+    assert memory.npcs == {1: (64, 70), 2: (110, 110)} and memory.npc_spawns[2] == (110, 110)
