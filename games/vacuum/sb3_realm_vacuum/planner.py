@@ -24,7 +24,8 @@ its move loses the game.
   another move, and those within :data:`DANGER` never (after its move it is still at least 2 away). Without a safe
   move it takes the move (or stays, by a blocked move) least likely to end next to one (:func:`collision_risk`).
 - *Coverage*: among the dirty neighbours, the one with the fewest dirty neighbours of its own (the robot follows the
-  edge of what is cleaned, as a spiral, and leaves few isolated cells), then the last direction; farther targets are
+  edge of what is cleaned, as a spiral), a lone dirty cell last; on a fully known map, outward from the chargers
+  while the battery is above half and inward below; then the last direction; farther targets are
   taken in the richest neighbourhood, the shortest path through dirty cells where there is a choice. Unknown cells
   are explored when no known dirty cell lies within a few steps more. A path to a distant target is kept until its
   target is cleaned or the belief blocks it.
@@ -475,11 +476,16 @@ class CoveragePlanner:
         return self._walk(belief, here, fronts, target, level, goal)
 
     def _choose(self, belief: Belief, here: int, hits: int, level: int) -> int:
-        """The target among ``hits`` (bit indices ``level`` steps away)."""
+        """The target among ``hits`` (bit indices ``level`` steps away): away from the official robots; a neighbour
+        with the fewest dirty neighbours but one (the edge of what is cleaned; a lone dirty cell last), then, on a
+        fully known map, outward from the chargers while the battery is above half and inward below, then the last
+        direction; a farther target in the richest neighbourhood."""
         dirty = belief.dirty
         hz, hx = divmod(here, P)
         npcs = [(nx, nz) for nx, nz in belief.npcs if nx >= 0 and nz >= 0]
         best, best_key = -1, None
+        # the charger field is exact only on a fully known map (else unseen cells count a factor more)
+        sign = 0 if belief.unknown is not None else (1 if 2 * belief.battery < belief.battery_max else -1)
         for idx in _indices(hits, MAX_CHOICES):
             z, x = divmod(idx, P)
             k = 0
@@ -493,9 +499,11 @@ class CoveragePlanner:
                     near = 1
             if level == 1:
                 a = OFFSETS.index(idx - here)
-                key = (near, k, 0 if a == self.last_action else 1, a)
+                toward = sign * _level_of(self._within, idx) if sign else 0
+                key = (near, k if k else len(DIRECTIONS) + 1, toward, 0 if a == self.last_action else 1, a)
             else:
-                key = (near, -k, idx)
+                toward = sign * _level_of(self._within, idx) if sign else 0
+                key = (near, -k, toward, idx)
             if best_key is None or key < best_key:
                 best, best_key = idx, key
         return best
