@@ -23,6 +23,7 @@ from sb3_realm.games import (
 from . import features
 from .env import VacuumEnv, env_spaces
 from .experts import CoveragePolicy, ObservedPolicy
+from .layout import LAYOUT_FOLDER, LAYOUT_NAME
 from .maps import VacuumMap, load_map, shipped_map
 from .observation import VacuumCompetitionEnv
 from .protocols import (
@@ -134,6 +135,9 @@ SPEC = GameSpec(
         features=features,
         feature_version_note="version 1: the observation-only coverage planner runs inside the features (8 x 33 x 33 "
                              "maps, 52 numbers)",
+        # the 13.0.1 code package's layout, which the game brings itself (sb3_realm_vacuum.layout)
+        layouts=(LAYOUT_NAME,),
+        layout_folders={LAYOUT_NAME: LAYOUT_FOLDER},
         competition_env=VacuumCompetitionEnv,
     ),
     config_dir="games/vacuum/configs",
