@@ -376,8 +376,8 @@ class CoveragePlanner:
         return out
 
     def _unbounded(self, belief: Belief) -> bool:
-        """The battery outlasts the episode: no charger needed any more."""
-        return belief.battery > belief.max_step - belief.step
+        """No charger to plan for: the battery outlasts the episode, or the belief knows no charger."""
+        return belief.battery > belief.max_step - belief.step or not self._charger_bits
 
     def _follow(self, belief: Belief, here: int, danger: int) -> int:
         """The next step of the kept path when it still holds, else -1."""

@@ -341,3 +341,12 @@ def test_memory_takes_official_robots_out_of_view_where_the_observation_gives_th
     memory.reset()
     memory.update(env_obs(given))  # the far robot's position given too
     assert memory.npcs == {1: (64, 70), 2: (110, 110)} and memory.npc_spawns[2] == (110, 110)
+
+
+def test_without_a_known_charger_the_planner_just_cleans():
+    walkable = open_map().walkable
+    dirty = np.zeros((SIZE, SIZE), dtype=bool)
+    dirty[60, 57] = True  # 3 steps west
+    planner = CoveragePlanner()
+    dx, dz = DIRECTIONS[planner.act(belief_of(walkable, dirty, 60, 60, battery=30, chargers=()))]
+    assert dx == -1 and planner.mode == "clean"
