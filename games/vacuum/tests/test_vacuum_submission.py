@@ -311,3 +311,21 @@ def test_an_agent_that_plays_another_move_fails_the_check(built, model, tmp_path
     assert report["platform_task"]["ok"]  # the training task uses predict, unchanged
     assert not report["ok"] and not report["identical_actions"] and report["mismatched_states"] == report["states"]
     assert report["first_mismatches"][0]["package"] == (report["first_mismatches"][0]["sb3"] + 1) % 8
+
+
+def test_a_training_task_plays_the_open_maps_of_maps_dir(tmp_path):
+    from sb3_realm_vacuum.layout import _task_maps
+    from sb3_realm_vacuum.maps import save_map, shipped_map
+    from sb3_realm_vacuum.spec import same_map
+
+    names = [f"standin_{k}" for k in range(1, 6)] + [f"own_{k}" for k in range(1, 6)]
+    for k, name in enumerate(names, 1):  # a folder of the competition's map files, robot_vacuum_map_<k>.json
+        save_map(shipped_map(name), tmp_path / f"robot_vacuum_map_{k}.json", fmt="gorge")
+    maps = _task_maps(str(tmp_path))
+    assert sorted(maps) == list(range(1, 11))
+    assert all(same_map(maps[k], shipped_map(name)) for k, name in enumerate(names, 1))
+    own = _task_maps(None)  # without a folder: the package's own ten, ids 1..10
+    assert all(same_map(own[k], shipped_map(f"own_{k}")) for k in range(1, 11))
+    (tmp_path / "robot_vacuum_map_7.json").unlink()
+    with pytest.raises(ValueError, match=r"robot_vacuum_map_<k>\.json|map.*7"):
+        _task_maps(str(tmp_path))
