@@ -329,3 +329,26 @@ def test_a_training_task_plays_the_open_maps_of_maps_dir(tmp_path):
     (tmp_path / "robot_vacuum_map_7.json").unlink()
     with pytest.raises(ValueError, match=r"holds no map 7: looked for robot_vacuum_map_7\.json"):
         _task_maps(str(tmp_path))
+
+
+def test_the_stand_in_finds_sb3_realms_files_without_importing_it(tmp_path):
+    # a wheel's install: sb3_realm/submission/ inside the package (here a bare copy of the two folders' shape), found
+    # by the import system's finders in a process where sb3_realm is never imported
+    site = tmp_path / "site"
+    for folder in ("sb3_realm", "sb3_realm/submission"):
+        (site / folder).mkdir(parents=True)
+        (site / folder / "__init__.py").write_text("raise RuntimeError('imported')\n", encoding="utf-8")
+    probe = ("import importlib.util, sys; sys.path.insert(0, sys.argv[1]); "
+             "spec = importlib.util.spec_from_file_location('harness', sys.argv[2]); "
+             "harness = importlib.util.module_from_spec(spec); spec.loader.exec_module(harness); "
+             "print(harness._shipped_submission(), 'sb3_realm' in sys.modules)")
+
+    def found(path_entry: Path) -> list[str]:
+        done = subprocess.run([sys.executable, "-I", "-c", probe, str(path_entry), str(LAYOUT_FOLDER / "harness.py")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    assert found(site) == [str((site / "sb3_realm" / "submission").resolve()), "False"]
+    # this installation's (an editable one here): the folder sb3_realm.submission is imported from
+    assert found(tmp_path / "nothing") == [str(LAYOUTS["gorge15"].parent.resolve()), "False"]
