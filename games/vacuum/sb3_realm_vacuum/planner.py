@@ -537,34 +537,49 @@ class CoveragePlanner:
         return OFFSETS.index(path[0] - here)
 
     def _to_charger(self, belief: Belief, here: int, danger: int) -> int:
-        """Toward the nearest charger footprint, avoiding the official robots; else the safest move."""
+        """Toward the nearest charger footprint, avoiding the official robots: at the distance kept (``danger``), else
+        at :data:`DANGER` if that way is affordable, else waiting nearby for them to leave the way; when waiting
+        longer would leave too little battery, passing them closer (not into their 3 x 3). Else the safest move."""
         chargers = self._charger_bits & self._road
+        npcs = [(nx, nz) for nx, nz in belief.npcs if nx >= 0 and nz >= 0]
         if chargers and not (chargers >> here) & 1:
             # over the road seen when it leads to a charger (a way through unseen cells may prove longer)
-            known = (self._known_reach >> here) & 1
-            passable = (self._known if known else self._road) & ~danger
-            fronts = [1 << here]
-            unvisited = passable & ~fronts[0]
-            d = 0
-            while True:
-                new = _expand(fronts[-1], self._moves) & unvisited
-                if not new:
-                    break
-                d += 1
-                unvisited ^= new
-                fronts.append(new)
-                hits = new & chargers
-                if hits:
-                    if d <= belief.battery or self._unbounded(belief) or not danger or \
-                            _level_of(self._within, here) >= d:
-                        # affordable, or the official robots do not lengthen the way: take it
-                        self.mode = "charge"
-                        target = _indices(hits, 1)[0]
-                        return self._walk(belief, here, fronts, target, d, "charge")
-                    break  # the way round the official robots is too long: wait for them to leave the way
+            base = self._known if (self._known_reach >> here) & 1 else self._road
+            tiers = [danger]
+            if danger:
+                tiers += [self._danger(npcs, DANGER), self._danger(npcs, 1)]
+            for i, tier in enumerate(tiers):
+                if i and tier == tiers[i - 1]:
+                    continue
+                found = self._charger_way(base & ~tier, here, chargers)
+                if found is None:
+                    continue
+                d, fronts, hits = found
+                if i == 2 and not d <= belief.battery <= d + 2:
+                    break  # passing closer only when waiting longer would leave too little battery
+                if d <= belief.battery or self._unbounded(belief) or not danger:
+                    self.mode = "charge"
+                    return self._walk(belief, here, fronts, _indices(hits, 1)[0], d, "charge")
             if danger:
                 return self._hover(belief, here, danger)
         return self._escape(belief, here, danger)
+
+    def _charger_way(self, passable: int, here: int, chargers: int) -> tuple | None:
+        """``(steps, BFS fronts, footprint cells reached)`` of the shortest way over ``passable`` from ``here`` to the
+        nearest cells of ``chargers``; None if there is none."""
+        fronts = [1 << here]
+        unvisited = passable & ~fronts[0]
+        d = 0
+        while True:
+            new = _expand(fronts[-1], self._moves) & unvisited
+            if not new:
+                return None
+            d += 1
+            unvisited ^= new
+            fronts.append(new)
+            hits = new & chargers
+            if hits:
+                return d, fronts, hits
 
     def _hover(self, belief: Belief, here: int, danger: int) -> int:
         """The way to a charger is blocked by official robots: the safe move (or a blocked move: staying) nearest a
