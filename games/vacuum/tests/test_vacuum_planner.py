@@ -348,5 +348,21 @@ def test_without_a_known_charger_the_planner_just_cleans():
     dirty = np.zeros((SIZE, SIZE), dtype=bool)
     dirty[60, 57] = True  # 3 steps west
     planner = CoveragePlanner()
-    dx, dz = DIRECTIONS[planner.act(belief_of(walkable, dirty, 60, 60, battery=30, chargers=()))]
+    dx, _ = DIRECTIONS[planner.act(belief_of(walkable, dirty, 60, 60, battery=30, chargers=()))]
     assert dx == -1 and planner.mode == "clean"
+
+
+@pytest.mark.parametrize(("battery", "mode"), [(45, "wait"), (35, "charge")])
+def test_an_official_robot_in_the_way_is_waited_for_unless_the_battery_runs_short(battery, mode):
+    walkable = np.zeros((SIZE, SIZE), dtype=bool)
+    walkable[58:63, 9:100] = True  # a corridor 5 cells wide, z = 58 .. 62
+    dirty = np.zeros((SIZE, SIZE), dtype=bool)
+    npc = (30, 60)  # in its middle, between the robot and the only charger: passing means Chebyshev 2
+    planner = CoveragePlanner(margin=4)
+    action = planner.act(belief_of(walkable, dirty, 45, 60, npcs=[npc], battery=battery, chargers=((10, 60),)))
+    assert planner.mode == mode
+    dx, dz = DIRECTIONS[action]
+    x, z = (45 + dx, 60 + dz) if can_move(walkable, 45, 60, dx, dz) else (45, 60)
+    assert max(abs(x - npc[0]), abs(z - npc[1])) > DANGER
+    if mode == "charge":  # 34 steps past it at Chebyshev 2, no time to wait
+        assert len(planner._path) == 34 and all(max(abs(c % P - 30), abs(c // P - 60)) >= 2 for c in planner._path)
