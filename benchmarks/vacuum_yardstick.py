@@ -5,7 +5,8 @@ game seeds ``--seed`` .. ``--seed + games - 1`` (the same spawns and official ro
 the default settings (battery_max 200, 4 chargers, 4 official robots, max_step 1000) unless told otherwise. Prints
 JSON (and writes it to ``--out``): per map and overall, each expert's mean score, cells a step, battery deaths,
 collisions, charges, completed share and decision time a step (mean, p99; the planner's includes its memory's
-update, not the building of the observation), and the peak RSS.
+update, not the building of the observation), per map the scores and the failed games (seed, reason, step), and the
+peak RSS.
 
     python benchmarks/vacuum_yardstick.py [--maps standin_1 ... standin_5] [--games 4] [--seed 0] [--out FILE]
         [--max-step 1000] [--battery-max 200] [--robot-count 4] [--charger-count 4]
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
                 times.extend(t)
             per_map[name][expert] = summarise(rows, times, config.max_step)
             per_map[name][expert]["scores"] = [r["score"] for r in rows]
+            per_map[name][expert]["failures"] = [{"seed": r["seed"], "reason": r["fail_reason"], "step": r["steps"]}
+                                                 for r in rows if r["fail_reason"]]
             overall[expert][0].extend(rows)
             overall[expert][1].extend(times)
     report = {
