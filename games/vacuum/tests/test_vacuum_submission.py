@@ -283,6 +283,7 @@ def test_the_agent_keeps_the_13_0_1_contract_and_plays_as_the_model(built, model
         done = terminated or truncated
     assert env.game.step_no == 120 or env.game.terminated
     assert len(actions) >= 2  # the policy's moves depend on what it sees: the comparison is not of a constant
+    assert cleaned > 0  # and the rewards compared were not all 0
     obs_data, remain_info = agent.observation_process(env.platform_obs())
     assert remain_info == {}  # 13.0.1: the reward is the Agent's own (last_reward), not in remain_info
     assert obs_data.legal_action.shape == (8,) and obs_data.maps.shape == features.MAP_SHAPE
