@@ -213,6 +213,21 @@ def test_the_package_is_a_copy_of_the_code_package_with_the_policy(built):
                        "conf/algo_conf_robot_vacuum.toml": []}
 
 
+def test_agent_ppo_can_be_chosen(model, tmp_path):
+    out = tmp_path / "upload"
+    manifest = build_submission(model, out, code_package=FIXTURE, algo_dir="agent_ppo", ckpt_id=7)
+    assert manifest["weights"]["file"] == "agent_ppo/ckpt/model.ckpt-7.pkl"
+    assert (out / manifest["weights"]["file"]).is_file()
+    policy = tomllib.loads((out / "conf/app_conf_robot_vacuum.toml").read_text(encoding="utf-8"))
+    assert policy["robot_vacuum"]["policies"]["train_one"]["algo"] == "ppo"
+    app = tomllib.loads((out / "conf/configure_app.toml").read_text(encoding="utf-8"))["app"]
+    assert (app["preload_model"], app["preload_model_dir"], app["preload_model_id"]) == (True, "{agent_name}/ckpt", 7)
+    source = (out / "agent_ppo" / "agent.py").read_text(encoding="utf-8")
+    assert "from agent_ppo.feature.features import" in source and "agent_diy" not in source
+    for rel in ("agent_ppo/conf/train_env_conf.toml", "agent_ppo/conf/monitor_builder.py", "agent_diy/agent.py"):
+        assert (out / rel).read_bytes() == (FIXTURE / rel).read_bytes(), rel  # the user's own, kept
+
+
 @pytest.mark.parametrize(("kaiwu", "message"), [
     ({"version": "15.0.1-comp-normal-lite.26comp", "project_code": "robot_vacuum"},
      r"project 'robot_vacuum' version '15\.0\.1-comp-normal-lite\.26comp'.*vacuum13 builds for 'robot_vacuum' "
