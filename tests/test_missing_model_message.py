@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _named_folders(message: str) -> list[str]:
-    return re.findall(r"configs/[\w/]+/", message)
+    return re.findall(r"[\w/]*configs/[\w/]*", message)
 
 
 def test_a_missing_model_file_says_how_to_make_one():
@@ -29,7 +29,7 @@ def test_a_missing_model_file_says_how_to_make_one():
     assert "sb3-realm train --config" in message
     folders = _named_folders(message)  # each game's config_dir, from its spec
     assert folders == [f"{spec.config_dir}/" for spec in games.GAMES.values() if spec.config_dir]
-    assert folders == ["configs/realm/", "configs/gorge/"]
+    assert folders[:2] == ["configs/realm/", "configs/gorge/"]  # then those of games installed from packages
     assert all((REPO / name).is_dir() for name in folders)
     assert "\n" not in message
 
@@ -40,6 +40,7 @@ def test_build_submission_of_a_missing_model_says_how_to_make_one(tmp_path, caps
     err = capsys.readouterr().err
     assert err.startswith("sb3-realm build-submission: error: model file 'runs/gorge-imitate/best_model.zip' does not "
                           "exist; check the path")
-    assert "sb3-realm imitate --config CONFIG" in err and _named_folders(err) == ["configs/realm/", "configs/gorge/"]
+    assert "sb3-realm imitate --config CONFIG" in err
+    assert _named_folders(err) == [f"{spec.config_dir}/" for spec in games.GAMES.values() if spec.config_dir]
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "upload").exists()
