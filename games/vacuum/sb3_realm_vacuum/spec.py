@@ -90,7 +90,7 @@ EXPERT_OPTIONS = ExpertOptions(
 
 SPEC = GameSpec(
     name="robot_vacuum",
-    title="robot_vacuum",
+    title="Robot Vacuum",
     maps=Maps(
         builtin={name: partial(shipped_map, SHIPPED_MAPS[0] if name == "default" else name)
                  for name in ("default", *SHIPPED_MAPS)},
