@@ -206,7 +206,7 @@ def report_lines(summary: dict, yardstick: str) -> list[str]:
         f"steps {summary['mean_steps']:.1f}  | {summary['cells_a_step']:.3f} cells a step",
         f"completed {summary['completed']}/{summary['games']} ({100 * summary['completed_share']:.0f}%)  | battery "
         f"deaths {summary['battery_deaths']}  | collisions {summary['collisions']}  | charges "
-        f"{summary['mean_charges']:.1f} a game  | coverage {100 * summary['mean_coverage']:.1f}%",
+        f"{summary['mean_charges']:.1f} a game  | map cleaned {100 * summary['mean_coverage']:.1f}%",
         "",
         f"{'map':<12} {'games':>5} {'score':>8} {yardstick:>9} {'steps':>7} {'cells/st':>8} {'done':>5} "
         f"{'battery':>7} {'hit':>4}",
