@@ -34,7 +34,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +41,8 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from sb3_realm.atomic import atomic_write, not_a_file
 
 from .rules import CHARGER_HALF, SIZE
 
@@ -610,37 +611,7 @@ def save_map(game_map: VacuumMap, path: str | os.PathLike, fmt: str = "own") -> 
     raw = _dumps(map_to_dict(game_map) if fmt == "own" else map_to_gorge_dict(game_map))
     if str(path).endswith(".gz"):
         raw = gzip.compress(raw, mtime=0)
-    return _write_atomic(path, raw)
-
-
-def _write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to a temporary file beside ``path``, then rename it to ``path``."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def _not_a_file(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be read as a map file, or None."""
-    if not str(path).strip():
-        return "is empty"
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return "is a folder, not a file"
-    if p.is_file():
-        return None
-    return "does not exist" if not p.exists() else "is not a regular file"
+    return atomic_write(path, lambda f: f.write(raw), mode=0o644)
 
 
 def _competition_name(path: str) -> str | None:
@@ -655,7 +626,7 @@ def load_map(path: str | os.PathLike) -> VacuumMap:
 
     :raises ValueError: the file is missing or not a map; the message names the file and what is wrong.
     """
-    problem = _not_a_file(path)
+    problem = not_a_file(path)
     if problem:
         raise ValueError(f"map file {str(path)!r} {problem}; pass the path of a robot_vacuum_map_<k>.json file")
     p = Path(path).expanduser().resolve()
