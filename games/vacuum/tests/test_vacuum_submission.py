@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import inspect
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -112,7 +113,10 @@ def test_the_game_brings_its_layout_and_importing_it_is_cheap():
     # the spec may import the layout's module for its names: that loads neither torch nor sb3_realm
     probe = ("import sys, sb3_realm_vacuum.layout as m; "
              "print(m.LAYOUT_NAME, sorted({'torch', 'sb3_realm'} & set(sys.modules)))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    # the package's folder on the path, as pytest's pythonpath puts it here: the package need not be installed
+    folder = str(LAYOUT_FOLDER.parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "vacuum13 []", done.stderr[-2000:]
 
 
