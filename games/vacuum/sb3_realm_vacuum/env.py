@@ -19,7 +19,7 @@ from gymnasium import spaces
 from . import features
 from .core import VacuumGame
 from .maps import VacuumMap, load_map, maps_folder_map, shipped_map
-from .observation import env_obs, view_codes
+from .observation import agent_observation, env_obs, view_codes
 from .protocols import SHIPPED_MAPS
 from .render import render_frame
 from .rewards import TERMS, RewardWeights, reward_terms
@@ -259,6 +259,6 @@ class VacuumEnv(gym.Env):
         if not self.model_input:
             return {"maps": np.zeros(features.MAP_SHAPE, np.uint8),
                     "vector": np.zeros(features.VECTOR_SIZE, np.float32)}
-        self._observation = env_obs(game, self.map_id)["observation"]
+        self._observation = agent_observation(game)  # the agent's part of env_obs; extra_info is not built
         maps, vector = features.encode(self._observation, self.features)
         return {"maps": maps, "vector": vector}

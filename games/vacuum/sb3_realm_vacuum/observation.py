@@ -16,8 +16,8 @@ import numpy as np
 from .core import VacuumGame
 from .rules import N_ACTIONS, SIZE, VIEW_RADIUS, Rules, VacuumConfig
 
-__all__ = ["MAP_INFO_DIRTY", "MAP_INFO_OBSTACLE", "MAP_INFO_ROAD", "VacuumCompetitionEnv", "env_info", "env_obs",
-           "map_info", "view_codes"]
+__all__ = ["MAP_INFO_DIRTY", "MAP_INFO_OBSTACLE", "MAP_INFO_ROAD", "VacuumCompetitionEnv", "agent_observation",
+           "env_info", "env_obs", "map_info", "view_codes"]
 
 MAP_INFO_OBSTACLE, MAP_INFO_ROAD, MAP_INFO_DIRTY = 0, 1, 2
 OUT_OF_VIEW_POS = {"x": -1, "z": -1}
@@ -81,19 +81,24 @@ def env_info(game: VacuumGame, map_count: int = len(VacuumConfig().map)) -> dict
     }
 
 
+def agent_observation(game: VacuumGame, rules: Rules | None = None) -> dict[str, Any]:
+    """``env_obs["observation"]``: what the agent sees (the Gym env's features read only this part)."""
+    rules = rules if rules is not None else game.rules
+    return {
+        "step_no": game.step_no,
+        "frame_state": frame_state(game, filtered=rules.npcs_in_view_only),
+        "env_info": env_info(game, len(game.config.map)),
+        "map_info": map_info(game),
+        "legal_action": [1] * N_ACTIONS,
+    }
+
+
 def env_obs(game: VacuumGame, map_id: int = 0, env_id: str = "0", rules: Rules | None = None) -> dict[str, Any]:
     """The ``env_obs`` dict of the current state (what ``env.reset`` returns and ``env.step`` returns second)."""
-    rules = rules if rules is not None else game.rules
     return {
         "env_id": env_id,
         "frame_no": game.step_no,
-        "observation": {
-            "step_no": game.step_no,
-            "frame_state": frame_state(game, filtered=rules.npcs_in_view_only),
-            "env_info": env_info(game, len(game.config.map)),
-            "map_info": map_info(game),
-            "legal_action": [1] * N_ACTIONS,
-        },
+        "observation": agent_observation(game, rules),
         "extra_info": {"frame_state": frame_state(game, filtered=False), "map_id": int(map_id),
                        "result_code": 0, "result_message": "", "fail_reason": game.fail_reason},
         "terminated": bool(game.terminated),
