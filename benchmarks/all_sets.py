@@ -5,6 +5,9 @@ game of the competition's kind. Per count: sets, won (the end reached with every
 left, never finished; the mean score of the nine-treasure sets; the lost sets; wall time and peak RSS. Prints JSON.
 
     python benchmarks/all_sets.py MODEL --map realm_map_1.json [--counts 0 1 2 ...] [--json PATH]
+
+``--workers N`` shares the games out over N worker processes, ``--executor ray`` over N Ray workers (on the cluster
+at ``--ray-address`` / ``$RAY_ADDRESS``, else a Ray instance started here): the same games with the same results.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from sb3_realm.agents.checkpoint import UntrustedCheckpointError, load_model
 from sb3_realm.atomic import check_output_file
 from sb3_realm.evaluation import game_seed, protocol_configs, write_json_atomic
 from sb3_realm.evaluation.batched import play_games
+from sb3_realm.executors import EXECUTORS, check_executor
 from sb3_realm.games.realm.env import RealmEnv
 from sb3_realm.games.realm.protocols import SLOTS
+from sb3_realm.imitation import Collector
 from sb3_realm.models.algorithms import algorithm, detect_algorithm
 from sb3_realm.models.saved import run_mask_wall_moves
 
@@ -35,7 +40,12 @@ def main() -> None:
                         help="treasure counts to play (default: all, 0..13)")
     parser.add_argument("--mask-wall-moves", action="store_true",
                         help="play with the wall mask (default: as the model's run config says)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of this process (without workers)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (Ray workers with --executor ray); "
+                        "1: play every game in this process")
+    parser.add_argument("--executor", choices=EXECUTORS, default="processes")
+    parser.add_argument("--ray-address", default=None, help="the Ray cluster to join (default: $RAY_ADDRESS, else "
+                        "Ray starts here)")
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--trust-pickle", action="store_true",
                         help="let the checkpoint's pickles run (only for a file you made yourself)")
@@ -48,19 +58,27 @@ def main() -> None:
             check_output_file(args.json_path, "--json")
         RealmEnv(map_path=args.map_path)  # the map file is read and checked
         algo = detect_algorithm(args.model)
+        if args.workers < 1:
+            raise ValueError(f"--workers {args.workers} must be >= 1")
+        check_executor(args.executor, args.ray_address)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     mask_walls = args.mask_wall_moves or run_mask_wall_moves(Path(args.model))
     torch.set_num_threads(args.threads)
     try:
-        policy = load_model(args.model, device="cpu", trust_pickle=args.trust_pickle).policy
+        model = load_model(args.model, device="cpu", trust_pickle=args.trust_pickle)
     except UntrustedCheckpointError as exc:
         parser.error(str(exc))
+    policy = model.policy
     confs = [c for n in sorted(set(args.counts)) for c in protocol_configs("exhaustive", treasures=n)]
     games = [(game_seed(0, i), conf) for i, conf in enumerate(confs)]
     t0 = time.perf_counter()
     env_kwargs = {"map_path": args.map_path, "mask_wall_moves": mask_walls}
-    played = play_games(policy, env_kwargs, games, masked=algorithm(algo).maskable, batch=128)
+    if args.workers == 1 and args.executor == "processes":
+        played = play_games(policy, env_kwargs, games, masked=algorithm(algo).maskable, batch=128)
+    else:
+        with Collector(args.workers, executor=args.executor, ray_address=args.ray_address) as collector:
+            played = collector.play(model, algo, env_kwargs, games, masked=algorithm(algo).maskable, game="realm")
     wall = time.perf_counter() - t0
     by_count: dict[int, dict] = {}
     for g in played:
@@ -80,7 +98,7 @@ def main() -> None:
         "by_count": {str(n): r for n, r in sorted(by_count.items())},
         "lost": [{"treasure_ids": list(g.treasure_ids), "reached_end": g.reached_end, "missed": list(g.missed),
                   "steps": g.steps, "score": g.score} for g in played if not g.won],
-        "wall_s": round(wall, 1), "peak_rss": peak_rss_mib(),
+        "wall_s": round(wall, 1), "peak_rss": peak_rss_mib(), "workers": args.workers, "executor": args.executor,
     }
     if args.json_path:
         write_json_atomic(out, args.json_path)

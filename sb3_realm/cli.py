@@ -22,6 +22,7 @@ from .arguments import ArgumentParser, json_dict, map_file, not_utf8
 from .atomic import check_output_file, share_folder
 from .evaluation import PROTOCOLS, evaluate, format_report, plot_scores, replay, run_demo, write_json_atomic
 from .evaluation.reports import check_outputs_apart, input_paths, with_yardstick_keys
+from .executors import EXECUTORS, RAY_ADDRESS_ENV, check_executor
 from .version import __version__
 
 # The training, imitation, export and tuning layers are imported inside their commands: they load torch, SB3 and
@@ -120,7 +121,8 @@ def _eval_parser(sub) -> argparse.ArgumentParser:
                     help="score a checkpoint on maps its run trained on too (refused by default)")
     ev.add_argument("--max-step", type=int, default=None, help="max_step of every game (default: the game's own)")
     ev.add_argument("--settings", choices=SETTINGS, default="default", help=SETTINGS_HELP)
-    ev.add_argument("--workers", type=int, default=1, help="processes")
+    ev.add_argument("--workers", type=int, default=1, help="processes (Ray workers with --executor ray)")
+    _executor_options(ev)
     ev.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
     ev.add_argument("--plot", default=None, help="write a PNG of the score distribution here")
     ev.add_argument("--worst", type=_worst_count, default=10, help="how many of the worst games to list (1 or more)")
@@ -137,6 +139,20 @@ def _eval_parser(sub) -> argparse.ArgumentParser:
     ev.add_argument("--mask-wall-moves", action="store_true",
                     help="env option (a MaskablePPO checkpoint plays with its run's own mask anyway)")
     return ev
+
+
+def _executor_options(parser: argparse.ArgumentParser, config_key: str | None = None) -> None:
+    """``--executor`` and ``--ray-address``: where the command's games run (:mod:`sb3_realm.executors`)."""
+    if config_key is not None:
+        parser.add_argument("--executor", choices=EXECUTORS, default=None,
+                            help=f"where the games run: worker processes of this machine or a Ray cluster (default: "
+                                 f"the config's {config_key}, processes unless set)")
+    else:
+        parser.add_argument("--executor", choices=EXECUTORS, default="processes",
+                            help="where the games run: worker processes of this machine (default) or a Ray cluster")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help=f"the Ray cluster to join (host:6379, or auto for the one `ray start` made on this "
+                             f"machine; default: ${RAY_ADDRESS_ENV}, else Ray starts on this machine for the run)")
 
 
 def _train_parser(sub) -> argparse.ArgumentParser:
@@ -160,6 +176,9 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     tr.add_argument("--no-progress", action="store_true",
                     help="no progress bar for this command (also without a terminal): one line per held-out "
                          "evaluation on stderr instead")
+    tr.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                    help=f"with env.vec_env: ray, the Ray cluster whose actors step the envs (default: "
+                         f"${RAY_ADDRESS_ENV}, else Ray starts on this machine for the run)")
     return tr
 
 
@@ -177,6 +196,7 @@ def _imitate_parser(sub) -> argparse.ArgumentParser:
     im.add_argument("--resume", default=None, metavar="DIR",
                     help="continue the run in DIR from its last complete round (e.g. with --set imitation.rounds=8)")
     im.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_options(im, "imitation.executor")
     return im
 
 
@@ -316,6 +336,9 @@ def _cmd_train(args) -> None:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
         config = load_config(args.config, overrides)
+    if args.ray_address and config.env.vec_env != "ray":
+        raise ValueError(f"--ray-address {args.ray_address!r} is for env.vec_env: ray (Ray actors step the envs); add "
+                         "--set env.vec_env=ray or leave the address out")
     model, run_dir = train(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
                            talk=sys.stderr)
     print(json.dumps({"run_dir": str(run_dir), "num_timesteps": int(model.num_timesteps),
@@ -331,6 +354,8 @@ def _cmd_imitate(args) -> None:
     overrides = list(args.overrides)
     if args.map_path is not None:
         overrides.append(f"env.map_path={json.dumps(args.map_path)}")
+    if args.executor is not None:
+        overrides.append(f"imitation.executor={args.executor}")
     if args.resume:
         if args.config is not None or args.out is not None:
             raise ValueError("--resume continues a run with its own config.yaml and directory; drop --config/--out "
@@ -340,6 +365,7 @@ def _cmd_imitate(args) -> None:
         if args.out is not None:
             overrides.append(f"out={json.dumps(args.out)}")
         config = load_imitate_config(args.config, overrides)
+    check_executor(config.imitation.executor, args.ray_address, option="imitation.executor")
     _model, run_dir = imitate(config, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty(),
                              talk=sys.stderr)
     report = with_yardstick_keys(json.loads((run_dir / "eval.json").read_text(encoding="utf-8")))
@@ -465,7 +491,8 @@ def _cmd_eval(args) -> None:
                           workers=args.workers, yardstick=not args.no_yardstick, progress=sys.stderr.isatty(),
                           expert_options=_expert_options(args),
                           env_kwargs=_eval_env_kwargs(args) or None, game=args.game, maps=args.maps,
-                          allow_overlap=args.allow_overlap, settings=args.settings)
+                          allow_overlap=args.allow_overlap, settings=args.settings, executor=args.executor,
+                          ray_address=args.ray_address)
         print(format_report(report, worst=args.worst))
         with _share_outputs(args):  # again: a folder made since the start may have been taken since
             if args.json_path:
@@ -582,6 +609,17 @@ def _register_games_by_path(argv: list[str] | None) -> None:
                 games.get(value)
 
 
+def _set_command_environment(args) -> dict[str, str | None]:
+    """Set the variables that the command's workers read too (``--trust-pickle``; ``--ray-address``, the cluster of
+    its Ray workers or actors); returns their values before, to put back."""
+    before = {name: os.environ.get(name) for name in (TRUST_ENV, RAY_ADDRESS_ENV)}
+    if getattr(args, "trust_pickle", False):  # seen by this process and the workers it starts
+        os.environ[TRUST_ENV] = "1"
+    if getattr(args, "ray_address", None):
+        os.environ[RAY_ADDRESS_ENV] = args.ray_address
+    return before
+
+
 def main(argv: list[str] | None = None) -> int:
     _register_games_by_path(argv)
     parser = build_parser()
@@ -590,9 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main_thread else None
     default_showwarning = warnings.showwarning
     warnings.showwarning = _warning_printer(args.command, default_showwarning)
-    trust_before = os.environ.get(TRUST_ENV)
-    if getattr(args, "trust_pickle", False):  # seen by this process and the workers it starts
-        os.environ[TRUST_ENV] = "1"
+    environment_before = _set_command_environment(args)
     try:
         if args.command == "demo":
             summary = run_demo(args.out, args.map_path, args.seed, args.usr_conf, gif=not args.no_gif, game=args.game)
@@ -629,10 +665,11 @@ def main(argv: list[str] | None = None) -> int:
               "stays usable (a run resumes with --resume)", file=sys.stderr)
         return 130
     finally:
-        if trust_before is None:
-            os.environ.pop(TRUST_ENV, None)
-        else:
-            os.environ[TRUST_ENV] = trust_before
+        for name, before in environment_before.items():
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
         warnings.showwarning = default_showwarning
         if main_thread:
             signal.signal(signal.SIGTERM, previous_sigterm)

@@ -49,8 +49,8 @@ _CARRIED_PREFIXES = ("SB3_REALM_",)
 _CARRIED_NAMES = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-class RayNotInstalledError(ImportError):
-    """``--executor ray`` (or ``vec_env: ray``) without Ray installed."""
+class RayNotInstalledError(ValueError, ImportError):
+    """``--executor ray`` (or ``vec_env: ray``) without Ray installed: bad input, reported before any work starts."""
 
 
 def _import_ray():
@@ -64,14 +64,17 @@ def _import_ray():
     return ray
 
 
-def check_executor(executor: str, option: str = "--executor") -> str:
-    """``executor`` if it is one of :data:`EXECUTORS` (and Ray is installed for ``ray``), else a ``ValueError`` (a
-    :class:`RayNotInstalledError`) that names the value and the fix; called before any work starts."""
+def check_executor(executor: str, address: str | None = None, option: str = "--executor") -> str:
+    """``executor`` if it is one of :data:`EXECUTORS` (and Ray is installed for ``ray``; ``address``, a cluster's
+    address, only with ``ray``), else a ``ValueError`` (a :class:`RayNotInstalledError`) that names the value and the
+    fix; called before any work starts."""
     if executor not in EXECUTORS:
         raise ValueError(f"{option} {executor!r} is not an executor; choose one of {list(EXECUTORS)} (processes: "
                          "worker processes on this machine; ray: a Ray cluster)")
     if executor == "ray":
         _import_ray()
+    elif address:
+        raise ValueError(f"--ray-address {address!r} is for {option} ray; add {option} ray or leave the address out")
     return executor
 
 
@@ -301,10 +304,7 @@ def make_executor(executor: str = "processes", workers: int = 1, initializer: Ca
                   initargs: tuple = (), address: str | None = None) -> Executor:
     """The executor named ``executor`` (:data:`EXECUTORS`) with ``workers`` workers; ``address`` (``ray`` only): the
     cluster to join (:func:`ray_address`)."""
-    check_executor(executor)
+    check_executor(executor, address)
     if executor == "ray":
         return RayExecutor(workers, initializer, initargs, address=address)
-    if address:
-        raise ValueError(f"--ray-address {address!r} is for --executor ray; add --executor ray or leave the "
-                         "address out")
     return ProcessExecutor(workers, initializer, initargs)

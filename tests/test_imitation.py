@@ -850,10 +850,11 @@ def test_an_interrupted_collector_ends_its_workers_without_waiting_for_their_job
     from concurrent.futures.process import BrokenProcessPool
 
     with pytest.raises(KeyboardInterrupt), Collector(2) as collector:
-        job = collector._pool.submit(time.sleep, 30)
+        pool = collector._pool._start()  # the executor's process pool
+        job = pool.submit(time.sleep, 30)
         while not job.running():
             time.sleep(0.05)
-        workers = list(collector._pool._processes.values())
+        workers = list(pool._processes.values())
         raise KeyboardInterrupt
     with pytest.raises((BrokenProcessPool, CancelledError)):
         job.result(timeout=0)  # a job waited for would have returned None

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .. import games as _games
 from ..agents import PolicySpec, play_episode
 from ..agents.load import policy_game
+from ..executors import check_executor, make_executor
 from ..models.saved import warn_feature_version
-from ..processes import mp_context
 from .reports import EvalReport, GameResult
 from .training_map import check_training_maps, warn_training_map
 
@@ -135,7 +134,8 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
              max_step: int | None = None, workers: int = 1, yardstick: bool = True, env_kwargs: dict | None = None,
              progress: bool = False, expert_options: Mapping[str, Any] | None = None,
              trust_pickle: bool | None = None, game: str | None = None, maps: list[str] | None = None,
-             allow_overlap: bool = False, settings: str = "default") -> EvalReport:
+             allow_overlap: bool = False, settings: str = "default", executor: str = "processes",
+             ray_address: str | None = None) -> EvalReport:
     """Play every game of a protocol with ``policy`` (``"random"``, an expert of the game such as ``"oracle"``, a
     checkpoint path or a submission folder; with ``workers=1`` also any object with ``name``, ``reset(env)`` and
     ``act(env, obs)``).
@@ -146,7 +146,11 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     :param maps: the maps of a protocol that plays named maps (Gorge Chase's ``maps``).
     :param allow_overlap: play a checkpoint on maps its run trained on; by default a protocol that names its maps
         refuses them (scores on training maps say little about maps the policy never saw).
-    :param workers: processes; 1 plays in this process. Results are the same for any number of workers.
+    :param workers: processes (Ray workers with ``executor="ray"``); 1 plays in this process unless the executor is
+        Ray. Results are the same for any number of workers and either executor.
+    :param executor: ``processes`` (worker processes of this machine) or ``ray`` (a Ray cluster:
+        :mod:`sb3_realm.executors`).
+    :param ray_address: the Ray cluster to join (default: ``$RAY_ADDRESS``, else a Ray instance started for the run).
     :param yardstick: also play the game's yardstick (the Realm's oracle, Gorge Chase's scripted policy) on each
         game and report the gap to its score.
     :param env_kwargs: extra arguments of the game's env (rules, mask_wall_moves, ...), as in training.
@@ -161,6 +165,8 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
     """
     if workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
+    check_executor(executor, ray_address)
+    in_process = workers == 1 and executor == "processes"
     played = policy_game(policy, game)
     name = played.name
     played.check_settings(settings, "--settings", _games.GAMES.values())
@@ -179,13 +185,13 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
                           game=name)
         if Path(policy).is_file():
             warn_feature_version(policy, name)
-    elif workers == 1 and hasattr(policy, "act") and hasattr(policy, "reset"):
+    elif in_process and hasattr(policy, "act") and hasattr(policy, "reset"):
         spec = policy
     else:
         raise ValueError(f"policy must be 'random', 'oracle' or a checkpoint path (a policy object only with "
-                         f"workers=1), got {policy!r}")
+                         f"workers=1 and the processes executor), got {policy!r}")
     env_kwargs = dict(env_kwargs or {})
-    ref = _games.reference(name) if workers > 1 else name  # a worker process imports the game by its path
+    ref = name if in_process else _games.reference(name)  # a worker process imports the game by its path
     init = (ref, str(map_path) if map_path is not None else None, env_kwargs, spec, yardstick, seed)
     _setup(*init)  # validates the policy and the map here, with a clear error, before any worker starts
     if not named_maps:
@@ -199,15 +205,14 @@ def evaluate(policy, protocol: str | None = None, *, map_path: str | None = None
 
         bar = tqdm(total=len(jobs), desc=f"eval {protocol}", unit="game")
     results: list[GameResult] = []
-    if workers == 1:
+    if in_process:
         for job in jobs:
             results.append(_run_one(job))
             if bar:
                 bar.update()
     else:
         chunk = max(1, math.ceil(len(jobs) / (workers * 8)))
-        with ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_setup_worker,
-                                 initargs=init) as pool:
+        with make_executor(executor, workers, _setup_worker, init, address=ray_address) as pool:
             for r in pool.map(_run_one, jobs, chunksize=chunk):
                 results.append(r)
                 if bar:

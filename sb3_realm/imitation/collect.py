@@ -16,13 +16,13 @@ The same workers also play the learner's own games (:meth:`Collector.play`: the 
 and the sweep of an imitation run), each a share of the games batched by :func:`~sb3_realm.evaluation.play_games`.
 
 Workers are module-level functions with picklable jobs, so they run under ``spawn`` as under ``forkserver``
-(:mod:`sb3_realm.processes`).
+(:mod:`sb3_realm.processes`), and as Ray tasks on a cluster (:mod:`sb3_realm.executors`): a job carries everything
+its worker needs, the learner's weights included, so a worker on another machine needs only the package and the maps.
 """
 
 from __future__ import annotations
 
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,8 +31,8 @@ import numpy as np
 from .. import games as _games
 from ..agents import SB3Policy, load_model, play_episode
 from ..evaluation import GameResult, game_result, play_games
+from ..executors import Executor, check_executor, make_executor
 from ..models.algorithms import algorithm_class
-from ..processes import mp_context
 from .dataset import Block, Layout
 from .expert import ExpertSpec
 
@@ -189,11 +189,19 @@ class PlayJob:
     masked: bool = False
     max_steps: int = 0
     game: str | None = None
+    #: the saved model's bytes, for a worker that cannot read ``path`` (a Ray worker on another machine); empty: read
+    #: ``path``
+    data: bytes = b""
 
 
 def play_job(job: PlayJob) -> list[GameResult]:
     """Play a :class:`PlayJob`'s games; one summary per game, in order (see ``play_games``)."""
-    model = load_model(job.path, algo_cls=algorithm_class(job.algo), device="cpu")
+    with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
+        path = job.path
+        if job.data:
+            path = str(Path(tmp) / Path(job.path).name)
+            Path(path).write_bytes(job.data)
+        model = load_model(path, algo_cls=algorithm_class(job.algo), device="cpu")
     return play_games(model.policy, job.env_kwargs, list(job.games), masked=job.masked, max_steps=job.max_steps,
                       game=job.game)
 
@@ -226,31 +234,24 @@ def _init_worker(game_paths: tuple[str, ...] = ()) -> None:
     torch.set_num_threads(1)  # batch-1 inference in each worker; more threads only contend for the cores
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """End ``pool``'s worker processes now, in the middle of their jobs (an ``oracle-refined`` labelling job runs for
-    minutes): ``terminate_workers`` from Python 3.14, before it the executor's own process table."""
-    terminate = getattr(pool, "terminate_workers", None)
-    if terminate is not None:
-        terminate()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.terminate()
-
-
 class Collector:
-    """Runs collection jobs in ``workers`` processes (in this process when ``workers`` is 1); a context manager that
-    keeps its pool for every round of a run. It also keeps the refined expert's first searches that its jobs made
-    (see the module docstring), by treasure set, for the jobs that play the same sets again.
+    """Runs collection jobs in ``workers`` workers (in this process when ``workers`` is 1 and the executor is
+    ``processes``); a context manager that keeps its workers for every round of a run. It also keeps the refined
+    expert's first searches that its jobs made (see the module docstring), by treasure set, for the jobs that play
+    the same sets again.
 
-    :param workers: worker processes.
+    :param workers: worker processes (Ray workers with ``executor="ray"``).
+    :param executor: ``processes`` or ``ray`` (:mod:`sb3_realm.executors`); the results are the same with either.
+    :param ray_address: the Ray cluster to join (default: ``$RAY_ADDRESS``, else a Ray instance of the run).
     """
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, executor: str = "processes", ray_address: str | None = None) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers = {workers!r} must be an integer >= 1")
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
+        self.executor = check_executor(executor, ray_address)
+        self.ray_address = ray_address
+        self._pool: Executor | None = None
         self._searches: dict[frozenset, dict] = {}  # treasure set -> {SearchKey: packed sequence or None}
 
     def _searches_for(self, games: tuple) -> tuple:
@@ -265,17 +266,17 @@ class Collector:
             self._searches.setdefault(key.available, {})[key] = packed
 
     def __enter__(self) -> Collector:
-        if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=_init_worker,
-                                             initargs=(_games.references(),))
+        if self.workers > 1 or self.executor != "processes":
+            self._pool = make_executor(self.executor, self.workers, _init_worker, (_games.references(),),
+                                       address=self.ray_address)
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            if exc_type is not None:  # interrupted (Ctrl-C, SIGTERM, an error): the running jobs are not waited for
-                _stop_workers(pool)
-            pool.shutdown(cancel_futures=True)
+            # interrupted (Ctrl-C, SIGTERM, an error): the running jobs (a labelling job may run for minutes) are not
+            # waited for
+            pool.close(cancel=exc_type is not None)
 
     def _shares(self, games: list, per_worker: int) -> list[tuple]:
         """``games`` cut into interleaved shares (long and short games spread evenly): ``per_worker`` a worker with
@@ -324,7 +325,8 @@ class Collector:
         with tempfile.TemporaryDirectory(prefix="sb3-realm-player-") as tmp:
             path = str(Path(tmp) / "model.zip")
             model.save(path)
-            jobs = [PlayJob(path, algo, env_kwargs, share, masked, max_steps, game)
+            data = Path(path).read_bytes() if self.executor == "ray" else b""  # a Ray worker may be on another machine
+            jobs = [PlayJob(path, algo, env_kwargs, share, masked, max_steps, game, data)
                     for share in self._shares(games, 1)]
             parts = self._map(play_job, jobs)
         return self._in_order(parts, len(games))

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from .. import games
+from ..executors import check_executor
 from ..training.config import TrainConfig, config_from_dict, load_config
 from ..training.config_files import apply_overrides, read_config_file
 
@@ -170,7 +171,11 @@ class ImitationConfig:
         stay to the oracle's.
     :param refine_guided: with ``expert: oracle-refined``, whether departures are counted from the oracle's own move
         (slower, fewer moves unlike the oracle's) or from the greedy move of its cost-to-go.
-    :param workers: processes that play the games (collection and held-out evaluation).
+    :param workers: processes that play the games (collection and held-out evaluation); Ray workers with
+        ``executor: ray``.
+    :param executor: where the games run: ``processes`` (worker processes of this machine) or ``ray`` (a Ray cluster,
+        joined by ``--ray-address`` or ``$RAY_ADDRESS``, else started on this machine: :mod:`sb3_realm.executors`);
+        the labels and results are the same with either.
     """
 
     expert: str = "oracle"
@@ -201,6 +206,7 @@ class ImitationConfig:
     refine_departure_cost: float = 0.2
     refine_guided: bool = True
     workers: int = 2
+    executor: str = "processes"
 
     def refine_settings(self, game: games.GameSpec) -> tuple:
         """The refined expert's settings (``refine_*``) as ``(name, value)`` pairs, in the order of ``game``'s
@@ -216,6 +222,7 @@ class ImitationConfig:
         for name in ("expert_games", "dagger_games", "epochs", "dagger_epochs", "batch_size", "window", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 1")
+        check_executor(self.executor, option="imitation.executor")
         for name in ("rounds", "beta_rampdown", "dagger_max_steps", "dagger_overrun", "screen_games"):
             if getattr(self, name) < 0:
                 raise ValueError(f"imitation.{name} = {getattr(self, name)} must be >= 0")

@@ -430,7 +430,7 @@ def _imitate(config: ImitateConfig, resume, progress: bool, talk: TextIO | None 
             from tqdm.auto import tqdm
 
             bar = tqdm(total=config.imitation.rounds + 1, initial=run.state.round + 1, desc="imitate", unit="round")
-        with Collector(config.imitation.workers) as collector:
+        with Collector(config.imitation.workers, config.imitation.executor) as collector:
             run.collector = collector
             if run.state.yardstick_score is None and config.imitation.expert == config.spec.evaluation.yardstick:
                 run.state.yardstick_score = evaluate_expert(config, collector, run.map_name)["mean_score"]
