@@ -101,17 +101,25 @@ def connect_ray(address: str | None = None, cpus: int | None = None) -> bool:
     if ray.is_initialized():
         return False
     where = ray_address(address)
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
-                              "runtime_env": {"env_vars": _carried_variables()}}
-    if where is None:
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
+    threads_before = os.environ.get("OMP_NUM_THREADS")
+    if where is None:  # Ray's processes start from this one and inherit its variables (and its workers start early)
+        os.environ["OMP_NUM_THREADS"] = _carried_variables()["OMP_NUM_THREADS"]
         kwargs["num_cpus"] = max(int(cpus or 1), os.cpu_count() or 1)
         kwargs["object_store_memory"] = 512 * 1024 * 1024
+    else:  # a cluster's workers get them with the job
+        kwargs["runtime_env"] = {"env_vars": _carried_variables()}
     try:
         ray.init(address=where, **kwargs)
     except ConnectionError as exc:
         raise ConnectionError(f"no Ray cluster answers at --ray-address / {RAY_ADDRESS_ENV} {where!r} ({exc}); start "
                               "one with `ray start --head` on the head machine and give its address (host:6379), "
                               f"or leave the address and {RAY_ADDRESS_ENV} unset to start Ray on this machine") from exc
+    finally:  # this process's own torch threads stay as they were
+        if threads_before is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads_before
     return True
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,36 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A Ray instance started on this machine for the module's tests (``RAY_ADDRESS`` unset meanwhile) and stopped
+    after them; the module's own functions reach Ray's workers by value (the workers cannot import ``tests/``). Without
+    Ray installed the tests skip, except where ``SB3_REALM_REQUIRE_RAY=1`` (set by ``.ci/run``): there they fail."""
+    try:
+        import ray
+    except ImportError:
+        message = "Ray is not installed (pip install -e '.[ray]')"
+        if os.environ.get("SB3_REALM_REQUIRE_RAY", "") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from sb3_realm.executors import connect_ray, disconnect_ray
+
+    before = os.environ.pop("RAY_ADDRESS", None)
+    modules = [m for m in sys.modules.values() if getattr(m, "__file__", None)
+               and Path(m.__file__).parent == Path(__file__).parent]
+    for module in modules:
+        ray.cloudpickle.register_pickle_by_value(module)
+    try:
+        assert connect_ray(cpus=2) is True
+        yield ray
+    finally:
+        disconnect_ray()
+        for module in modules:
+            ray.cloudpickle.unregister_pickle_by_value(module)
+        if before is not None:
+            os.environ["RAY_ADDRESS"] = before
 
 
 @pytest.fixture(scope="session")

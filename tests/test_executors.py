@@ -110,24 +110,6 @@ def test_a_job_that_always_kills_its_worker_stops_the_run():
 
 
 # ---------------------------------------------------------------------------------------- with a real Ray
-@pytest.fixture(scope="module")
-def local_ray():
-    """A Ray instance on this machine for the module's tests, stopped after them."""
-    ray = pytest.importorskip("ray")
-    from sb3_realm.executors import connect_ray, disconnect_ray
-
-    before = os.environ.pop("RAY_ADDRESS", None)
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the jobs here, for workers without tests/
-    try:
-        assert connect_ray(cpus=2) is True
-        yield ray
-    finally:
-        disconnect_ray()
-        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-        if before is not None:
-            os.environ["RAY_ADDRESS"] = before
-
-
 @pytest.mark.processes
 def test_ray_keeps_the_order_of_the_jobs(local_ray):
     with make_executor("ray", 2) as pool:
