@@ -12,6 +12,7 @@ from typing import Any
 from .. import games
 from ..arguments import not_utf8
 from ..atomic import check_portable_path
+from ..executors import RayNotInstalledError, check_executor
 from ..models.algorithms import ALGORITHMS, algorithm, algorithm_class, schedule
 from ..models.nets import ACTIVATIONS
 
@@ -19,6 +20,7 @@ __all__ = [
     "COMPETITION_MAP",
     "HYPERPARAM_RANGES",
     "MAX_REWARD_WEIGHT",
+    "VEC_ENVS",
     "AlgoConfig",
     "EnvConfig",
     "FinetuneConfig",
@@ -28,6 +30,10 @@ __all__ = [
 #: ``env.map_name`` of a recipe tuned for the competition's own map, which the package does not ship: such a config
 #: runs only with ``env.map_path`` (``--map``)
 COMPETITION_MAP = "competition"
+
+#: ``env.vec_env``'s choices: every env in this process, one process per env, Ray actors of ``env.envs_per_actor``
+#: envs each
+VEC_ENVS = ("dummy", "subproc", "ray")
 
 #: the largest size of a reward weight. A term of one step is at most a few thousand in size (the Realm's progress
 #: potential, in cells; the other terms are counts and 0/1 events), so with every weight within 1e6 a step's reward, an
@@ -64,7 +70,11 @@ class EnvConfig:
     :param rules: the game's rule overrides (the Realm's :class:`~sb3_realm.games.realm.rules.Rules`).
     :param mask_wall_moves: the action mask also forbids moves straight into an adjacent wall.
     :param n_envs: parallel envs.
-    :param vec_env: ``dummy`` (one process) or ``subproc`` (one process per env).
+    :param vec_env: ``dummy`` (every env in this process), ``subproc`` (one process per env) or ``ray`` (Ray
+        actors of ``envs_per_actor`` envs each, on this machine or a Ray cluster: ``$RAY_ADDRESS``; the optional extra
+        ``pip install 'sb3-realm[ray]'``).
+    :param envs_per_actor: with ``vec_env: ray``, the envs each Ray actor steps as one batch (the last actor may have
+        fewer).
     :param frame_stack: stack this many observations (``VecFrameStack``) for the temporal extractors.
     :param normalize_reward: wrap in ``VecNormalize(norm_obs=False, norm_reward=True)``.
     """
@@ -82,6 +92,7 @@ class EnvConfig:
     mask_wall_moves: bool = False
     n_envs: int = 8
     vec_env: str = "dummy"
+    envs_per_actor: int = 8
     frame_stack: int = 1
     normalize_reward: bool = False
 
@@ -110,12 +121,29 @@ class EnvConfig:
         self._check_reward_weights()
         game.env.reward_weights.from_dict(self.reward_weights)
         game.episodes.rules.from_dict(self.rules)
-        if self.vec_env not in ("dummy", "subproc"):
-            raise ValueError(f"env.vec_env = {self.vec_env!r}; choose 'dummy' or 'subproc'")
+        self._check_vec_env()
         if self.n_envs < 1:
             raise ValueError(f"env.n_envs = {self.n_envs} must be >= 1")
         if self.frame_stack < 1:
             raise ValueError(f"env.frame_stack = {self.frame_stack} must be >= 1")
+
+    def _check_vec_env(self) -> None:
+        if self.vec_env not in VEC_ENVS:
+            raise ValueError(f"env.vec_env = {self.vec_env!r} is not a vec env; choose one of {list(VEC_ENVS)} (dummy: "
+                             "every env in this process; subproc: one process per env; ray: Ray actors of "
+                             "env.envs_per_actor envs each)")
+        n = self.envs_per_actor
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"env.envs_per_actor = {n!r} must be an integer >= 1 (the envs each Ray actor steps with "
+                             "env.vec_env: ray), e.g. 8")
+        if self.vec_env == "ray":
+            try:
+                check_executor("ray")
+            except RayNotInstalledError as exc:
+                raise RayNotInstalledError(
+                    "env.vec_env = 'ray' needs Ray, which is not installed: install the optional extra with pip "
+                    "install -e '.[ray]' in a checkout (pip install 'sb3-realm[ray]' otherwise), or choose "
+                    "env.vec_env: subproc (one process per env) or dummy") from exc
 
     def _check_reward_weights(self) -> None:
         """Each reward weight a finite number within :data:`MAX_REWARD_WEIGHT` in size. A weight YAML read as a

@@ -43,6 +43,7 @@ from .finetune import (
     reference_policy,
     warm_start_value,
 )
+from .ray_vec_env import RayVecEnv
 from .run_files import (
     INIT_MODEL,
     MADE_BY_A_RUN,
@@ -81,13 +82,20 @@ def _make_env(env_kwargs: dict, game: str | None = None) -> Monitor:
 
 
 def make_vec_env(env: EnvConfig, seed: int, n_envs: int | None = None, game: str | None = None) -> VecEnv:
-    """The training VecEnv of ``game`` (required; Dummy or Subproc, picklable factories),
+    """The training VecEnv of ``game`` (required; Dummy, Subproc or Ray actors, picklable factories),
     frame-stacked and reward-normalised as configured."""
     n = n_envs or env.n_envs
     spec = games.get(game)  # each env its own arguments, as each worker process gets its own
-    ref = games.reference(spec.name) if env.vec_env == "subproc" else spec.name  # a subprocess imports it by path
+    elsewhere = env.vec_env in ("subproc", "ray")
+    ref = games.reference(spec.name) if elsewhere else spec.name  # a worker process imports it by path
     fns: list[Callable[[], gym.Env]] = [functools.partial(_make_env, env.env_kwargs(game=spec), ref) for _ in range(n)]
-    venv: VecEnv = SubprocVecEnv(fns, start_method=start_method()) if env.vec_env == "subproc" else DummyVecEnv(fns)
+    venv: VecEnv
+    if env.vec_env == "ray":
+        venv = RayVecEnv(fns, envs_per_actor=env.envs_per_actor)
+    elif env.vec_env == "subproc":
+        venv = SubprocVecEnv(fns, start_method=start_method())
+    else:
+        venv = DummyVecEnv(fns)
     venv.seed(seed)
     if env.frame_stack > 1:
         venv = VecFrameStack(venv, n_stack=env.frame_stack)
