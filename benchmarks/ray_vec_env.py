@@ -10,8 +10,8 @@ Each (game, vec env, repeat) runs in a process of its own, the repeats interleav
 from other processes hits them alike; the best repeat of each is reported. The actions are random; with the maskable
 recipe (Gorge Chase) they are legal ones, drawn from the masks that MaskablePPO would fetch
 (``env_method("action_masks")``, timed apart as ``masks_ms_per_vec_step``). Building the envs (and starting Ray or the
-processes) and the warm-up steps are not timed. Peak resident memory: the driver's, each Ray actor's and each
-SubprocVecEnv worker's.
+processes) and the warm-up steps are not timed. Peak resident memory: the driver's, each Ray actor's, Ray's daemons'
+(gcs_server, raylet, ...: those this run started) and each SubprocVecEnv worker's.
 """
 
 from __future__ import annotations
@@ -57,6 +57,43 @@ def _process_peak_rss_mib(pid: int) -> float | None:
     return round(psutil.Process(pid).memory_info().rss / (1024 * 1024), 1)
 
 
+#: Ray's own processes on this machine (not its workers)
+_RAY_DAEMONS = ("gcs_server", "raylet", "plasma_store", "log_monitor", "dashboard", "monitor.py", "runtime_env_agent")
+
+
+def _ray_daemons_peak_rss_mib() -> float | None:
+    """The summed peak resident memory of the Ray daemons started by this process (its descendants in /proc whose
+    command line names one), in MiB; None without /proc."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    parents: dict[int, int] = {}
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    ours = {os.getpid()}
+    changed = True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in ours and pid not in ours:
+                ours.add(pid)
+                changed = True
+    total = 0.0
+    for pid in ours - {os.getpid()}:
+        try:
+            cmd = (proc / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if any(name in cmd for name in _RAY_DAEMONS) and "ray::" not in cmd:
+            total += _process_peak_rss_mib(pid) or 0.0
+    return round(total, 1)
+
+
 def run_one(game: str, kind: str, n_envs: int, envs_per_actor: int, steps: int, warmup: int, seed: int) -> dict:
     """Time one vec env of ``kind`` in this process: ``warmup`` untimed vec steps, then ``steps`` timed."""
     from sb3_realm.training.config import load_config
@@ -84,6 +121,7 @@ def run_one(game: str, kind: str, n_envs: int, envs_per_actor: int, steps: int, 
             step_s += end - mid
             episodes += int(dones.sum())
     actors = venv.actor_peak_rss_mib() if kind == "ray" else None
+    daemons = _ray_daemons_peak_rss_mib() if kind == "ray" else None
     workers = [_process_peak_rss_mib(p.pid) for p in venv.processes] if kind == "subproc" else None
     venv.close()
     rss = peak_rss_mib()
@@ -100,6 +138,7 @@ def run_one(game: str, kind: str, n_envs: int, envs_per_actor: int, steps: int, 
     if kind == "ray":
         out["envs_per_actor"] = envs_per_actor
         out["actor_peak_rss_mib"] = actors
+        out["ray_daemons_peak_rss_mib"] = daemons
     if kind == "subproc":
         out["worker_peak_rss_mib"] = workers
     return out
@@ -117,6 +156,13 @@ def _child(args: argparse.Namespace, game: str, kind: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _rss_sum(run: dict) -> float:
+    """The driver's peak resident memory plus each worker's and Ray's daemons' (shared pages counted in each: an
+    upper bound of the whole)."""
+    workers = run.get("actor_peak_rss_mib") or run.get("worker_peak_rss_mib") or []
+    return round(run["driver_peak_rss_mib"] + (run.get("ray_daemons_peak_rss_mib") or 0.0) + sum(workers), 1)
+
+
 def _summary(runs: list[dict]) -> dict:
     best = {kind: min((r for r in runs if r["vec_env"] == kind), key=lambda r: r["ms_per_vec_step_with_masks"])
             for kind in KINDS}
@@ -132,9 +178,7 @@ def _summary(runs: list[dict]) -> dict:
                                                    / sub["ms_per_vec_step_with_masks"], 3),
         "ratio_ray_over_dummy": round(ray["ms_per_vec_step"] / dummy["ms_per_vec_step"], 3),
         "ratio_subproc_over_dummy": round(sub["ms_per_vec_step"] / dummy["ms_per_vec_step"], 3),
-        # the driver's peak plus each worker's (shared pages counted in each: an upper bound)
-        "peak_rss_sum_mib": {kind: round(best[kind]["driver_peak_rss_mib"] + sum(
-            best[kind].get("actor_peak_rss_mib") or best[kind].get("worker_peak_rss_mib") or []), 1) for kind in KINDS},
+        "peak_rss_sum_mib": {kind: _rss_sum(best[kind]) for kind in KINDS},
     }
 
 
