@@ -5,6 +5,7 @@
                                     [--eval-games 10] [--check-seeds 1,2,3] [--check-eval-seed 777] [--check-games 30]
     python benchmarks/tune_study.py --config configs/gorge/finetune.yaml --set finetune.init_from=RUN/final_model.zip
                                     [--steps 100000] [--eval-games 20] [--workers 2] [--check-games 50] [--resume]
+    python benchmarks/tune_study.py --workers 4 --executor ray [--ray-address HOST:6379]
 
 1. ``tuning/tune_rewards.py``'s study (SQLite, median pruner, TPE seeded 0, trial 0 = the default weights) on
    ``--config`` with a fixed small configuration: ``--treasures`` random treasures (start 2, end 1), ``--max-step``,
@@ -18,8 +19,12 @@ A Gorge Chase config (``game: gorge``) keeps its own maps and game settings (``-
 on the config's maps and is judged on its held-out map (``eval_maps``, eval_seed of the config), and the check plays
 ``--check-games`` games on each test map of ``benchmarks/gorge_recipe.py`` (open_9 and open_10 with ``--maps-dir``,
 own_6 .. own_10), drawn from its fixed ``TEST_SEED``. The default weights are the config's own. With ``--workers 2``
-the study runs two worker processes on a journal file and the check trains two runs at a time. ``--resume`` keeps
-OUT: the study continues from its storage (trials already finished count) and the check runs again.
+the study runs two worker processes on a journal file and the check trains two runs at a time. With ``--executor ray``
+the study's workers are Ray tasks (on a Ray instance started here, or the cluster at ``--ray-address`` /
+``$RAY_ADDRESS``) sharing OUT/study.log by its absolute path, so a cluster's machines need OUT on a filesystem they all
+mount at that path; the check's runs stay worker processes of this machine (their job function lives in this
+script, whose folder is not on the path of Ray's workers). ``--resume`` keeps OUT: the study continues from its
+storage (trials already finished count) and the check runs again.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from gorge_recipe import TEST_SEED, evaluate_model, refuse_test_maps, test_maps 
 from rss import peak_rss_mib  # benchmarks/rss.py, beside this script
 
 from sb3_realm.evaluation import evaluate, write_json_atomic
+from sb3_realm.executors import EXECUTORS, RAY_ADDRESS_ENV, check_executor
 from sb3_realm.games.realm.rewards import RewardWeights
 from sb3_realm.processes import mp_context
 from sb3_realm.training.config import load_config
@@ -138,6 +144,12 @@ def main() -> None:
     p.add_argument("--pruner", default="median")
     p.add_argument("--workers", type=int, default=1,
                    help="study workers and check runs at a time (> 1: the study's storage is a journal file)")
+    p.add_argument("--executor", choices=EXECUTORS, default="processes",
+                   help="the study's workers: processes of this machine, or Ray tasks (the study's storage is then "
+                        "the journal file OUT/study.log; the check runs in processes of this machine either way)")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help=f"the Ray cluster of --executor ray (host:6379 or auto; default ${RAY_ADDRESS_ENV}, else Ray "
+                        "starts on this machine for the study)")
     p.add_argument("--check-seeds", default="1,2,3", help="training seeds of the check (the study trains seed 0)")
     p.add_argument("--check-eval-seed", type=int, default=777, help="Realm: leaderboard draw of the check "
                                                                    "(study: 12345)")
@@ -149,14 +161,18 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     earlier = check_output_folder(args.out, OWN, markers=MARKERS, script="benchmarks/tune_study.py")
+    check_executor(args.executor, args.ray_address)
     base, setup = _base(args)
-    storage = str(out / "study.log") if args.workers > 1 else f"sqlite:///{out / 'study.db'}"
-    study = StudyConfig(kind="rewards", base=base, name="rewards", storage=storage, out=str(out / "study"),
+    where = out.resolve() if args.executor == "ray" else out  # a Ray worker's folder need not be this one
+    storage = str(where / "study.log") if args.workers > 1 or args.executor == "ray" else \
+        f"sqlite:///{out / 'study.db'}"
+    study = StudyConfig(kind="rewards", base=base, name="rewards", storage=storage, out=str(where / "study"),
                         n_trials=args.trials, pruner=args.pruner, sampler_seed=0).validate()
     if not args.resume:  # everything is checked: the earlier output goes, and only what this script wrote
         remove_outputs(out, earlier)
     start = time.perf_counter()
-    summary = run_study(study, workers=args.workers, progress=False)
+    summary = run_study(study, workers=args.workers, progress=False, executor=args.executor,
+                        ray_address=args.ray_address)
     study_wall = time.perf_counter() - start
     problems = study_problems(summary)
     if problems:
@@ -167,7 +183,7 @@ def main() -> None:
         "benchmark": "tune_study", "command": " ".join(["python", *sys.argv]), "cpus": os.cpu_count(),
         "setup": {"config": args.config, "game": base.game, "overrides": args.overrides, **setup,
                   "steps_per_trial": args.steps, "n_envs": base.env.n_envs, "eval_games": args.eval_games,
-                  "pruner": args.pruner, "workers": args.workers},
+                  "pruner": args.pruner, "workers": args.workers, "executor": args.executor},
         "study": {"wall_s": round(study_wall, 1), "span_s": _span_s(trials), "trials": summary["trials"],
                   "default_weights_value": summary["baseline_value"], "best_number": best and best["number"],
                   "best_value": best and best["value"], "best_params": best and best["params"],

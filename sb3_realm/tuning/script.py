@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..arguments import ArgumentParser, json_dict, map_file
+from ..executors import EXECUTORS, RAY_ADDRESS_ENV
 from ..training.config import config_from_dict, load_config
 from .outputs import check_output_folder, remove_outputs
 from .study import PRUNERS, StudyConfig, load_study, run_study
@@ -56,7 +57,16 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--study-name", default=kind, help=f"study name in the storage (default {kind!r})")
     p.add_argument("--out", default=None, help="study folder (default runs/study-<name>)")
     p.add_argument("--workers", type=int, default=1,
-                   help="worker processes on this host (> 1 needs a journal file or PostgreSQL storage)")
+                   help="workers of the study: processes on this host, or Ray tasks with --executor ray (> 1 needs a "
+                        "journal file or PostgreSQL storage)")
+    p.add_argument("--executor", choices=EXECUTORS, default="processes",
+                   help="processes: the workers are processes on this host (--workers 1: this process); ray: Ray "
+                        "tasks of one CPU each on the cluster at --ray-address (else a Ray instance started here "
+                        "for the study), sharing a PostgreSQL storage or a journal file on a filesystem every machine "
+                        "mounts (not SQLite); needs pip install 'sb3-realm[ray]'")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help=f"the Ray cluster of --executor ray: host:6379 of its head, or auto for the one `ray start` "
+                        f"started on this machine (default ${RAY_ADDRESS_ENV}, else a Ray instance of this study)")
     p.add_argument("--pruner", choices=PRUNERS, default="median",
                    help="median: intermediate evaluations; wilcoxon: paired test over the held-out games (and seeds); "
                         "halving: successive halving; none")
@@ -120,21 +130,23 @@ def study_problems(summary: dict) -> str | None:
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
         parts.append(f"{len(failed)} trial(s) failed ({shown}{more})")
     if codes:
-        parts.append(f"worker processes ended with exit codes {codes}")
+        died = " (None: a Ray worker that died)" if None in codes else ""
+        parts.append(f"worker processes ended with exit codes {codes}{died}")
     return (f"{' and '.join(parts)}; their reasons are in {summary.get('out')}/trials.csv (fail_reason): fix the "
             "cause, then run the same command again to go on with the study (failed trials count as finished: raise "
             "--n-trials for new ones)")
 
 
 def main(kind: str, argv: list[str] | None = None) -> int:
-    """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input, 1 with one
-    line when a trial failed or a worker process died (the summary is printed first)."""
+    """Run the study; print its summary (``study.json``) as JSON. Exit code 2 with one line on bad input (a Ray
+    cluster that does not answer at ``--ray-address`` included), 1 with one line when a trial failed or a worker
+    process died (the summary is printed first)."""
     args = build_parser(kind).parse_args(argv)
     try:
         config = study_config_from_args(kind, args)
         summary = run_study(config, workers=args.workers, progress=not args.no_progress and sys.stderr.isatty(),
-                            talk=sys.stderr)
-    except ValueError as exc:
+                            talk=sys.stderr, executor=args.executor, ray_address=args.ray_address)
+    except (ValueError, ConnectionError) as exc:  # ConnectionError: no Ray cluster at --ray-address / $RAY_ADDRESS
         print(f"tune_{kind}.py: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a full disk, a folder without permission: one line

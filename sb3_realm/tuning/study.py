@@ -1,5 +1,6 @@
-"""Studies: create or join one, run workers (in this process or K processes on this host), replay a stored trial
-(their config, :class:`~sb3_realm.tuning.study_config.StudyConfig`, is in :mod:`sb3_realm.tuning.study_config`).
+"""Studies: create or join one, run workers (in this process, K processes on this host or K Ray tasks on a cluster),
+replay a stored trial (their config, :class:`~sb3_realm.tuning.study_config.StudyConfig`, is in
+:mod:`sb3_realm.tuning.study_config`).
 
 The study stores its kind (``rewards`` / ``hparams``), the base training config and the sampling options as the
 user attribute ``sb3_realm``, so that any worker (on any machine) and ``sb3-realm train --from-study`` can rebuild a
@@ -14,15 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import optuna
 from optuna.trial import TrialState
 
 from .. import games
+from ..executors import RETRIES, check_executor, connect_ray, disconnect_ray
 from ..processes import mp_context
 from ..training.config import TrainConfig, config_from_dict
 from .objective import objective
@@ -257,35 +260,110 @@ def _worker_entry(config: StudyConfig, worker: int, game_paths: tuple[str, ...] 
     run_worker(config, worker, progress=False)
 
 
-def run_study(config: StudyConfig, workers: int = 1, progress: bool = True, talk: TextIO | None = None) -> dict:
-    """Create or join the study, run ``workers`` worker processes on this host (1 = in this process), then write the
-    study folder's outputs (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary. ``talk``, a text
-    stream (the scripts pass ``sys.stderr``), gets one line per trial as it finishes
-    (:func:`~sb3_realm.tuning.trials.trial_line`), whichever worker ran it, with or without the progress bar."""
-    config.validate()
-    if workers < 1:
+def _ray_study_worker(config: StudyConfig, worker: int, game_paths: tuple[str, ...] = ()) -> None:
+    """A study's worker as a Ray task (its process is titled ``ray::_ray_study_worker`` while it runs)."""
+    _worker_entry(config, worker, game_paths)
+
+
+def run_study(config: StudyConfig, workers: int = 1, progress: bool = True, talk: TextIO | None = None,
+              executor: str = "processes", ray_address: str | None = None) -> dict:
+    """Create or join the study, run its ``workers`` workers, then write the study folder's outputs
+    (:func:`~sb3_realm.tuning.outputs.write_outputs`); returns their summary. ``talk``, a text stream (the scripts pass
+    ``sys.stderr``), gets one line per trial as it finishes (:func:`~sb3_realm.tuning.trials.trial_line`), whichever
+    worker ran it, with or without the progress bar.
+
+    :param executor: ``processes``: worker processes on this host (1 = in this process); ``ray``: Ray tasks of one
+        CPU each on the cluster at ``ray_address`` (else ``$RAY_ADDRESS``; without either, on a Ray instance started
+        here for the study and stopped after it; see :func:`~sb3_realm.executors.connect_ray`). Ray workers share the
+        study through a journal file on a filesystem every machine mounts at the same path, or PostgreSQL; never
+        SQLite.
+    :param ray_address: the Ray cluster to join (``executor="ray"`` only).
+
+    With several worker processes, or Ray workers, the summary has ``worker_exit_codes``, one per worker: a
+    process's exit code; for a Ray worker 0 when its task finished, 1 when it raised an error (its message goes to
+    ``talk``), None when its process died (killed, out of memory, its machine lost) and it was not started again. A
+    Ray worker that dies is started again (a new worker number, so a new sampler seed) while the study lacks finished
+    trials, up to :data:`~sb3_realm.executors.RETRIES` times per worker; ``worker_restarts`` counts those restarts. A
+    dead worker's running trial is failed through the heartbeat after ``grace_period`` seconds (and its parameters
+    enqueued again, ``max_retry`` times), as with worker processes; it never counts towards ``n_trials``."""
+    check_executor(executor, ray_address)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--workers {workers} must be >= 1")
-    if workers > 1 and storage_kind(config.storage) == "sqlite":
-        raise ValueError(f"--workers {workers} with SQLite ({config.storage}): SQLite is for one worker process; "
-                         "use --storage journal:///PATH/study.log for several processes on this host or "
-                         "postgresql://USER@HOST/DB for several machines")
+    if storage_kind(config.storage) == "sqlite":
+        if executor == "ray":
+            raise ValueError(f"--executor ray with SQLite ({config.storage}): SQLite is for one worker process, "
+                             "which Ray's workers are not; use --storage postgresql://USER@HOST/DB for Ray workers on "
+                             "several machines, or a journal file (journal:///PATH/study.log) only on a filesystem "
+                             "that every machine of the cluster mounts at the same path (any path on this host for "
+                             "a local Ray instance)")
+        if workers > 1:
+            raise ValueError(f"--workers {workers} with SQLite ({config.storage}): SQLite is for one worker process; "
+                             "use --storage journal:///PATH/study.log for several processes on this host or "
+                             "postgresql://USER@HOST/DB for several machines")
+    config.validate()
     check_output_folder(config.out, config.folder_names(), script="a tuning study")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(config)
-    trials_dir = Path(config.out) / "trials"
-    if not study.get_trials(deepcopy=False) or all(t.state == TrialState.WAITING for t in study.trials):
-        if trials_dir.is_dir() and any(trials_dir.iterdir()):
-            raise ValueError(f"{trials_dir} holds the runs of an earlier study, and study {config.name!r} has no "
-                             "trials yet; use another --out (or delete that folder)")
-    exit_codes: list[int | None] = []
-    if workers == 1:
-        run_worker(config, 0, progress, talk)
-    else:
-        exit_codes = _run_processes(config, workers, study, progress, talk)
+    if executor == "ray":
+        games.reference(config.base.spec.name)  # a game the workers could not import is refused before any starts
+    # a cluster that does not answer (a ConnectionError naming the address) is reported before the study is touched
+    started = executor == "ray" and connect_ray(ray_address, cpus=workers)
+    try:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = open_study(config)
+        trials_dir = Path(config.out) / "trials"
+        if not study.get_trials(deepcopy=False) or all(t.state == TrialState.WAITING for t in study.trials):
+            if trials_dir.is_dir() and any(trials_dir.iterdir()):
+                raise ValueError(f"{trials_dir} holds the runs of an earlier study, and study {config.name!r} has no "
+                                 "trials yet; use another --out (or delete that folder)")
+        exit_codes: list[int | None] = []
+        restarts = None
+        if executor == "ray":
+            exit_codes, restarts = _run_ray(config, workers, study, progress, talk)
+        elif workers == 1:
+            run_worker(config, 0, progress, talk)
+        else:
+            exit_codes = _run_processes(config, workers, study, progress, talk)
+    finally:
+        if started:  # only the Ray instance this call started; a cluster joined before stays as it was
+            disconnect_ray()
     summary = write_outputs(optuna.load_study(study_name=config.name, storage=config.make_storage()), config)
     if exit_codes:
         summary["worker_exit_codes"] = exit_codes
+    if restarts is not None:
+        summary["worker_restarts"] = restarts
     return summary
+
+
+class _Watch:
+    """The progress bar and the trial lines of a study whose workers run elsewhere: :meth:`look` at the study now
+    and then, :meth:`close` at the end."""
+
+    def __init__(self, config: StudyConfig, study: optuna.Study, progress: bool, talk: TextIO | None,
+                 desc: str) -> None:
+        self.study, self.talk = study, talk
+        self.lines = None if talk is None else TrialLines(talk, config.n_trials, study.get_trials(deepcopy=False))
+        self.bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=config.n_trials, desc=f"study {config.name} ({desc})", unit="trial")
+
+    def look(self) -> None:
+        if self.lines is not None:
+            self.lines.update(self.study.get_trials(deepcopy=False), self.bar)
+        if self.bar is not None:
+            _update_bar(self.bar, self.study, study_counts(self.study))
+
+    def say(self, line: str) -> None:
+        """A line about a worker, on ``talk`` (stderr without it), above the bar."""
+        talk = self.talk if self.talk is not None else sys.stderr
+        if self.bar is not None:
+            self.bar.write(line, file=talk)
+        else:
+            print(line, file=talk, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progress: bool,
@@ -294,33 +372,77 @@ def _run_processes(config: StudyConfig, workers: int, study: optuna.Study, progr
     ctx = mp_context(preload=[__name__])  # torch, SB3 and the package imported once, in a fork server
     procs = [ctx.Process(target=_worker_entry, args=(config, i, games.references()), name=f"sb3-realm-worker-{i}")
              for i in range(workers)]
-    lines = None if talk is None else TrialLines(talk, config.n_trials, study.get_trials(deepcopy=False))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.n_trials, desc=f"study {config.name} ({workers} workers)", unit="trial")
+    watch = _Watch(config, study, progress, talk, f"{workers} workers")
     try:
         for p in procs:
             p.start()
         while any(p.is_alive() for p in procs):
-            if lines is not None:
-                lines.update(study.get_trials(deepcopy=False), bar)
-            if bar is not None:
-                _update_bar(bar, study, study_counts(study))
+            watch.look()
             time.sleep(config.poll_interval)
             for p in procs:
                 p.join(timeout=0)
-        if lines is not None:  # the trials that finished since the last look
-            lines.update(study.get_trials(deepcopy=False), bar)
+        if watch.lines is not None:  # the trials that finished since the last look
+            watch.lines.update(study.get_trials(deepcopy=False), watch.bar)
     finally:
         for p in procs:
             if p.is_alive():
                 p.terminate()
             p.join()
-        if bar is not None:
-            bar.close()
+        watch.close()
     return [p.exitcode for p in procs]
+
+
+def _run_ray(config: StudyConfig, workers: int, study: optuna.Study, progress: bool,
+             talk: TextIO | None) -> tuple[list[int | None], int]:
+    """Run the study's workers as Ray tasks (Ray connected); returns each worker's exit code (see
+    :func:`run_study`) and how many dead workers were started again."""
+    import ray  # installed and connected: run_study did both
+
+    game_paths = games.references()
+    # Ray does not run the task again by itself (max_retries=0): Ray's retry would start the same worker number,
+    # whose seeded sampler would draw its first parameters again, and would start it even when the study is done.
+    # A dead worker is started again here instead, as a new worker number, only while the study lacks finished
+    # trials (see run_study). Running a worker again never counts a trial twice: a worker counts the trials in the
+    # storage, and the dead worker's trial is failed through the heartbeat (not counted) and enqueued again.
+    task: Any = ray.remote(num_cpus=1, max_retries=0)(_ray_study_worker)  # Ray's stubs miss the default
+    slots: dict = {}  # running task -> (its place in the exit codes, its worker number)
+    codes: list[int | None] = [None] * workers
+    lives = [0] * workers
+    number = workers
+    watch = _Watch(config, study, progress, talk, f"{workers} Ray workers")
+    try:
+        for i in range(workers):
+            slots[task.remote(config, i, game_paths)] = (i, i)
+        while slots:
+            done, _ = ray.wait(list(slots), num_returns=len(slots), timeout=config.poll_interval)
+            watch.look()
+            for ref in done:
+                i, worker = slots.pop(ref)
+                try:
+                    ray.get(ref)
+                    codes[i] = 0
+                except ray.exceptions.RayTaskError as exc:  # the worker's own error: running it again would repeat it
+                    cause = getattr(exc, "cause", None) or exc
+                    codes[i] = 1
+                    watch.say(f"Ray worker {worker} stopped with an error: {type(cause).__name__}: {cause}")
+                except ray.exceptions.RayError as exc:  # its process or its machine died
+                    codes[i] = None
+                    why = f"Ray worker {worker} died ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})"
+                    if lives[i] < RETRIES and study_counts(study)["finished"] < config.n_trials:
+                        lives[i] += 1
+                        watch.say(f"{why}; worker {number} takes its place (a trial it was running is failed "
+                                  f"after the grace period, {config.grace_period} s, and does not count)")
+                        slots[task.remote(config, number, game_paths)] = (i, number)
+                        number += 1
+                    else:
+                        watch.say(why)
+        watch.look()  # the trials that finished since the last look
+    finally:
+        for ref in slots:  # interrupted: the tasks stop too (their trials are failed as stale when the study goes on)
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        watch.close()
+    return codes, sum(lives)
 
 
 def trial_config(storage_url: str, study_name: str, number: int | None = None) -> tuple[TrainConfig, int]:
