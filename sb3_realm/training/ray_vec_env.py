@@ -175,7 +175,8 @@ class RayVecEnv(VecEnv):
             for start, stop in self.bounds:
                 self._actors.append(_remote_actor_class().options(max_restarts=0, max_concurrency=1).remote(
                     env_fns[start:stop]))
-            observation_space, action_space = self._ray.get(self._actors[0].spaces.remote())
+            # every actor's answer: an env that cannot be made is reported here, not at the first step
+            observation_space, action_space = self._ray.get([actor.spaces.remote() for actor in self._actors])[0]
             super().__init__(n_envs, observation_space, action_space)
         except BaseException:
             self._kill()
