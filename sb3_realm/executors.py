@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -90,6 +91,22 @@ def _carried_variables() -> dict[str, str]:
     return env
 
 
+def _check_reachable(address: str, seconds: float = 5.0) -> None:
+    """A ``ConnectionError`` naming ``address`` (``host:port``, or ``ray://host:port``) when nothing answers on its
+    port within ``seconds``: Ray itself would retry for minutes. ``auto`` and other forms are left to Ray."""
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at the Ray address {address!r} (--ray-address or {RAY_ADDRESS_ENV}): "
+                              f"{exc}; start the cluster with `ray start --head --port {port}` on {host} (and "
+                              f"`ray start --address {host}:{port}` on the other machines), check the address and the "
+                              f"firewall, or leave the address and {RAY_ADDRESS_ENV} unset to start Ray on this "
+                              "machine") from None
+
+
 def connect_ray(address: str | None = None, cpus: int | None = None) -> bool:
     """Join the Ray cluster at :func:`ray_address` ``(address)``, or start a Ray instance on this machine with
     ``max(cpus, os.cpu_count())`` CPUs when there is none. Returns True when this call started Ray (then the caller
@@ -102,6 +119,8 @@ def connect_ray(address: str | None = None, cpus: int | None = None) -> bool:
         return False
     where = ray_address(address)
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
+    if where is not None:
+        _check_reachable(where)
     threads_before = os.environ.get("OMP_NUM_THREADS")
     if where is None:  # Ray's processes start from this one and inherit its variables (and its workers start early)
         os.environ["OMP_NUM_THREADS"] = _carried_variables()["OMP_NUM_THREADS"]

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agents",),
     ("models",),
     ("games",),
+    ("executors",),
     ("atomic", "processes", "arguments", "version", "submission"),
 ]
 # The games layer (sb3_realm/games/): the registry (games/__init__.py), the spec interface (games/spec.py), the
