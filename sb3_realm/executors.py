@@ -294,7 +294,6 @@ class RayExecutor(Executor):
         ray = self._ray
         chunks = _chunks(list(jobs), chunksize)
         fn_ref = ray.put(fn)
-        refs: list = []
         index: dict = {}
         results: dict[int, list] = {}
         next_submit = next_out = 0
@@ -303,7 +302,6 @@ class RayExecutor(Executor):
                 while next_submit < len(chunks) and len(index) < 2 * self.workers:
                     ref = self._task.remote(self._token, self._setup, fn_ref, chunks[next_submit])
                     index[ref] = next_submit
-                    refs.append(ref)
                     next_submit += 1
                 self._running = list(index)
                 done, _ = ray.wait(list(index), num_returns=1)
